@@ -1,0 +1,10 @@
+//! hcp-flow follows every hosted control plane creation through each hop of its
+//! path and turns what it sees into Prometheus metrics and traces.
+//!
+//! Data flows one way: source → observation → timeline → (exposition | JSON).
+
+pub mod config;
+pub mod metrics;
+pub mod model;
+pub mod sim;
+pub mod sources;

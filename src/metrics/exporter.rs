@@ -1,0 +1,182 @@
+//! The exporter's own metrics: how each source is doing, what could not be
+//! read, and what the fleet-level counters and histograms say.
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabels {
+    pub source: String,
+}
+
+/// Why an upstream call failed; the `kind` label of request errors.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum RequestErrorKind {
+    /// No answer within the source's timeout.
+    timeout,
+    /// TCP/TLS connection could not be made.
+    connect,
+    /// The upstream answered 5xx.
+    status_5xx,
+    /// The upstream answered 4xx (auth, not found on a list, ...).
+    status_4xx,
+    /// The body was not the JSON we expect.
+    decode,
+    /// The body exceeded the size limit.
+    body_too_large,
+    /// Reading the bearer token file failed.
+    credentials,
+    /// Anything else from the HTTP stack.
+    other,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestErrorLabels {
+    pub source: String,
+    pub kind: RequestErrorKind,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UnknownValueLabels {
+    pub source: String,
+    /// The upstream field path, e.g. `properties.provisioningState`.
+    pub field: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchEventLabels {
+    pub source: String,
+    pub event: String,
+}
+
+/// Registered once; cloned handles are cheap (every family is an `Arc` inside).
+#[derive(Clone, Debug)]
+pub struct ExporterMetrics {
+    pub source_up: Family<SourceLabels, Gauge>,
+    pub source_last_success: Family<SourceLabels, Gauge<f64, AtomicU64>>,
+    pub source_requests: Family<SourceLabels, Counter>,
+    pub source_request_errors: Family<RequestErrorLabels, Counter>,
+    pub source_request_duration: Family<SourceLabels, Histogram>,
+    pub watch_events: Family<WatchEventLabels, Counter>,
+    pub unknown_values: Family<UnknownValueLabels, Counter>,
+}
+
+impl ExporterMetrics {
+    pub fn register(registry: &mut Registry) -> ExporterMetrics {
+        let metrics = ExporterMetrics {
+            source_up: Family::default(),
+            source_last_success: Family::default(),
+            source_requests: Family::default(),
+            source_request_errors: Family::default(),
+            source_request_duration: Family::new_with_constructor(|| {
+                Histogram::new([0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+            }),
+            watch_events: Family::default(),
+            unknown_values: Family::default(),
+        };
+        registry.register(
+            "hcpflow_source_up",
+            "1 if the last sync of the source succeeded, 0 if it failed (the last good state is kept)",
+            metrics.source_up.clone(),
+        );
+        registry.register(
+            "hcpflow_source_last_success_timestamp_seconds",
+            "Unix time of the source's last successful sync",
+            metrics.source_last_success.clone(),
+        );
+        registry.register(
+            "hcpflow_source_requests",
+            "Upstream calls made to the source",
+            metrics.source_requests.clone(),
+        );
+        registry.register(
+            "hcpflow_source_request_errors",
+            "Upstream calls to the source that failed, by kind",
+            metrics.source_request_errors.clone(),
+        );
+        registry.register(
+            "hcpflow_source_request_duration_seconds",
+            "Duration of upstream calls to the source",
+            metrics.source_request_duration.clone(),
+        );
+        registry.register(
+            "hcpflow_watch_events",
+            "Kubernetes watch events received, by event type",
+            metrics.watch_events.clone(),
+        );
+        registry.register(
+            "hcpflow_unknown_values",
+            "Upstream values the exporter did not recognise (mapped to phase unknown or skipped), by field",
+            metrics.unknown_values.clone(),
+        );
+        metrics
+    }
+
+    fn source(source: &str) -> SourceLabels {
+        SourceLabels {
+            source: source.to_string(),
+        }
+    }
+
+    /// A sync (one full poll cycle or watch relist) of the source succeeded.
+    pub fn sync_succeeded(&self, source: &str, now: jiff::Timestamp) {
+        let labels = Self::source(source);
+        self.source_up.get_or_create(&labels).set(1);
+        self.source_last_success
+            .get_or_create(&labels)
+            .set(now.as_millisecond() as f64 / 1000.0);
+    }
+
+    /// A sync of the source failed; the last good state stays in the model.
+    pub fn sync_failed(&self, source: &str) {
+        self.source_up.get_or_create(&Self::source(source)).set(0);
+    }
+
+    /// Make the source's families visible (at 0) before its first request.
+    pub fn declare_source(&self, source: &str) {
+        let labels = Self::source(source);
+        let _ = self.source_up.get_or_create(&labels);
+        let _ = self.source_requests.get_or_create(&labels);
+    }
+
+    pub fn request_done(&self, source: &str, seconds: f64) {
+        let labels = Self::source(source);
+        self.source_requests.get_or_create(&labels).inc();
+        self.source_request_duration
+            .get_or_create(&labels)
+            .observe(seconds);
+    }
+
+    pub fn request_failed(&self, source: &str, kind: RequestErrorKind) {
+        self.source_request_errors
+            .get_or_create(&RequestErrorLabels {
+                source: source.to_string(),
+                kind,
+            })
+            .inc();
+    }
+
+    pub fn unknown_value(&self, source: &str, field: &str) {
+        self.unknown_values
+            .get_or_create(&UnknownValueLabels {
+                source: source.to_string(),
+                field: field.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn watch_event(&self, source: &str, event: &str) {
+        self.watch_events
+            .get_or_create(&WatchEventLabels {
+                source: source.to_string(),
+                event: event.to_string(),
+            })
+            .inc();
+    }
+}

@@ -1,0 +1,4 @@
+//! Metric families: the fleet families rendered from the timeline store, and
+//! the exporter's own metrics.
+
+pub mod exporter;

@@ -1,0 +1,10 @@
+//! The timeline model (DESIGN section 2): pure, takes `now` as an argument.
+
+mod hop;
+mod observation;
+
+pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
+pub use observation::{
+    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, Observation,
+    PodCounts, Replicas, bounded_state, MAX_STATE_LEN,
+};

@@ -1,0 +1,149 @@
+//! What a source tells the model. Every hop enters the model only as an
+//! [`Observation`]; nothing downstream knows which upstream it came from except
+//! through [`Via`].
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::hop::{ConditionStatus, Hop, Phase, Via};
+
+/// Longest raw upstream state kept as a label value; longer values are cut so a
+/// misbehaving upstream cannot blow up series size.
+pub const MAX_STATE_LEN: usize = 48;
+
+/// A batch of observations from one poll (or one watch event) of one source.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    /// The `source` label value, e.g. `clusters_service` or `kube/mgmt-1`.
+    pub source: String,
+    /// True for the source's first full sync: state is loaded silently, no
+    /// histogram or counter moves (DESIGN section 2).
+    pub initial: bool,
+    /// When the exporter read this; the fallback for missing upstream times.
+    pub observed_at: Timestamp,
+    pub observations: Vec<Observation>,
+}
+
+/// How an observation finds its cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ClusterKey {
+    /// The join key of all hops (DESIGN section 1).
+    Id(String),
+    /// An ARM resource id (lower-cased) that Clusters Service maps to a
+    /// cluster id; RP frontend observations wait for that join.
+    ArmResourceId(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Observation {
+    pub key: ClusterKey,
+    pub hop: Hop,
+    pub via: Via,
+    /// Which object of the hop: a node pool name, a bundle id. Empty for hops
+    /// with one object per cluster. The hop's phase aggregates its objects.
+    pub object: String,
+    pub change: Change,
+}
+
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// The object exists with this state.
+    Upsert(Box<HopView>),
+    /// The object is gone upstream (deleted, or vanished from a full relist).
+    Gone,
+}
+
+/// One object's state as read from upstream.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HopView {
+    /// The raw upstream state (e.g. `installing`), cut to [`MAX_STATE_LEN`].
+    pub state: String,
+    pub phase: Phase,
+    /// Upstream time the current state was entered, when upstream says.
+    pub since: Option<Timestamp>,
+    /// Upstream creation time of the object.
+    pub created_at: Option<Timestamp>,
+    /// Upstream time of the last status update (Maestro `updated_at`).
+    pub updated_at: Option<Timestamp>,
+    pub conditions: Vec<Condition>,
+    pub identity: IdentityPatch,
+    /// Why the hop failed, when upstream says (CS provision error, condition reason).
+    pub error: Option<HopError>,
+    /// Node counts of a node pool.
+    pub replicas: Option<Replicas>,
+    /// Control-plane pod counts.
+    pub pods: Option<PodCounts>,
+}
+
+#[allow(clippy::derivable_impls)]
+impl Default for Phase {
+    fn default() -> Self {
+        Phase::Unknown
+    }
+}
+
+impl HopView {
+    pub fn new(state: &str, phase: Phase) -> HopView {
+        HopView {
+            state: bounded_state(state),
+            phase,
+            ..HopView::default()
+        }
+    }
+}
+
+/// Cut a raw state to a bounded label value (on a char boundary).
+pub fn bounded_state(s: &str) -> String {
+    if s.len() <= MAX_STATE_LEN {
+        return s.to_string();
+    }
+    let mut end = MAX_STATE_LEN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: ConditionStatus,
+    pub reason: String,
+    pub message: String,
+    pub last_transition: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HopError {
+    /// A short code such as `OCM4001`, or a condition reason.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Replicas {
+    pub desired: u32,
+    pub current: u32,
+    pub ready: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PodCounts {
+    pub ready: u32,
+    pub not_ready: u32,
+}
+
+/// Identity fields a source knows; `None` leaves what the model has.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IdentityPatch {
+    pub name: Option<String>,
+    /// ARM resource id, lower-cased (the join key with the RP frontend).
+    pub resource_id: Option<String>,
+    pub subscription_id: Option<String>,
+    pub resource_group: Option<String>,
+    pub mgmt_cluster: Option<String>,
+    pub namespace: Option<String>,
+    pub platform: Option<String>,
+    pub version: Option<String>,
+}

@@ -1,0 +1,1 @@
+//! The simulated world (sim helper).

@@ -1,0 +1,1 @@
+//! TODO(sources helper)

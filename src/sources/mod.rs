@@ -1,0 +1,44 @@
+//! Upstreams. One module per upstream; each has serde types with only the fields
+//! it reads, a pure `response → observations` function, and a poller that feeds
+//! [`Batch`]es into an [`ObservationSink`].
+
+use std::sync::Arc;
+
+use crate::metrics::exporter::ExporterMetrics;
+use crate::model::{Batch, Observation};
+
+pub mod clusters_service;
+pub mod http;
+pub mod maestro;
+pub mod rp_frontend;
+
+/// Where sources deliver what they read (the fleet store in production, a
+/// recorder in tests).
+pub trait ObservationSink: Send + Sync + 'static {
+    fn apply(&self, batch: Batch);
+}
+
+/// What a poller needs besides its own config.
+#[derive(Clone)]
+pub struct SourceContext {
+    /// The `source` label value.
+    pub name: String,
+    pub sink: Arc<dyn ObservationSink>,
+    pub metrics: ExporterMetrics,
+}
+
+/// The result of turning one upstream response into observations.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub observations: Vec<Observation>,
+    /// Values the exporter did not recognise; counted in
+    /// `hcpflow_unknown_values_total{source, field}`.
+    pub unknown: Vec<UnknownValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownValue {
+    /// Upstream field path, e.g. `properties.provisioningState`.
+    pub field: &'static str,
+    pub value: String,
+}
