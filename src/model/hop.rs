@@ -8,7 +8,17 @@ use serde::{Deserialize, Serialize};
 
 /// One step on the path of a creation (DESIGN section 1), in path order.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EncodeLabelValue,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EncodeLabelValue,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Hop {
@@ -67,7 +77,17 @@ impl std::fmt::Display for Hop {
 /// The normalized state of a hop. Upstream values the exporter does not know
 /// map to `Unknown` and are counted, never dropped.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EncodeLabelValue,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EncodeLabelValue,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
@@ -114,7 +134,17 @@ impl std::fmt::Display for Phase {
 /// Where a hop's state was read: from its own API, or from the status feedback
 /// a Maestro bundle carries (DESIGN section 1). The direct view wins.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EncodeLabelValue,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EncodeLabelValue,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Via {
@@ -133,7 +163,17 @@ impl Via {
 
 /// A Kubernetes-style condition status, lower-cased for labels.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EncodeLabelValue,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EncodeLabelValue,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ConditionStatus {
@@ -163,7 +203,17 @@ impl ConditionStatus {
 
 /// How a creation, or one hop of it, ended.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EncodeLabelValue,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EncodeLabelValue,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -182,7 +232,17 @@ impl Outcome {
 
 /// The latency/success SLO verdict of one creation, counted exactly once.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, EncodeLabelValue,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    EncodeLabelValue,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum SloOutcome {

@@ -1,10 +1,17 @@
 //! The timeline model (DESIGN section 2): pure, takes `now` as an argument.
 
+mod fleet;
 mod hop;
 mod observation;
+mod timeline;
 
+pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use observation::{
-    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, Observation,
-    PodCounts, Replicas, bounded_state, MAX_STATE_LEN,
+    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, MAX_STATE_LEN,
+    Observation, PodCounts, Replicas, bounded_state,
 };
+pub use timeline::{CreationOutcome, HopTimeline, Identity, ObjectState, TimeMark, Timeline};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,494 @@
+//! The fleet store: every cluster's timeline, the RP join, and the state
+//! machine that turns observations into events (DESIGN section 2).
+//!
+//! Pure: no I/O, no clock. Callers pass `now` and get back events (what
+//! histograms, counters and spans need) and the set of clusters whose
+//! exposition must be re-rendered.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use sha2::{Digest, Sha256};
+
+use super::hop::{Hop, Outcome, Phase, SloOutcome};
+use super::observation::{Batch, Change, ClusterKey, Observation};
+use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
+
+/// What the model needs to know of the configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelConfig {
+    /// A creation completing within this is good (DESIGN section 5).
+    pub creation_target: Duration,
+    /// Hops whose readiness completes a creation; all must be ready.
+    pub terminal_hops: Vec<Hop>,
+    /// `(index, total)`: keep only clusters whose stable hash falls here.
+    pub shard: Option<(u32, u32)>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            creation_target: Duration::from_secs(1200),
+            terminal_hops: vec![Hop::HostedCluster],
+            shard: None,
+        }
+    }
+}
+
+/// The shard a cluster belongs to: the first 8 bytes of SHA-256 of its id,
+/// modulo the shard count. Stable across versions, instances and restarts.
+pub fn shard_of(cluster_id: &str, total: u32) -> u32 {
+    let digest = Sha256::digest(cluster_id.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(first) % u64::from(total.max(1))) as u32
+}
+
+/// Something histograms, counters or spans must hear about. Produced only for
+/// transitions witnessed after a source's first sync.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A hop became ready or failed for the first time.
+    HopEnded {
+        cluster_id: String,
+        hop: Hop,
+        outcome: Outcome,
+        started: Timestamp,
+        ended: Timestamp,
+    },
+    /// The creation completed or failed.
+    CreationEnded {
+        cluster_id: String,
+        platform: String,
+        outcome: Outcome,
+        started: Timestamp,
+        ended: Timestamp,
+    },
+    /// The creation's SLO verdict; exactly once per creation.
+    Slo {
+        cluster_id: String,
+        outcome: SloOutcome,
+    },
+    /// The cluster's last object is gone; its series go away.
+    ClusterRemoved { cluster_id: String, in_flight: bool },
+}
+
+/// What one `apply` or `tick` did.
+#[derive(Debug, Default)]
+pub struct ApplyResult {
+    pub events: Vec<Event>,
+    /// Clusters whose timeline changed (re-render them).
+    pub changed: BTreeSet<String>,
+    /// Clusters that no longer exist (drop their rendering).
+    pub removed: BTreeSet<String>,
+}
+
+/// An RP observation whose ARM resource id Clusters Service has not mapped yet.
+#[derive(Clone, Debug)]
+struct Unjoined {
+    observation: Observation,
+    initial: bool,
+    observed_at: Timestamp,
+}
+
+#[derive(Debug, Default)]
+pub struct Fleet {
+    config: ModelConfig,
+    clusters: BTreeMap<String, Timeline>,
+    /// Lower-cased ARM resource id → cluster id, from Clusters Service.
+    by_resource_id: HashMap<String, String>,
+    resource_id_of: HashMap<String, String>,
+    unjoined: HashMap<String, Unjoined>,
+}
+
+impl Fleet {
+    pub fn new(config: ModelConfig) -> Fleet {
+        Fleet {
+            config,
+            ..Fleet::default()
+        }
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    pub fn get(&self, cluster_id: &str) -> Option<&Timeline> {
+        self.clusters.get(cluster_id)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Timeline> {
+        self.clusters.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.clusters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clusters.is_empty()
+    }
+
+    /// RP resources still waiting for their Clusters Service join.
+    pub fn unjoined_len(&self) -> usize {
+        self.unjoined.len()
+    }
+
+    fn in_shard(&self, cluster_id: &str) -> bool {
+        match self.config.shard {
+            Some((index, total)) if total > 1 => shard_of(cluster_id, total) == index,
+            _ => true,
+        }
+    }
+
+    /// Apply one batch. `now` is the model's clock (the SLO late check).
+    pub fn apply(&mut self, batch: Batch, now: Timestamp) -> ApplyResult {
+        let mut result = ApplyResult::default();
+        for observation in batch.observations {
+            self.apply_one(observation, batch.initial, batch.observed_at, &mut result);
+        }
+        // A first sync loads state silently: what it shows already late was
+        // counted by whoever watched it happen (or by nobody), never again here.
+        let silent = if batch.initial {
+            result.changed.clone()
+        } else {
+            BTreeSet::new()
+        };
+        self.check_late(now, &silent, &mut result);
+        result
+    }
+
+    /// Advance the clock: creations in flight that pass the target become late
+    /// at this moment, not when (if ever) they finish.
+    pub fn tick(&mut self, now: Timestamp) -> ApplyResult {
+        let mut result = ApplyResult::default();
+        self.check_late(now, &BTreeSet::new(), &mut result);
+        result
+    }
+
+    fn check_late(&mut self, now: Timestamp, silent: &BTreeSet<String>, result: &mut ApplyResult) {
+        let target = self.config.creation_target;
+        for timeline in self.clusters.values_mut() {
+            if timeline.in_flight()
+                && timeline.slo.is_none()
+                && elapsed(timeline.created_at.at, now) >= target
+            {
+                timeline.slo = Some(SloOutcome::Late);
+                if !silent.contains(&timeline.cluster_id) {
+                    result.events.push(Event::Slo {
+                        cluster_id: timeline.cluster_id.clone(),
+                        outcome: SloOutcome::Late,
+                    });
+                }
+                result.changed.insert(timeline.cluster_id.clone());
+            }
+        }
+    }
+
+    fn apply_one(
+        &mut self,
+        observation: Observation,
+        initial: bool,
+        observed_at: Timestamp,
+        result: &mut ApplyResult,
+    ) {
+        let cluster_id = match &observation.key {
+            ClusterKey::Id(id) => id.clone(),
+            ClusterKey::ArmResourceId(rid) => match self.by_resource_id.get(rid) {
+                Some(id) => id.clone(),
+                None => {
+                    match observation.change {
+                        Change::Upsert(_) => {
+                            self.unjoined.insert(
+                                rid.clone(),
+                                Unjoined {
+                                    observation,
+                                    initial,
+                                    observed_at,
+                                },
+                            );
+                        }
+                        Change::Gone => {
+                            self.unjoined.remove(rid);
+                        }
+                    }
+                    return;
+                }
+            },
+        };
+
+        // Clusters Service is the join: index its resource id (for every
+        // shard, so RP observations of other shards resolve and are dropped
+        // instead of waiting forever).
+        let mut joined_now = None;
+        if let Change::Upsert(view) = &observation.change
+            && let Some(rid) = &view.identity.resource_id
+            && !rid.is_empty()
+        {
+            let rid = rid.to_ascii_lowercase();
+            if self.by_resource_id.get(&rid) != Some(&cluster_id) {
+                self.by_resource_id.insert(rid.clone(), cluster_id.clone());
+                self.resource_id_of.insert(cluster_id.clone(), rid.clone());
+                joined_now = self.unjoined.remove(&rid);
+            }
+        }
+        if observation.hop == Hop::ClustersService
+            && matches!(observation.change, Change::Gone)
+            && let Some(rid) = self.resource_id_of.remove(&cluster_id)
+        {
+            self.by_resource_id.remove(&rid);
+        }
+
+        if self.in_shard(&cluster_id) {
+            self.apply_to_cluster(&cluster_id, observation, initial, observed_at, result);
+            if let Some(waiting) = joined_now {
+                self.apply_to_cluster(
+                    &cluster_id,
+                    waiting.observation,
+                    waiting.initial,
+                    waiting.observed_at,
+                    result,
+                );
+            }
+        }
+    }
+
+    fn apply_to_cluster(
+        &mut self,
+        cluster_id: &str,
+        observation: Observation,
+        initial: bool,
+        observed_at: Timestamp,
+        result: &mut ApplyResult,
+    ) {
+        let Observation {
+            hop,
+            via,
+            object,
+            change,
+            ..
+        } = observation;
+        let timeline = match (self.clusters.get_mut(cluster_id), &change) {
+            (Some(t), _) => t,
+            (None, Change::Gone) => return,
+            (None, Change::Upsert(view)) => {
+                let created = TimeMark::from_option(view.created_at, observed_at);
+                self.clusters
+                    .entry(cluster_id.to_string())
+                    .or_insert_with(|| Timeline::new(cluster_id.to_string(), created))
+            }
+        };
+
+        let mut changed = false;
+        match change {
+            Change::Upsert(view) => {
+                changed |= timeline.identity.merge(&view.identity);
+                if let Some(created) = view.created_at
+                    && (timeline.created_at.observed || created < timeline.created_at.at)
+                {
+                    timeline.created_at = TimeMark::upstream(created);
+                    changed = true;
+                }
+                let hop_state = timeline
+                    .hops
+                    .entry(hop)
+                    .or_insert_with(|| HopTimeline::empty(TimeMark::observed(observed_at)));
+                let key = (via, object);
+                let previous = hop_state.objects.get(&key);
+                if previous.map(|p| &p.view) != Some(&*view) {
+                    let since = match (view.since, previous) {
+                        (Some(at), _) => TimeMark::upstream(at),
+                        (None, Some(p)) if p.view.phase == view.phase => p.since,
+                        (None, _) => TimeMark::observed(observed_at),
+                    };
+                    hop_state
+                        .objects
+                        .insert(key, ObjectState { view: *view, since });
+                    changed = true;
+                }
+            }
+            Change::Gone => {
+                if let Some(hop_state) = timeline.hops.get_mut(&hop)
+                    && hop_state.objects.remove(&(via, object)).is_some()
+                {
+                    changed = true;
+                    if hop_state.objects.is_empty() {
+                        timeline.hops.remove(&hop);
+                    }
+                }
+            }
+        }
+        if !changed {
+            return;
+        }
+
+        if timeline.hops.is_empty() {
+            let in_flight = timeline.in_flight();
+            self.clusters.remove(cluster_id);
+            result.changed.remove(cluster_id);
+            result.removed.insert(cluster_id.to_string());
+            if !initial {
+                result.events.push(Event::ClusterRemoved {
+                    cluster_id: cluster_id.to_string(),
+                    in_flight,
+                });
+            }
+            return;
+        }
+
+        let mut events = Vec::new();
+        refresh_hop(timeline, hop, observed_at, &mut events);
+        evaluate_creation(timeline, &self.config, &mut events);
+        result.changed.insert(cluster_id.to_string());
+        if !initial {
+            result.events.extend(events);
+        }
+    }
+}
+
+fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
+    let ms = to.as_millisecond() - from.as_millisecond();
+    Duration::from_millis(ms.max(0) as u64)
+}
+
+/// Recompute one hop's aggregate after its objects changed.
+fn refresh_hop(timeline: &mut Timeline, hop: Hop, observed_at: Timestamp, events: &mut Vec<Event>) {
+    let previous_ready = previous_ready_at(timeline, hop);
+    let created_at = timeline.created_at.at;
+    let Some(hop_state) = timeline.hops.get_mut(&hop) else {
+        return;
+    };
+    let Some(aggregate) = hop_state.aggregate() else {
+        return;
+    };
+    let phase_changed = aggregate.phase != hop_state.phase || hop_state.state.is_empty();
+    if phase_changed {
+        hop_state.since = aggregate
+            .since
+            .unwrap_or_else(|| TimeMark::observed(observed_at));
+    } else if let Some(since) = aggregate.since
+        && !since.observed
+    {
+        // Upstream refined the time of a phase we already had.
+        hop_state.since = since;
+    }
+    hop_state.via = aggregate.via;
+    hop_state.phase = aggregate.phase;
+    hop_state.state = aggregate.state;
+    hop_state.started_at = Some(
+        hop_state
+            .created_at()
+            .or(previous_ready)
+            .unwrap_or(created_at),
+    );
+    if hop_state.phase == Phase::Ready && hop_state.ready_at.is_none() {
+        hop_state.ready_at = Some(hop_state.since.at);
+    }
+    let outcome = match hop_state.phase {
+        Phase::Ready => Some(Outcome::Succeeded),
+        Phase::Failed => Some(Outcome::Failed),
+        _ => None,
+    };
+    if let Some(outcome) = outcome
+        && !hop_state.ended
+    {
+        hop_state.ended = true;
+        let started = hop_state.started_at.unwrap_or(created_at);
+        events.push(Event::HopEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            hop,
+            outcome,
+            started,
+            ended: hop_state.since.at.max(started),
+        });
+    }
+}
+
+/// The ready time of the nearest earlier hop on the path, if any.
+fn previous_ready_at(timeline: &Timeline, hop: Hop) -> Option<Timestamp> {
+    Hop::ALL[..hop.index()]
+        .iter()
+        .rev()
+        .find_map(|h| timeline.hops.get(h).and_then(|s| s.ready_at))
+}
+
+/// Decide completion, failure and cancellation of an in-flight creation.
+fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut Vec<Event>) {
+    if !timeline.in_flight() {
+        return;
+    }
+    let started = timeline.created_at.at;
+    let target = config.creation_target;
+
+    if timeline.hops.values().any(|h| h.phase == Phase::Deleting) {
+        timeline.outcome = CreationOutcome::Deleted;
+        return;
+    }
+    if let Some(failed_at) = timeline
+        .hops
+        .values()
+        .filter(|h| h.phase == Phase::Failed)
+        .map(|h| h.since.at)
+        .min()
+    {
+        timeline.outcome = CreationOutcome::Failed;
+        timeline.failed_at = Some(failed_at);
+        events.push(Event::CreationEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            platform: timeline.identity.platform.clone(),
+            outcome: Outcome::Failed,
+            started,
+            ended: failed_at.max(started),
+        });
+        if timeline.slo.is_none() {
+            let verdict = if elapsed(started, failed_at) < target {
+                SloOutcome::Failed
+            } else {
+                SloOutcome::Late
+            };
+            timeline.slo = Some(verdict);
+            events.push(Event::Slo {
+                cluster_id: timeline.cluster_id.clone(),
+                outcome: verdict,
+            });
+        }
+        return;
+    }
+    let terminal_ready: Option<Vec<Timestamp>> = config
+        .terminal_hops
+        .iter()
+        .map(|hop| {
+            timeline
+                .hops
+                .get(hop)
+                .filter(|h| h.phase == Phase::Ready)
+                .and_then(|h| h.ready_at)
+        })
+        .collect();
+    if let Some(ready_times) = terminal_ready
+        && let Some(completed_at) = ready_times.into_iter().max()
+    {
+        timeline.outcome = CreationOutcome::Succeeded;
+        timeline.completed_at = Some(completed_at);
+        events.push(Event::CreationEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            platform: timeline.identity.platform.clone(),
+            outcome: Outcome::Succeeded,
+            started,
+            ended: completed_at.max(started),
+        });
+        if timeline.slo.is_none() {
+            let verdict = if elapsed(started, completed_at) <= target {
+                SloOutcome::Good
+            } else {
+                SloOutcome::Late
+            };
+            timeline.slo = Some(verdict);
+            events.push(Event::Slo {
+                cluster_id: timeline.cluster_id.clone(),
+                outcome: verdict,
+            });
+        }
+    }
+}

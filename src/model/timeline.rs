@@ -1,0 +1,277 @@
+//! One cluster's creation timeline: identities and, per hop, the objects seen,
+//! the aggregated phase, when it was entered and when the hop first became ready.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::hop::{Hop, Phase, Via};
+use super::observation::{Condition, HopError, HopView, IdentityPatch, PodCounts, Replicas};
+
+/// A time and where it came from. Upstream times are preferred; the
+/// exporter's own observation time is only a fallback and is marked as such.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TimeMark {
+    pub at: Timestamp,
+    /// True when upstream gave no time and this is when the exporter saw it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub observed: bool,
+}
+
+impl TimeMark {
+    pub fn upstream(at: Timestamp) -> TimeMark {
+        TimeMark {
+            at,
+            observed: false,
+        }
+    }
+
+    pub fn observed(at: Timestamp) -> TimeMark {
+        TimeMark { at, observed: true }
+    }
+
+    /// The upstream time when there is one, else the observation time.
+    pub fn from_option(upstream: Option<Timestamp>, observed_at: Timestamp) -> TimeMark {
+        match upstream {
+            Some(at) => TimeMark::upstream(at),
+            None => TimeMark::observed(observed_at),
+        }
+    }
+}
+
+/// Where a creation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CreationOutcome {
+    InFlight,
+    Succeeded,
+    Failed,
+    /// Deleted (or being deleted) before it completed: no SLO verdict unless
+    /// it was already late.
+    Deleted,
+}
+
+/// The identities of one cluster, merged from every hop that knows some.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Identity {
+    pub name: String,
+    pub resource_id: String,
+    pub subscription_id: String,
+    pub resource_group: String,
+    pub mgmt_cluster: String,
+    pub namespace: String,
+    pub platform: String,
+    pub version: String,
+}
+
+impl Identity {
+    /// Fill in what the patch knows; returns true when anything changed.
+    pub fn merge(&mut self, patch: &IdentityPatch) -> bool {
+        let mut changed = false;
+        let mut set = |field: &mut String, value: &Option<String>| {
+            if let Some(v) = value
+                && !v.is_empty()
+                && field != v
+            {
+                *field = v.clone();
+                changed = true;
+            }
+        };
+        set(&mut self.name, &patch.name);
+        set(&mut self.resource_id, &patch.resource_id);
+        set(&mut self.subscription_id, &patch.subscription_id);
+        set(&mut self.resource_group, &patch.resource_group);
+        set(&mut self.mgmt_cluster, &patch.mgmt_cluster);
+        set(&mut self.namespace, &patch.namespace);
+        set(&mut self.platform, &patch.platform);
+        set(&mut self.version, &patch.version);
+        changed
+    }
+}
+
+/// One upstream object of a hop (a node pool, a bundle, or the hop's single object).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectState {
+    pub view: HopView,
+    /// When this object's phase was entered.
+    pub since: TimeMark,
+}
+
+/// A hop of one cluster: its objects per view, and the aggregate the metrics show.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HopTimeline {
+    pub objects: BTreeMap<(Via, String), ObjectState>,
+    /// The effective view: direct when any direct object exists, else maestro.
+    pub via: Via,
+    pub phase: Phase,
+    /// The raw state of the object that decides the phase.
+    pub state: String,
+    /// When the aggregate phase was entered.
+    pub since: TimeMark,
+    /// The first time the hop became ready (kept when it regresses later).
+    pub ready_at: Option<Timestamp>,
+    /// The hop's start: its object's creation, else the previous hop's ready
+    /// time, else the creation start.
+    pub started_at: Option<Timestamp>,
+    /// The hop's duration was recorded (or settled silently) already.
+    pub ended: bool,
+}
+
+impl HopTimeline {
+    pub(crate) fn empty(since: TimeMark) -> HopTimeline {
+        HopTimeline {
+            objects: BTreeMap::new(),
+            via: Via::Direct,
+            phase: Phase::Pending,
+            state: String::new(),
+            since,
+            ready_at: None,
+            started_at: None,
+            ended: false,
+        }
+    }
+
+    /// Objects of the effective view.
+    pub fn effective_objects(&self) -> impl Iterator<Item = (&str, &ObjectState)> {
+        let via = self.via;
+        self.objects
+            .iter()
+            .filter(move |((v, _), _)| *v == via)
+            .map(|((_, name), o)| (name.as_str(), o))
+    }
+
+    /// Conditions of the effective view with the object they belong to.
+    pub fn conditions(&self) -> impl Iterator<Item = (&str, &Condition)> {
+        self.effective_objects()
+            .flat_map(|(name, o)| o.view.conditions.iter().map(move |c| (name, c)))
+    }
+
+    pub fn error(&self) -> Option<&HopError> {
+        self.effective_objects()
+            .find_map(|(_, o)| o.view.error.as_ref())
+    }
+
+    pub fn replicas(&self) -> impl Iterator<Item = (&str, Replicas)> {
+        self.effective_objects()
+            .filter_map(|(name, o)| o.view.replicas.map(|r| (name, r)))
+    }
+
+    pub fn pods(&self) -> Option<PodCounts> {
+        self.effective_objects().find_map(|(_, o)| o.view.pods)
+    }
+
+    pub fn updated_at(&self) -> Option<Timestamp> {
+        self.effective_objects()
+            .filter_map(|(_, o)| o.view.updated_at)
+            .max()
+    }
+
+    pub fn created_at(&self) -> Option<Timestamp> {
+        self.effective_objects()
+            .filter_map(|(_, o)| o.view.created_at)
+            .min()
+    }
+
+    /// Recompute the effective view's phase from its objects: failed when one
+    /// failed; deleting when all are deleting; unknown when one is unknown;
+    /// ready when all live ones are ready; pending when all are pending;
+    /// progressing otherwise (one pool deleting during a scale-down, or some
+    /// pools ready and some still coming, is not a hop-wide state).
+    /// Returns the phase, the raw state of the object that explains it, and
+    /// that object's `since` when its own phase is the aggregate phase.
+    pub(crate) fn aggregate(&self) -> Option<Aggregate> {
+        let via = if self.objects.keys().any(|(v, _)| *v == Via::Direct) {
+            Via::Direct
+        } else {
+            Via::Maestro
+        };
+        let objects: Vec<&ObjectState> = self
+            .objects
+            .iter()
+            .filter(|((v, _), _)| *v == via)
+            .map(|(_, o)| o)
+            .collect();
+        let first_in = |phase: Phase| objects.iter().copied().find(|o| o.view.phase == phase);
+        let live: Vec<&ObjectState> = objects
+            .iter()
+            .copied()
+            .filter(|o| o.view.phase != Phase::Deleting)
+            .collect();
+        let (phase, deciding) = if let Some(o) = first_in(Phase::Failed) {
+            (Phase::Failed, o)
+        } else if live.is_empty() {
+            (Phase::Deleting, *objects.first()?)
+        } else if let Some(o) = first_in(Phase::Unknown) {
+            (Phase::Unknown, o)
+        } else if live.iter().all(|o| o.view.phase == Phase::Ready) {
+            (Phase::Ready, live[0])
+        } else if live.iter().all(|o| o.view.phase == Phase::Pending) {
+            (Phase::Pending, live[0])
+        } else {
+            let o = live
+                .iter()
+                .copied()
+                .find(|o| o.view.phase == Phase::Progressing)
+                .or_else(|| live.iter().copied().find(|o| o.view.phase != Phase::Ready))
+                .unwrap_or(live[0]);
+            (Phase::Progressing, o)
+        };
+        let since = (deciding.view.phase == phase).then_some(deciding.since);
+        Some(Aggregate {
+            via,
+            phase,
+            state: deciding.view.state.clone(),
+            since,
+        })
+    }
+}
+
+pub(crate) struct Aggregate {
+    pub via: Via,
+    pub phase: Phase,
+    pub state: String,
+    pub since: Option<TimeMark>,
+}
+
+/// The whole timeline of one cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    pub cluster_id: String,
+    pub identity: Identity,
+    /// Creation start: the earliest upstream creation time seen.
+    pub created_at: TimeMark,
+    pub completed_at: Option<Timestamp>,
+    pub failed_at: Option<Timestamp>,
+    pub outcome: CreationOutcome,
+    /// The SLO verdict, once given (counted, or settled silently on first sync).
+    pub slo: Option<super::hop::SloOutcome>,
+    pub hops: BTreeMap<Hop, HopTimeline>,
+}
+
+impl Timeline {
+    pub(crate) fn new(cluster_id: String, created_at: TimeMark) -> Timeline {
+        Timeline {
+            cluster_id,
+            identity: Identity::default(),
+            created_at,
+            completed_at: None,
+            failed_at: None,
+            outcome: CreationOutcome::InFlight,
+            slo: None,
+            hops: BTreeMap::new(),
+        }
+    }
+
+    pub fn hop(&self, hop: Hop) -> Option<&HopTimeline> {
+        self.hops.get(&hop)
+    }
+
+    pub fn phase(&self, hop: Hop) -> Option<Phase> {
+        self.hops.get(&hop).map(|h| h.phase)
+    }
+
+    pub fn in_flight(&self) -> bool {
+        self.outcome == CreationOutcome::InFlight
+    }
+}
