@@ -3,8 +3,12 @@
 //!
 //! Data flows one way: source → observation → timeline → (exposition | JSON).
 
+pub mod api;
 pub mod config;
 pub mod metrics;
 pub mod model;
+pub mod server;
 pub mod sim;
 pub mod sources;
+pub mod store;
+pub mod traces;

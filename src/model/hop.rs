@@ -3,23 +3,11 @@
 //! Every one of these becomes a label value, so they are enums: the type bounds
 //! cardinality (DESIGN section 3).
 
-use prometheus_client::encoding::EncodeLabelValue;
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 use serde::{Deserialize, Serialize};
 
 /// One step on the path of a creation (DESIGN section 1), in path order.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    EncodeLabelValue,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Hop {
     RpFrontend,
@@ -76,19 +64,7 @@ impl std::fmt::Display for Hop {
 
 /// The normalized state of a hop. Upstream values the exporter does not know
 /// map to `Unknown` and are counted, never dropped.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    EncodeLabelValue,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Pending,
@@ -133,19 +109,7 @@ impl std::fmt::Display for Phase {
 
 /// Where a hop's state was read: from its own API, or from the status feedback
 /// a Maestro bundle carries (DESIGN section 1). The direct view wins.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    EncodeLabelValue,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Via {
     Direct,
@@ -162,19 +126,7 @@ impl Via {
 }
 
 /// A Kubernetes-style condition status, lower-cased for labels.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    EncodeLabelValue,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConditionStatus {
     True,
@@ -202,19 +154,7 @@ impl ConditionStatus {
 }
 
 /// How a creation, or one hop of it, ended.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    EncodeLabelValue,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Succeeded,
@@ -231,19 +171,7 @@ impl Outcome {
 }
 
 /// The latency/success SLO verdict of one creation, counted exactly once.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    EncodeLabelValue,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SloOutcome {
     Good,
@@ -260,3 +188,15 @@ impl SloOutcome {
         }
     }
 }
+
+/// Label values are the snake_case names (the derive would use variant names).
+macro_rules! label_value_by_as_str {
+    ($($t:ty),*) => {$(
+        impl EncodeLabelValue for $t {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+                std::fmt::Write::write_str(encoder, self.as_str())
+            }
+        }
+    )*};
+}
+label_value_by_as_str!(Hop, Phase, Via, ConditionStatus, Outcome, SloOutcome);

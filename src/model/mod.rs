@@ -3,6 +3,7 @@
 mod fleet;
 mod hop;
 mod observation;
+pub mod testing;
 mod timeline;
 
 pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};

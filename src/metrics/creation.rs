@@ -1,0 +1,263 @@
+//! Fleet-level families fed by model events: creation and hop duration
+//! histograms (with the trace id as exemplar), SLO events, and a few gauges.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::exemplar::HistogramWithExemplars;
+use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::model::{Event, Hop, Outcome, SloOutcome};
+use crate::traces::trace_id_hex;
+
+/// Histogram bounds of a creation, in seconds at speed 1. The SLO target is
+/// inserted when it is not one of them, so "within target" is one bucket.
+pub const CREATION_BUCKETS: &[f64] = &[
+    60.0, 120.0, 300.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0, 5400.0, 7200.0,
+];
+
+/// Histogram bounds of one hop, in seconds at speed 1.
+pub const HOP_BUCKETS: &[f64] = &[
+    5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1200.0, 1800.0, 3600.0,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TraceLabels {
+    pub trace_id: String,
+}
+
+/// Platforms as a closed set: the label is bounded whatever upstream sends.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Platform {
+    azure,
+    aws,
+    gcp,
+    kubevirt,
+    agent,
+    ibmcloud,
+    powervs,
+    openstack,
+    none,
+    other,
+    unknown,
+}
+
+impl Platform {
+    pub fn from_identity(platform: &str) -> Platform {
+        match platform.to_ascii_lowercase().as_str() {
+            "" => Platform::unknown,
+            "azure" => Platform::azure,
+            "aws" => Platform::aws,
+            "gcp" => Platform::gcp,
+            "kubevirt" => Platform::kubevirt,
+            "agent" => Platform::agent,
+            "ibmcloud" => Platform::ibmcloud,
+            "powervs" => Platform::powervs,
+            "openstack" => Platform::openstack,
+            "none" => Platform::none,
+            _ => Platform::other,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CreationLabels {
+    pub platform: Platform,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HopOutcomeLabels {
+    pub hop: Hop,
+    pub outcome: Outcome,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SloLabels {
+    pub outcome: SloOutcome,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScopeLabels {
+    pub scope: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: String,
+    pub revision: String,
+}
+
+/// Builds histograms with run-time bounds (scaled in `demo`).
+#[derive(Clone, Debug)]
+pub struct Buckets(Arc<Vec<f64>>);
+
+impl Buckets {
+    /// `base` divided by `scale`, with `must_include` added (the SLO target).
+    pub fn new(base: &[f64], scale: f64, must_include: Option<f64>) -> Buckets {
+        let scale = if scale > 0.0 { scale } else { 1.0 };
+        let mut bounds: Vec<f64> = base.iter().map(|b| b / scale).collect();
+        if let Some(v) = must_include
+            && !bounds.iter().any(|b| (b - v).abs() < 1e-9)
+        {
+            bounds.push(v);
+        }
+        bounds.sort_by(f64::total_cmp);
+        Buckets(Arc::new(bounds))
+    }
+
+    pub fn bounds(&self) -> &[f64] {
+        &self.0
+    }
+}
+
+impl MetricConstructor<HistogramWithExemplars<TraceLabels>> for Buckets {
+    fn new_metric(&self) -> HistogramWithExemplars<TraceLabels> {
+        HistogramWithExemplars::new(self.0.iter().copied())
+    }
+}
+
+type ExemplarHistogram<L> = Family<L, HistogramWithExemplars<TraceLabels>, Buckets>;
+
+#[derive(Clone)]
+pub struct CreationMetrics {
+    pub creation_duration: ExemplarHistogram<CreationLabels>,
+    pub hop_duration: ExemplarHistogram<HopOutcomeLabels>,
+    pub slo_events: Family<SloLabels, Counter>,
+    pub slo_target: Gauge<f64, AtomicU64>,
+    pub tracked_clusters: Family<ScopeLabels, Gauge>,
+    pub build_info: Family<BuildLabels, Gauge>,
+}
+
+impl CreationMetrics {
+    /// `time_scale` divides bucket bounds (1 in `serve`, the speed in `demo`).
+    pub fn register(
+        registry: &mut Registry,
+        target_seconds: f64,
+        time_scale: f64,
+    ) -> CreationMetrics {
+        let creation_buckets = Buckets::new(CREATION_BUCKETS, time_scale, Some(target_seconds));
+        let hop_buckets = Buckets::new(HOP_BUCKETS, time_scale, None);
+        let metrics = CreationMetrics {
+            creation_duration: Family::new_with_constructor(creation_buckets),
+            hop_duration: Family::new_with_constructor(hop_buckets),
+            slo_events: Family::default(),
+            slo_target: Gauge::default(),
+            tracked_clusters: Family::default(),
+            build_info: Family::default(),
+        };
+        metrics.slo_target.set(target_seconds);
+        for outcome in [SloOutcome::Good, SloOutcome::Late, SloOutcome::Failed] {
+            let _ = metrics.slo_events.get_or_create(&SloLabels { outcome });
+        }
+        metrics
+            .build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                revision: option_env!("HCPFLOW_REVISION")
+                    .unwrap_or("unknown")
+                    .to_string(),
+            })
+            .set(1);
+
+        registry.register(
+            "hcpflow_creation_duration_seconds",
+            "End-to-end creation time, from the earliest upstream creation time to completion or failure; exemplar = trace id",
+            metrics.creation_duration.clone(),
+        );
+        registry.register(
+            "hcpflow_hop_duration_seconds",
+            "Time from a hop's start to ready or failed; exemplar = trace id",
+            metrics.hop_duration.clone(),
+        );
+        registry.register(
+            "hcpflow_creation_slo_events",
+            "Creations by SLO verdict, each counted once: good (completed within target), late (the moment it passed the target in flight), failed (failed before the target)",
+            metrics.slo_events.clone(),
+        );
+        registry.register(
+            "hcpflow_creation_slo_target_seconds",
+            "The creation latency SLO target",
+            metrics.slo_target.clone(),
+        );
+        registry.register(
+            "hcpflow_tracked_clusters",
+            "Clusters this instance follows, by scope",
+            metrics.tracked_clusters.clone(),
+        );
+        registry.register(
+            "hcpflow_build_info",
+            "Version and revision of the running exporter (value 1)",
+            metrics.build_info.clone(),
+        );
+        metrics
+    }
+
+    /// Feed one model event into histograms and counters.
+    pub fn record(&self, event: &Event, platform_of: impl Fn(&str) -> String) {
+        match event {
+            Event::HopEnded {
+                cluster_id,
+                hop,
+                outcome,
+                started,
+                ended,
+            } => {
+                self.hop_duration
+                    .get_or_create(&HopOutcomeLabels {
+                        hop: *hop,
+                        outcome: *outcome,
+                    })
+                    .observe(
+                        seconds_between(*started, *ended),
+                        Some(trace(cluster_id)),
+                        None,
+                    );
+            }
+            Event::CreationEnded {
+                cluster_id,
+                platform,
+                outcome,
+                started,
+                ended,
+            } => {
+                let platform = if platform.is_empty() {
+                    platform_of(cluster_id)
+                } else {
+                    platform.clone()
+                };
+                self.creation_duration
+                    .get_or_create(&CreationLabels {
+                        platform: Platform::from_identity(&platform),
+                        outcome: *outcome,
+                    })
+                    .observe(
+                        seconds_between(*started, *ended),
+                        Some(trace(cluster_id)),
+                        None,
+                    );
+            }
+            Event::Slo { outcome, .. } => {
+                self.slo_events
+                    .get_or_create(&SloLabels { outcome: *outcome })
+                    .inc();
+            }
+            Event::ClusterRemoved { .. } => {}
+        }
+    }
+}
+
+fn trace(cluster_id: &str) -> TraceLabels {
+    TraceLabels {
+        trace_id: trace_id_hex(cluster_id),
+    }
+}
+
+fn seconds_between(from: jiff::Timestamp, to: jiff::Timestamp) -> f64 {
+    ((to.as_millisecond() - from.as_millisecond()).max(0)) as f64 / 1000.0
+}

@@ -1,0 +1,422 @@
+//! The per-cluster families, rendered from a timeline as a pure function.
+//!
+//! Each cluster's lines are rendered when the cluster changes and kept; a scrape
+//! only concatenates them under each family header (kube-state-metrics' method),
+//! which is what keeps a 10,000-cluster scrape within tens of milliseconds.
+//! Only the current value of each set is emitted (value 1), never the whole set
+//! with zeros (DESIGN section 3).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use jiff::Timestamp;
+
+use crate::model::{Hop, Phase, Timeline};
+
+/// A per-cluster family: name, type and help, in exposition order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FamilyDef {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub labels: &'static [&'static str],
+}
+
+pub const CLUSTER_INFO: usize = 0;
+pub const HOP_PHASE: usize = 1;
+pub const HOP_CONDITION: usize = 2;
+pub const HOP_PHASE_SINCE: usize = 3;
+pub const HOP_STATUS_UPDATED: usize = 4;
+pub const HOP_FAILURE_INFO: usize = 5;
+pub const CLUSTER_CREATED: usize = 6;
+pub const CREATION_COMPLETED: usize = 7;
+pub const NODE_POOL_REPLICAS: usize = 8;
+pub const CONTROL_PLANE_PODS: usize = 9;
+pub const FAMILY_COUNT: usize = 10;
+
+/// Every per-cluster family is a gauge; the list is the single source of the
+/// names, helps and label sets (docs/metrics.md is checked against a scrape).
+pub const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
+    FamilyDef {
+        name: "hcpflow_cluster_info",
+        help: "Identities of one cluster (value 1). Cached state refreshed in the background",
+        labels: &[
+            "cluster_id",
+            "name",
+            "resource_id",
+            "subscription_id",
+            "resource_group",
+            "mgmt_cluster",
+            "namespace",
+            "platform",
+            "version",
+        ],
+    },
+    FamilyDef {
+        name: "hcpflow_hop_phase",
+        help: "Current phase and raw upstream state of each hop of a cluster (value 1; a transition replaces the series). Cached state refreshed in the background",
+        labels: &["cluster_id", "hop", "phase", "state", "via"],
+    },
+    FamilyDef {
+        name: "hcpflow_hop_condition",
+        help: "Current status of each allow-listed condition of a hop's object (value 1); reason allow-listed, else other. Cached state refreshed in the background",
+        labels: &[
+            "cluster_id",
+            "hop",
+            "condition",
+            "status",
+            "reason",
+            "node_pool",
+        ],
+    },
+    FamilyDef {
+        name: "hcpflow_hop_phase_since_timestamp_seconds",
+        help: "Unix time the hop's current phase was entered (upstream time when known). Cached state refreshed in the background",
+        labels: &["cluster_id", "hop"],
+    },
+    FamilyDef {
+        name: "hcpflow_hop_status_updated_timestamp_seconds",
+        help: "Unix time upstream last updated the hop's status (Maestro bundle updated_at). Cached state refreshed in the background",
+        labels: &["cluster_id", "hop"],
+    },
+    FamilyDef {
+        name: "hcpflow_hop_failure_info",
+        help: "Why a hop is failed (value 1, only while failed): provision error code or condition reason. Cached state refreshed in the background",
+        labels: &["cluster_id", "hop", "code"],
+    },
+    FamilyDef {
+        name: "hcpflow_cluster_created_timestamp_seconds",
+        help: "Unix time the cluster's creation started (earliest upstream creation time). Cached state refreshed in the background",
+        labels: &["cluster_id"],
+    },
+    FamilyDef {
+        name: "hcpflow_cluster_creation_completed_timestamp_seconds",
+        help: "Unix time the cluster's creation completed (absent while in flight or failed). Cached state refreshed in the background",
+        labels: &["cluster_id"],
+    },
+    FamilyDef {
+        name: "hcpflow_node_pool_replicas",
+        help: "Node counts of each node pool by kind (desired, current, ready). Cached state refreshed in the background",
+        labels: &["cluster_id", "node_pool", "kind"],
+    },
+    FamilyDef {
+        name: "hcpflow_control_plane_pods",
+        help: "Control-plane pods of the cluster by readiness. Cached state refreshed in the background",
+        labels: &["cluster_id", "state"],
+    },
+];
+
+/// Which conditions and reasons become label values (the rest: not emitted,
+/// or reason `other`). Bounded lists keep the series budget (DESIGN section 3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderConfig {
+    pub conditions: BTreeMap<Hop, BTreeSet<String>>,
+    pub reasons: BTreeSet<String>,
+}
+
+impl Default for RenderConfig {
+    fn default() -> Self {
+        let list = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let conditions = BTreeMap::from([
+            (Hop::RpFrontend, list(&["Available", "Degraded"])),
+            (Hop::MaestroBundle, list(&["Applied", "Available"])),
+            (Hop::Manifestwork, list(&["Applied", "Available"])),
+            (
+                Hop::HostedCluster,
+                list(&["Available", "Progressing", "Degraded"]),
+            ),
+            (Hop::ControlPlane, list(&["Available"])),
+            (
+                Hop::ManagedCluster,
+                list(&["ManagedClusterJoined", "ManagedClusterConditionAvailable"]),
+            ),
+            (Hop::NodePool, list(&["Ready"])),
+        ]);
+        RenderConfig {
+            conditions,
+            reasons: DEFAULT_REASONS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// Condition reasons of the upstreams (reference FACTS 1-5) worth a label value.
+pub const DEFAULT_REASONS: &[&str] = &[
+    "AsExpected",
+    "StatusUnknown",
+    "NotFound",
+    "WaitingForAvailable",
+    "WaitingOnInfrastructureReady",
+    "InfraStatusFailure",
+    "QuorumAvailable",
+    "EtcdWaitingForQuorum",
+    "StatefulSetNotFound",
+    "EtcdRecoveryJobFailed",
+    "FromClusterVersion",
+    "InvalidConfiguration",
+    "KubeconfigWaitingForCreate",
+    "UnsupportedHostedCluster",
+    "InvalidImage",
+    "MissingReleaseImages",
+    "PlatformCredentialsNotFound",
+    "InvalidAzureCredentials",
+    "AzureError",
+    "ExternalDNSHostNotReachable",
+    "KASLoadBalancerNotReachable",
+    "ReconciliationPaused",
+    "ReconcileError",
+    "ComponentsNotAvailable",
+    "Blocked",
+    "ValidationFailed",
+    "InplaceUpgradeFailed",
+    "IgnitionEndpointMissing",
+    "IgnitionCACertMissing",
+    "ignitionNotReached",
+    "WaitingForNodes",
+    "AppliedManifestWorkComplete",
+    "AppliedManifestComplete",
+    "AppliedManifestFailed",
+    "ResourcesAvailable",
+    "ResourceAvailable",
+    "ResourcesNotAvailable",
+    "Applying",
+    "Completed",
+    "Failed",
+    "ManagedClusterJoined",
+    "ManagedClusterAvailable",
+    "ManagedClusterLeaseUpdateStopped",
+    "ManagedClusterWaitForImporting",
+    "ManagedClusterImporting",
+    "ManagedClusterImported",
+    "HubClusterAdminAccepted",
+    "HubClusterAdminDenied",
+];
+
+/// One cluster's exposition lines, one string per family.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RenderedCluster {
+    pub families: [String; FAMILY_COUNT],
+}
+
+impl RenderedCluster {
+    pub fn len(&self) -> usize {
+        self.families.iter().map(String::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn series(&self) -> usize {
+        self.families
+            .iter()
+            .map(|f| f.bytes().filter(|b| *b == b'\n').count())
+            .sum()
+    }
+}
+
+/// Render one cluster. Pure: same timeline, same text.
+pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedCluster {
+    let mut out = RenderedCluster::default();
+    let id = timeline.cluster_id.as_str();
+    let ident = &timeline.identity;
+
+    sample(
+        &mut out.families[CLUSTER_INFO],
+        FAMILIES[CLUSTER_INFO].name,
+        &[
+            ("cluster_id", id),
+            ("name", &ident.name),
+            ("resource_id", &ident.resource_id),
+            ("subscription_id", &ident.subscription_id),
+            ("resource_group", &ident.resource_group),
+            ("mgmt_cluster", &ident.mgmt_cluster),
+            ("namespace", &ident.namespace),
+            ("platform", &ident.platform),
+            ("version", &ident.version),
+        ],
+        "1",
+    );
+    sample(
+        &mut out.families[CLUSTER_CREATED],
+        FAMILIES[CLUSTER_CREATED].name,
+        &[("cluster_id", id)],
+        &seconds(timeline.created_at.at),
+    );
+    if let Some(done) = timeline.completed_at {
+        sample(
+            &mut out.families[CREATION_COMPLETED],
+            FAMILIES[CREATION_COMPLETED].name,
+            &[("cluster_id", id)],
+            &seconds(done),
+        );
+    }
+
+    for (hop, state) in &timeline.hops {
+        let hop_name = hop.as_str();
+        sample(
+            &mut out.families[HOP_PHASE],
+            FAMILIES[HOP_PHASE].name,
+            &[
+                ("cluster_id", id),
+                ("hop", hop_name),
+                ("phase", state.phase.as_str()),
+                ("state", &state.state),
+                ("via", state.via.as_str()),
+            ],
+            "1",
+        );
+        sample(
+            &mut out.families[HOP_PHASE_SINCE],
+            FAMILIES[HOP_PHASE_SINCE].name,
+            &[("cluster_id", id), ("hop", hop_name)],
+            &seconds(state.since.at),
+        );
+        if *hop == Hop::MaestroBundle
+            && let Some(updated) = state.updated_at()
+        {
+            sample(
+                &mut out.families[HOP_STATUS_UPDATED],
+                FAMILIES[HOP_STATUS_UPDATED].name,
+                &[("cluster_id", id), ("hop", hop_name)],
+                &seconds(updated),
+            );
+        }
+        if state.phase == Phase::Failed {
+            let code = state
+                .error()
+                .map(|e| e.code.as_str())
+                .or_else(|| failing_reason(state))
+                .unwrap_or("unknown");
+            sample(
+                &mut out.families[HOP_FAILURE_INFO],
+                FAMILIES[HOP_FAILURE_INFO].name,
+                &[
+                    ("cluster_id", id),
+                    ("hop", hop_name),
+                    ("code", bounded_code(code)),
+                ],
+                "1",
+            );
+        }
+        if let Some(allowed) = config.conditions.get(hop) {
+            for (object, condition) in state.conditions() {
+                if !allowed.contains(&condition.kind) {
+                    continue;
+                }
+                let reason =
+                    if condition.reason.is_empty() || config.reasons.contains(&condition.reason) {
+                        condition.reason.as_str()
+                    } else {
+                        "other"
+                    };
+                let mut labels = vec![
+                    ("cluster_id", id),
+                    ("hop", hop_name),
+                    ("condition", condition.kind.as_str()),
+                    ("status", condition.status.as_str()),
+                    ("reason", reason),
+                ];
+                if *hop == Hop::NodePool {
+                    labels.push(("node_pool", object));
+                }
+                sample(
+                    &mut out.families[HOP_CONDITION],
+                    FAMILIES[HOP_CONDITION].name,
+                    &labels,
+                    "1",
+                );
+            }
+        }
+        for (pool, replicas) in state.replicas() {
+            for (kind, value) in [
+                ("desired", replicas.desired),
+                ("current", replicas.current),
+                ("ready", replicas.ready),
+            ] {
+                sample(
+                    &mut out.families[NODE_POOL_REPLICAS],
+                    FAMILIES[NODE_POOL_REPLICAS].name,
+                    &[("cluster_id", id), ("node_pool", pool), ("kind", kind)],
+                    &value.to_string(),
+                );
+            }
+        }
+        if let Some(pods) = state.pods() {
+            for (readiness, value) in [("ready", pods.ready), ("not_ready", pods.not_ready)] {
+                sample(
+                    &mut out.families[CONTROL_PLANE_PODS],
+                    FAMILIES[CONTROL_PLANE_PODS].name,
+                    &[("cluster_id", id), ("state", readiness)],
+                    &value.to_string(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The reason of the first condition in a bad state, for hops failed by a
+/// condition rather than an error code.
+fn failing_reason(state: &crate::model::HopTimeline) -> Option<&str> {
+    state
+        .conditions()
+        .map(|(_, c)| c)
+        .find(|c| c.status == crate::model::ConditionStatus::False && !c.reason.is_empty())
+        .map(|c| c.reason.as_str())
+}
+
+/// Error codes are short identifiers (OCM4001, InvalidImage); anything else
+/// becomes `other` so free text never reaches a label.
+fn bounded_code(code: &str) -> &str {
+    let ok = !code.is_empty()
+        && code.len() <= 64
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    if ok { code } else { "other" }
+}
+
+/// Unix seconds with millisecond precision; `Display` for f64 never uses an
+/// exponent, so the text stays what both exposition formats expect.
+pub fn seconds(at: Timestamp) -> String {
+    let ms = at.as_millisecond();
+    if ms % 1000 == 0 {
+        format!("{}", ms / 1000)
+    } else {
+        format!("{}", ms as f64 / 1000.0)
+    }
+}
+
+fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
+    out.push_str(name);
+    out.push('{');
+    for (i, (key, val)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(key);
+        out.push_str("=\"");
+        escape_label_value(out, val);
+        out.push('"');
+    }
+    out.push_str("} ");
+    out.push_str(value);
+    out.push('\n');
+}
+
+/// Label value escaping shared by the text format and OpenMetrics.
+pub fn escape_label_value(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// The `# HELP` and `# TYPE` lines of one family.
+pub fn write_header(out: &mut String, family: &FamilyDef) {
+    let _ = writeln!(out, "# HELP {} {}", family.name, family.help);
+    let _ = writeln!(out, "# TYPE {} gauge", family.name);
+}

@@ -1,0 +1,133 @@
+//! The HTTP surface: `/metrics`, `/healthz`, `/readyz`, `/api/v1/clusters`,
+//! `/api/v1/clusters/{cluster_id}` and a landing page at `/`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+
+use crate::api::timeline_json;
+use crate::metrics::exposition::Format;
+use crate::store::Store;
+
+pub fn router(store: Arc<Store>) -> Router {
+    Router::new()
+        .route("/", get(landing))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/api/v1/clusters", get(clusters))
+        .route("/api/v1/clusters/{cluster_id}", get(cluster))
+        .with_state(store)
+}
+
+/// Bind and serve until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    store: Arc<Store>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(store))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::negotiate(accept);
+    // Rendering is CPU work on cached text; keep it off the async workers.
+    let body = tokio::task::spawn_blocking(move || store.scrape(format)).await;
+    match body {
+        Ok(body) => ([(header::CONTENT_TYPE, format.content_type())], body).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "rendering /metrics failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(store): State<Arc<Store>>) -> Response {
+    let sources = store.source_status();
+    let ready = sources.iter().all(|s| s.synced);
+    let body = serde_json::json!({
+        "ready": ready,
+        "clusters": store.len(),
+        "sources": sources,
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn clusters(State(store): State<Arc<Store>>) -> Response {
+    let body = store.with_timelines(|timelines| {
+        let items: Vec<_> = timelines.map(timeline_json).collect();
+        serde_json::to_vec(&serde_json::json!({ "items": items }))
+    });
+    json_response(body)
+}
+
+async fn cluster(State(store): State<Arc<Store>>, Path(cluster_id): Path<String>) -> Response {
+    match store.with_timeline(&cluster_id, |t| serde_json::to_vec(&timeline_json(t))) {
+        Some(body) => json_response(body),
+        None => (
+            StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({
+                "error": "cluster not found",
+                "cluster_id": cluster_id,
+            })),
+        )
+            .into_response(),
+    }
+}
+
+fn json_response(body: Result<Vec<u8>, serde_json::Error>) -> Response {
+    match body {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "serialising timelines failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+async fn landing(State(store): State<Arc<Store>>) -> Html<String> {
+    let sources: String = store
+        .source_status()
+        .iter()
+        .map(|s| {
+            format!(
+                "<li><code>{}</code>: {}</li>",
+                s.source,
+                if s.synced { "synced" } else { "not synced yet" }
+            )
+        })
+        .collect();
+    Html(format!(
+        "<!doctype html><html><head><title>hcp-flow</title></head><body>\
+         <h1>hcp-flow</h1>\
+         <p>Following {clusters} hosted control plane creations (SLO target {target}s).</p>\
+         <ul><li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\
+         <li><a href=\"/api/v1/clusters\">/api/v1/clusters</a>: every timeline as JSON</li>\
+         <li><a href=\"/readyz\">/readyz</a>: sync status of each source</li>\
+         <li><a href=\"/healthz\">/healthz</a>: liveness</li></ul>\
+         <h2>Sources</h2><ul>{sources}</ul></body></html>",
+        clusters = store.len(),
+        target = store.creation_target_seconds(),
+    ))
+}

@@ -1,0 +1,218 @@
+//! The fleet store: the model behind a lock, each cluster's rendered lines,
+//! the registry, and which sources have synced.
+//!
+//! Sources write through [`ObservationSink`]; a scrape takes the lock only to
+//! clone `Arc`s of the rendered clusters and builds the body outside it, so a
+//! scrape never waits on an upstream and never holds the lock for long.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
+
+use crate::metrics::creation::CreationMetrics;
+use crate::metrics::exporter::ExporterMetrics;
+use crate::metrics::exposition::{self, Format};
+use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
+use crate::model::{ApplyResult, Batch, Event, Fleet, Hop, ModelConfig, Timeline, Via};
+use crate::sources::ObservationSink;
+
+/// Which scope a hop view belongs to, for `hcpflow_tracked_clusters{scope}`.
+fn scope_of(hop: Hop, via: Via) -> &'static str {
+    match (hop, via) {
+        (Hop::RpFrontend | Hop::ClustersService | Hop::MaestroBundle, _) => "service",
+        (_, Via::Maestro) => "service",
+        (_, Via::Direct) => "management",
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    pub model: ModelConfig,
+    pub render: RenderConfig,
+    /// Divides histogram bucket bounds (1 in `serve`, the speed in `demo`).
+    pub time_scale: f64,
+    /// Source names that must sync once before `/readyz` is ready.
+    pub sources: Vec<String>,
+}
+
+struct State {
+    fleet: Fleet,
+    rendered: BTreeMap<String, Arc<RenderedCluster>>,
+    synced: BTreeSet<String>,
+}
+
+/// What `/readyz` and the landing page show of one source.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SourceStatus {
+    pub source: String,
+    pub synced: bool,
+}
+
+pub struct Store {
+    state: Mutex<State>,
+    registry: Registry,
+    creation: CreationMetrics,
+    exporter: ExporterMetrics,
+    render: RenderConfig,
+    sources: Vec<String>,
+}
+
+impl Store {
+    pub fn new(config: StoreConfig) -> Arc<Store> {
+        let mut registry = Registry::default();
+        let exporter = ExporterMetrics::register(&mut registry);
+        let target = config.model.creation_target.as_secs_f64();
+        let creation = CreationMetrics::register(&mut registry, target, config.time_scale);
+        for source in &config.sources {
+            exporter.declare_source(source);
+        }
+        Arc::new(Store {
+            state: Mutex::new(State {
+                fleet: Fleet::new(config.model),
+                rendered: BTreeMap::new(),
+                synced: BTreeSet::new(),
+            }),
+            registry,
+            creation,
+            exporter,
+            render: config.render,
+            sources: config.sources,
+        })
+    }
+
+    /// The self-metrics handle sources report into.
+    pub fn exporter_metrics(&self) -> ExporterMetrics {
+        self.exporter.clone()
+    }
+
+    pub fn creation_metrics(&self) -> &CreationMetrics {
+        &self.creation
+    }
+
+    /// Apply a batch with an explicit clock (tests drive time through this).
+    pub fn apply_at(&self, batch: Batch, now: Timestamp) -> Vec<Event> {
+        let source = batch.source.clone();
+        let initial = batch.initial;
+        let mut state = self.state.lock();
+        let result = state.fleet.apply(batch, now);
+        if initial {
+            state.synced.insert(source);
+        }
+        self.after(&mut state, result)
+    }
+
+    /// Advance the model clock (late SLO verdicts) and refresh fleet gauges.
+    pub fn tick_at(&self, now: Timestamp) -> Vec<Event> {
+        let mut state = self.state.lock();
+        let result = state.fleet.tick(now);
+        let events = self.after(&mut state, result);
+        let mut per_scope: BTreeMap<&'static str, i64> = BTreeMap::new();
+        for timeline in state.fleet.iter() {
+            let scopes: BTreeSet<&'static str> = timeline
+                .hops
+                .iter()
+                .map(|(hop, h)| scope_of(*hop, h.via))
+                .collect();
+            for scope in scopes {
+                *per_scope.entry(scope).or_default() += 1;
+            }
+        }
+        drop(state);
+        for scope in ["service", "management"] {
+            self.creation
+                .tracked_clusters
+                .get_or_create(&crate::metrics::creation::ScopeLabels {
+                    scope: scope.to_string(),
+                })
+                .set(per_scope.get(scope).copied().unwrap_or(0));
+        }
+        events
+    }
+
+    /// Re-render what changed and feed the events to the histograms.
+    fn after(&self, state: &mut State, result: ApplyResult) -> Vec<Event> {
+        for id in &result.removed {
+            state.rendered.remove(id);
+        }
+        for id in &result.changed {
+            if let Some(timeline) = state.fleet.get(id) {
+                let rendered = Arc::new(render_cluster(timeline, &self.render));
+                state.rendered.insert(id.clone(), rendered);
+            }
+        }
+        for event in &result.events {
+            self.creation.record(event, |id| {
+                state
+                    .fleet
+                    .get(id)
+                    .map(|t| t.identity.platform.clone())
+                    .unwrap_or_default()
+            });
+        }
+        result.events
+    }
+
+    /// The `/metrics` body. The lock is held only to clone `Arc`s.
+    pub fn scrape(&self, format: Format) -> String {
+        let clusters: Vec<Arc<RenderedCluster>> = {
+            let state = self.state.lock();
+            state.rendered.values().cloned().collect()
+        };
+        exposition::render(format, &clusters, &self.registry)
+    }
+
+    /// Every configured source synced once.
+    pub fn ready(&self) -> bool {
+        let state = self.state.lock();
+        self.sources.iter().all(|s| state.synced.contains(s))
+    }
+
+    pub fn source_status(&self) -> Vec<SourceStatus> {
+        let state = self.state.lock();
+        self.sources
+            .iter()
+            .map(|s| SourceStatus {
+                source: s.clone(),
+                synced: state.synced.contains(s),
+            })
+            .collect()
+    }
+
+    /// Run `f` over the timelines under the lock (for the JSON API).
+    pub fn with_timelines<R>(&self, f: impl FnOnce(&mut dyn Iterator<Item = &Timeline>) -> R) -> R {
+        let state = self.state.lock();
+        let mut iter = state.fleet.iter();
+        f(&mut iter)
+    }
+
+    pub fn with_timeline<R>(&self, cluster_id: &str, f: impl FnOnce(&Timeline) -> R) -> Option<R> {
+        let state = self.state.lock();
+        state.fleet.get(cluster_id).map(f)
+    }
+
+    pub fn len(&self) -> usize {
+        self.state.lock().fleet.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn creation_target_seconds(&self) -> f64 {
+        self.state
+            .lock()
+            .fleet
+            .config()
+            .creation_target
+            .as_secs_f64()
+    }
+}
+
+impl ObservationSink for Store {
+    fn apply(&self, batch: Batch) {
+        self.apply_at(batch, Timestamp::now());
+    }
+}
