@@ -1,0 +1,337 @@
+//! Exposition: golden per-cluster text, the series budget, both formats'
+//! types, and docs/metrics.md against a real scrape.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use hcp_flow::metrics::exposition::Format;
+use hcp_flow::metrics::fleet::{RenderConfig, render_cluster};
+use hcp_flow::model::testing::{Obs, batch, obs, rp};
+use hcp_flow::model::{ConditionStatus, Fleet, Hop, ModelConfig, Phase, Via};
+use hcp_flow::store::{Store, StoreConfig};
+use jiff::Timestamp;
+
+fn t(minutes: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
+}
+
+fn model() -> ModelConfig {
+    ModelConfig {
+        creation_target: Duration::from_secs(1200),
+        terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
+        shard: None,
+    }
+}
+
+const RID: &str = "/subscriptions/sub-1/resourcegroups/rg-1/providers/microsoft.redhatopenshift/hcpopenshiftclusters/alpha";
+
+/// A creation seen on every service-side hop, completed.
+fn completed_cluster() -> Vec<Obs> {
+    vec![
+        obs("c-done", Hop::ClustersService)
+            .state("ready", Phase::Ready)
+            .created(t(0))
+            .resource_id(RID)
+            .name("alpha")
+            .platform("azure")
+            .mgmt_cluster("mgmt-1"),
+        rp(RID)
+            .state("Succeeded", Phase::Ready)
+            .created(t(0))
+            .since(t(14)),
+        obs("c-done", Hop::MaestroBundle)
+            .object("bundle-1")
+            .state("Available", Phase::Ready)
+            .created(t(1))
+            .updated(t(13))
+            .since(t(2))
+            .condition("Applied", ConditionStatus::True, "AppliedManifestWorkComplete", t(2))
+            .condition("Available", ConditionStatus::True, "ResourcesAvailable", t(2)),
+        obs("c-done", Hop::HostedCluster)
+            .via(Via::Maestro)
+            .state("Available", Phase::Ready)
+            .since(t(12))
+            .condition("Available", ConditionStatus::True, "AsExpected", t(12))
+            .condition("Degraded", ConditionStatus::False, "AsExpected", t(3))
+            .condition("SomethingNotAllowListed", ConditionStatus::True, "x", t(3)),
+        obs("c-done", Hop::NodePool)
+            .via(Via::Maestro)
+            .object("np-1")
+            .state("Ready", Phase::Ready)
+            .since(t(13))
+            .replicas(2, 2, 2)
+            .condition("Ready", ConditionStatus::True, "WeirdFreeTextReason", t(13)),
+    ]
+}
+
+fn failed_cluster() -> Vec<Obs> {
+    vec![
+        obs("c-fail", Hop::ClustersService)
+            .state("error", Phase::Failed)
+            .created(t(0))
+            .since(t(4))
+            .error("OCM4001", "inflight checks failed"),
+    ]
+}
+
+/// kube-state-metrics style: `{input, want text}` per case.
+#[test]
+fn per_cluster_lines_are_golden() {
+    struct Case {
+        name: &'static str,
+        input: Vec<Obs>,
+        cluster_id: &'static str,
+        want: &'static str,
+    }
+    let cases = vec![
+        Case {
+            name: "completed creation across the service hops",
+            input: completed_cluster(),
+            cluster_id: "c-done",
+            want: r#"hcpflow_cluster_created_timestamp_seconds{cluster_id="c-done"} 1800000000
+hcpflow_cluster_creation_completed_timestamp_seconds{cluster_id="c-done"} 1800000840
+hcpflow_cluster_info{cluster_id="c-done",name="alpha",resource_id="/subscriptions/sub-1/resourcegroups/rg-1/providers/microsoft.redhatopenshift/hcpopenshiftclusters/alpha",subscription_id="",resource_group="",mgmt_cluster="mgmt-1",namespace="",platform="azure",version=""} 1
+hcpflow_hop_condition{cluster_id="c-done",hop="hosted_cluster",condition="Available",status="true",reason="AsExpected"} 1
+hcpflow_hop_condition{cluster_id="c-done",hop="hosted_cluster",condition="Degraded",status="false",reason="AsExpected"} 1
+hcpflow_hop_condition{cluster_id="c-done",hop="maestro_bundle",condition="Applied",status="true",reason="AppliedManifestWorkComplete"} 1
+hcpflow_hop_condition{cluster_id="c-done",hop="maestro_bundle",condition="Available",status="true",reason="ResourcesAvailable"} 1
+hcpflow_hop_condition{cluster_id="c-done",hop="node_pool",condition="Ready",status="true",reason="other",node_pool="np-1"} 1
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-done",hop="clusters_service"} 1800000060
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-done",hop="hosted_cluster"} 1800000720
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-done",hop="maestro_bundle"} 1800000120
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-done",hop="node_pool"} 1800000780
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-done",hop="rp_frontend"} 1800000840
+hcpflow_hop_phase{cluster_id="c-done",hop="clusters_service",phase="ready",state="ready",via="direct"} 1
+hcpflow_hop_phase{cluster_id="c-done",hop="hosted_cluster",phase="ready",state="Available",via="maestro"} 1
+hcpflow_hop_phase{cluster_id="c-done",hop="maestro_bundle",phase="ready",state="Available",via="direct"} 1
+hcpflow_hop_phase{cluster_id="c-done",hop="node_pool",phase="ready",state="Ready",via="maestro"} 1
+hcpflow_hop_phase{cluster_id="c-done",hop="rp_frontend",phase="ready",state="Succeeded",via="direct"} 1
+hcpflow_hop_status_updated_timestamp_seconds{cluster_id="c-done",hop="maestro_bundle"} 1800000780
+hcpflow_node_pool_replicas{cluster_id="c-done",node_pool="np-1",kind="current"} 2
+hcpflow_node_pool_replicas{cluster_id="c-done",node_pool="np-1",kind="desired"} 2
+hcpflow_node_pool_replicas{cluster_id="c-done",node_pool="np-1",kind="ready"} 2
+"#,
+        },
+        Case {
+            name: "failed at Clusters Service with a provision error code",
+            input: failed_cluster(),
+            cluster_id: "c-fail",
+            want: r#"hcpflow_cluster_created_timestamp_seconds{cluster_id="c-fail"} 1800000000
+hcpflow_cluster_info{cluster_id="c-fail",name="",resource_id="",subscription_id="",resource_group="",mgmt_cluster="",namespace="",platform="",version=""} 1
+hcpflow_hop_failure_info{cluster_id="c-fail",hop="clusters_service",code="OCM4001"} 1
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-fail",hop="clusters_service"} 1800000240
+hcpflow_hop_phase{cluster_id="c-fail",hop="clusters_service",phase="failed",state="error",via="direct"} 1
+"#,
+        },
+    ];
+    for case in cases {
+        let mut fleet = Fleet::new(model());
+        fleet.apply(batch(false, t(1), case.input), t(20));
+        let timeline = fleet.get(case.cluster_id).expect(case.name);
+        let rendered = render_cluster(timeline, &RenderConfig::default());
+        let mut lines: Vec<&str> = rendered
+            .families
+            .iter()
+            .flat_map(|f| f.lines())
+            .collect();
+        lines.sort_unstable();
+        let got = lines.join("\n") + "\n";
+        pretty_assertions::assert_eq!(got, case.want, "case: {}", case.name);
+    }
+}
+
+/// DESIGN section 3: at most 40 series per cluster with the default
+/// allow-lists, for a cluster seen on all eight hops with one node pool.
+#[test]
+fn series_budget_per_cluster_is_at_most_40() {
+    let now = t(30);
+    let mut all_hops = completed_cluster();
+    all_hops.extend([
+        obs("c-done", Hop::RpFrontend)
+            .state("Succeeded", Phase::Ready)
+            .condition("Available", ConditionStatus::True, "AsExpected", now)
+            .condition("Degraded", ConditionStatus::False, "AsExpected", now),
+        obs("c-done", Hop::Manifestwork)
+            .state("Available", Phase::Ready)
+            .condition("Applied", ConditionStatus::True, "AppliedManifestWorkComplete", now)
+            .condition("Available", ConditionStatus::True, "ResourcesAvailable", now)
+            .condition("Progressing", ConditionStatus::False, "Completed", now),
+        obs("c-done", Hop::HostedCluster)
+            .state("Available", Phase::Ready)
+            .condition("Available", ConditionStatus::True, "AsExpected", now)
+            .condition("Progressing", ConditionStatus::False, "AsExpected", now)
+            .condition("Degraded", ConditionStatus::False, "AsExpected", now)
+            .condition("EtcdAvailable", ConditionStatus::True, "QuorumAvailable", now),
+        obs("c-done", Hop::ControlPlane)
+            .state("Ready", Phase::Ready)
+            .pods(30, 0)
+            .condition("Available", ConditionStatus::True, "AsExpected", now),
+        obs("c-done", Hop::ManagedCluster)
+            .state("Available", Phase::Ready)
+            .condition("HubAcceptedManagedCluster", ConditionStatus::True, "HubClusterAdminAccepted", now)
+            .condition("ManagedClusterJoined", ConditionStatus::True, "ManagedClusterJoined", now)
+            .condition("ManagedClusterConditionAvailable", ConditionStatus::True, "ManagedClusterAvailable", now),
+        obs("c-done", Hop::NodePool)
+            .object("np-1")
+            .state("Ready", Phase::Ready)
+            .replicas(2, 2, 2)
+            .condition("Ready", ConditionStatus::True, "AsExpected", now)
+            .condition("AllMachinesReady", ConditionStatus::True, "AsExpected", now)
+            .condition("AllNodesHealthy", ConditionStatus::True, "AsExpected", now),
+    ]);
+    let mut fleet = Fleet::new(model());
+    fleet.apply(batch(false, now, all_hops), now);
+    let timeline = fleet.get("c-done").unwrap();
+    assert_eq!(timeline.hops.len(), 8, "every hop present");
+    let series = render_cluster(timeline, &RenderConfig::default()).series();
+    assert!(series <= 40, "a cluster costs {series} series, budget is 40");
+    assert!(series >= 30, "suspiciously few series ({series}): is a family missing?");
+}
+
+fn populated_store() -> std::sync::Arc<Store> {
+    let store = Store::new(StoreConfig {
+        model: model(),
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: vec!["test".to_string()],
+    });
+    store.apply_at(batch(true, t(0), vec![]), t(0));
+    let mut observations = completed_cluster();
+    observations.extend(failed_cluster());
+    observations.push(
+        obs("c-cp", Hop::ControlPlane)
+            .state("NotReady", Phase::Progressing)
+            .created(t(0))
+            .pods(3, 1),
+    );
+    store.apply_at(batch(false, t(15), observations), t(15));
+    let metrics = store.exporter_metrics();
+    metrics.request_done("test", 0.2);
+    metrics.request_failed("test", hcp_flow::metrics::exporter::RequestErrorKind::timeout);
+    metrics.unknown_value("test", "status.state");
+    metrics.watch_event("test", "Applied");
+    metrics.sync_succeeded("test", t(15));
+    store.tick_at(t(30));
+    store
+}
+
+/// Family name → type, from `# TYPE` lines.
+fn types(body: &str) -> BTreeMap<String, String> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, t)| (n.to_string(), t.to_string()))
+        .collect()
+}
+
+#[test]
+fn text_format_declares_every_sample_with_its_type() {
+    let body = populated_store().scrape(Format::Text);
+    assert!(!body.contains("# EOF"));
+    assert!(!body.contains(" # {"), "exemplars leak into the text format");
+    let declared = types(&body);
+    assert_eq!(declared.get("hcpflow_creation_slo_events_total").map(String::as_str), Some("counter"));
+    assert_eq!(declared.get("hcpflow_source_requests_total").map(String::as_str), Some("counter"));
+    for line in body.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| declared.get(*f).map(String::as_str) == Some("histogram")))
+            .unwrap_or(name);
+        assert!(declared.contains_key(family), "sample {name} has no TYPE line");
+    }
+    // The bucket at the SLO target, written as users query it.
+    assert!(body.contains(r#"hcpflow_creation_duration_seconds_bucket{le="1200",platform="azure",outcome="succeeded"} 1"#));
+}
+
+#[test]
+fn openmetrics_format_ends_with_eof_and_carries_trace_exemplars() {
+    let body = populated_store().scrape(Format::OpenMetrics);
+    assert!(body.ends_with("# EOF\n"));
+    assert_eq!(body.matches("# EOF").count(), 1);
+    let trace_id = hcp_flow::traces::trace_id_hex("c-done");
+    let exemplar = format!("# {{trace_id=\"{trace_id}\"}} 840");
+    assert!(
+        body.lines().any(|l| l.starts_with("hcpflow_creation_duration_seconds_bucket") && l.contains(&exemplar)),
+        "no creation exemplar with the trace id in:\n{body}"
+    );
+    // Counters are declared without the suffix in OpenMetrics.
+    assert_eq!(types(&body).get("hcpflow_creation_slo_events").map(String::as_str), Some("counter"));
+}
+
+/// `promtool check metrics` reads the 0.0.4 format the way Prometheus does.
+#[test]
+fn promtool_accepts_the_text_format() {
+    let body = populated_store().scrape(Format::Text);
+    let mut child = match std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => panic!("promtool not runnable ({e}): install Debian's prometheus package; .ci/run does"),
+    };
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // promtool exits non-zero for lint findings too; a parse or type error
+    // is what must never happen.
+    assert!(!report.contains("error while linting"), "{report}");
+    assert!(!report.contains("text format parsing error"), "{report}");
+    for line in report.lines() {
+        assert!(
+            !line.contains("counter metrics should have \"_total\" suffix"),
+            "counter lost its type: {line}"
+        );
+    }
+}
+
+/// docs/metrics.md lists exactly the families a scrape shows, with their types
+/// and every label that appears.
+#[test]
+fn docs_metrics_md_matches_a_real_scrape() {
+    let body = populated_store().scrape(Format::Text);
+    let scraped = types(&body);
+    let mut scraped_labels: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, rest)) = line.split_once('{') else { continue };
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s).filter(|f| scraped.get(*f).map(String::as_str) == Some("histogram")))
+            .unwrap_or(name);
+        let labels = rest.split("\",").filter_map(|kv| kv.split_once("=\"")).map(|(k, _)| k.to_string());
+        scraped_labels.entry(family.to_string()).or_default().extend(labels);
+    }
+
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
+    let mut documented: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+    for row in doc.lines().filter(|l| l.starts_with("| `hcpflow_")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let name = cells[1].trim_matches('`').to_string();
+        let kind = cells[2].to_string();
+        let labels = cells[3]
+            .split(',')
+            .map(|l| l.trim().trim_matches('`').to_string())
+            .filter(|l| !l.is_empty() && l != "–")
+            .collect();
+        documented.insert(name, (kind, labels));
+    }
+    let scraped_names: BTreeSet<&String> = scraped.keys().collect();
+    let documented_names: BTreeSet<&String> = documented.keys().collect();
+    assert_eq!(scraped_names, documented_names, "docs/metrics.md and the registry disagree");
+    for (name, (kind, labels)) in &documented {
+        assert_eq!(&scraped[name], kind, "type of {name}");
+        if let Some(seen) = scraped_labels.get(name) {
+            let mut seen = seen.clone();
+            seen.remove("le");
+            assert!(seen.is_subset(labels), "{name}: scraped labels {seen:?} not all documented in {labels:?}");
+        }
+    }
+}
