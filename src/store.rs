@@ -51,8 +51,15 @@ pub struct SourceStatus {
     pub synced: bool,
 }
 
+/// Hears every model event with read access to the fleet (spans are built
+/// from the timeline). Called under the store lock: do no I/O, queue instead.
+pub trait EventListener: Send + Sync + 'static {
+    fn on_events(&self, events: &[Event], fleet: &Fleet);
+}
+
 pub struct Store {
     state: Mutex<State>,
+    listeners: parking_lot::RwLock<Vec<Arc<dyn EventListener>>>,
     registry: Registry,
     creation: CreationMetrics,
     exporter: ExporterMetrics,
@@ -75,12 +82,18 @@ impl Store {
                 rendered: BTreeMap::new(),
                 synced: BTreeSet::new(),
             }),
+            listeners: parking_lot::RwLock::new(Vec::new()),
             registry,
             creation,
             exporter,
             render: config.render,
             sources: config.sources,
         })
+    }
+
+    /// Add a listener for model events (the trace exporter).
+    pub fn add_listener(&self, listener: Arc<dyn EventListener>) {
+        self.listeners.write().push(listener);
     }
 
     /// The self-metrics handle sources report into.
@@ -141,6 +154,11 @@ impl Store {
             if let Some(timeline) = state.fleet.get(id) {
                 let rendered = Arc::new(render_cluster(timeline, &self.render));
                 state.rendered.insert(id.clone(), rendered);
+            }
+        }
+        if !result.events.is_empty() {
+            for listener in self.listeners.read().iter() {
+                listener.on_events(&result.events, &state.fleet);
             }
         }
         for event in &result.events {

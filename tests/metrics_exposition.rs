@@ -45,8 +45,18 @@ fn completed_cluster() -> Vec<Obs> {
             .created(t(1))
             .updated(t(13))
             .since(t(2))
-            .condition("Applied", ConditionStatus::True, "AppliedManifestWorkComplete", t(2))
-            .condition("Available", ConditionStatus::True, "ResourcesAvailable", t(2)),
+            .condition(
+                "Applied",
+                ConditionStatus::True,
+                "AppliedManifestWorkComplete",
+                t(2),
+            )
+            .condition(
+                "Available",
+                ConditionStatus::True,
+                "ResourcesAvailable",
+                t(2),
+            ),
         obs("c-done", Hop::HostedCluster)
             .via(Via::Maestro)
             .state("Available", Phase::Ready)
@@ -129,11 +139,7 @@ hcpflow_hop_phase{cluster_id="c-fail",hop="clusters_service",phase="failed",stat
         fleet.apply(batch(false, t(1), case.input), t(20));
         let timeline = fleet.get(case.cluster_id).expect(case.name);
         let rendered = render_cluster(timeline, &RenderConfig::default());
-        let mut lines: Vec<&str> = rendered
-            .families
-            .iter()
-            .flat_map(|f| f.lines())
-            .collect();
+        let mut lines: Vec<&str> = rendered.families.iter().flat_map(|f| f.lines()).collect();
         lines.sort_unstable();
         let got = lines.join("\n") + "\n";
         pretty_assertions::assert_eq!(got, case.want, "case: {}", case.name);
@@ -153,24 +159,54 @@ fn series_budget_per_cluster_is_at_most_40() {
             .condition("Degraded", ConditionStatus::False, "AsExpected", now),
         obs("c-done", Hop::Manifestwork)
             .state("Available", Phase::Ready)
-            .condition("Applied", ConditionStatus::True, "AppliedManifestWorkComplete", now)
-            .condition("Available", ConditionStatus::True, "ResourcesAvailable", now)
+            .condition(
+                "Applied",
+                ConditionStatus::True,
+                "AppliedManifestWorkComplete",
+                now,
+            )
+            .condition(
+                "Available",
+                ConditionStatus::True,
+                "ResourcesAvailable",
+                now,
+            )
             .condition("Progressing", ConditionStatus::False, "Completed", now),
         obs("c-done", Hop::HostedCluster)
             .state("Available", Phase::Ready)
             .condition("Available", ConditionStatus::True, "AsExpected", now)
             .condition("Progressing", ConditionStatus::False, "AsExpected", now)
             .condition("Degraded", ConditionStatus::False, "AsExpected", now)
-            .condition("EtcdAvailable", ConditionStatus::True, "QuorumAvailable", now),
+            .condition(
+                "EtcdAvailable",
+                ConditionStatus::True,
+                "QuorumAvailable",
+                now,
+            ),
         obs("c-done", Hop::ControlPlane)
             .state("Ready", Phase::Ready)
             .pods(30, 0)
             .condition("Available", ConditionStatus::True, "AsExpected", now),
         obs("c-done", Hop::ManagedCluster)
             .state("Available", Phase::Ready)
-            .condition("HubAcceptedManagedCluster", ConditionStatus::True, "HubClusterAdminAccepted", now)
-            .condition("ManagedClusterJoined", ConditionStatus::True, "ManagedClusterJoined", now)
-            .condition("ManagedClusterConditionAvailable", ConditionStatus::True, "ManagedClusterAvailable", now),
+            .condition(
+                "HubAcceptedManagedCluster",
+                ConditionStatus::True,
+                "HubClusterAdminAccepted",
+                now,
+            )
+            .condition(
+                "ManagedClusterJoined",
+                ConditionStatus::True,
+                "ManagedClusterJoined",
+                now,
+            )
+            .condition(
+                "ManagedClusterConditionAvailable",
+                ConditionStatus::True,
+                "ManagedClusterAvailable",
+                now,
+            ),
         obs("c-done", Hop::NodePool)
             .object("np-1")
             .state("Ready", Phase::Ready)
@@ -184,8 +220,14 @@ fn series_budget_per_cluster_is_at_most_40() {
     let timeline = fleet.get("c-done").unwrap();
     assert_eq!(timeline.hops.len(), 8, "every hop present");
     let series = render_cluster(timeline, &RenderConfig::default()).series();
-    assert!(series <= 40, "a cluster costs {series} series, budget is 40");
-    assert!(series >= 30, "suspiciously few series ({series}): is a family missing?");
+    assert!(
+        series <= 40,
+        "a cluster costs {series} series, budget is 40"
+    );
+    assert!(
+        series >= 30,
+        "suspiciously few series ({series}): is a family missing?"
+    );
 }
 
 fn populated_store() -> std::sync::Arc<Store> {
@@ -207,7 +249,10 @@ fn populated_store() -> std::sync::Arc<Store> {
     store.apply_at(batch(false, t(15), observations), t(15));
     let metrics = store.exporter_metrics();
     metrics.request_done("test", 0.2);
-    metrics.request_failed("test", hcp_flow::metrics::exporter::RequestErrorKind::timeout);
+    metrics.request_failed(
+        "test",
+        hcp_flow::metrics::exporter::RequestErrorKind::timeout,
+    );
     metrics.unknown_value("test", "status.state");
     metrics.watch_event("test", "Applied");
     metrics.sync_succeeded("test", t(15));
@@ -228,17 +273,39 @@ fn types(body: &str) -> BTreeMap<String, String> {
 fn text_format_declares_every_sample_with_its_type() {
     let body = populated_store().scrape(Format::Text);
     assert!(!body.contains("# EOF"));
-    assert!(!body.contains(" # {"), "exemplars leak into the text format");
+    assert!(
+        !body.contains(" # {"),
+        "exemplars leak into the text format"
+    );
     let declared = types(&body);
-    assert_eq!(declared.get("hcpflow_creation_slo_events_total").map(String::as_str), Some("counter"));
-    assert_eq!(declared.get("hcpflow_source_requests_total").map(String::as_str), Some("counter"));
-    for line in body.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    assert_eq!(
+        declared
+            .get("hcpflow_creation_slo_events_total")
+            .map(String::as_str),
+        Some("counter")
+    );
+    assert_eq!(
+        declared
+            .get("hcpflow_source_requests_total")
+            .map(String::as_str),
+        Some("counter")
+    );
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let name = line.split(['{', ' ']).next().unwrap();
         let family = ["_bucket", "_sum", "_count"]
             .iter()
-            .find_map(|s| name.strip_suffix(s).filter(|f| declared.get(*f).map(String::as_str) == Some("histogram")))
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| declared.get(*f).map(String::as_str) == Some("histogram"))
+            })
             .unwrap_or(name);
-        assert!(declared.contains_key(family), "sample {name} has no TYPE line");
+        assert!(
+            declared.contains_key(family),
+            "sample {name} has no TYPE line"
+        );
     }
     // The bucket at the SLO target, written as users query it.
     assert!(body.contains(r#"hcpflow_creation_duration_seconds_bucket{le="1200",platform="azure",outcome="succeeded"} 1"#));
@@ -252,11 +319,18 @@ fn openmetrics_format_ends_with_eof_and_carries_trace_exemplars() {
     let trace_id = hcp_flow::traces::trace_id_hex("c-done");
     let exemplar = format!("# {{trace_id=\"{trace_id}\"}} 840");
     assert!(
-        body.lines().any(|l| l.starts_with("hcpflow_creation_duration_seconds_bucket") && l.contains(&exemplar)),
+        body.lines().any(
+            |l| l.starts_with("hcpflow_creation_duration_seconds_bucket") && l.contains(&exemplar)
+        ),
         "no creation exemplar with the trace id in:\n{body}"
     );
     // Counters are declared without the suffix in OpenMetrics.
-    assert_eq!(types(&body).get("hcpflow_creation_slo_events").map(String::as_str), Some("counter"));
+    assert_eq!(
+        types(&body)
+            .get("hcpflow_creation_slo_events")
+            .map(String::as_str),
+        Some("counter")
+    );
 }
 
 /// `promtool check metrics` reads the 0.0.4 format the way Prometheus does.
@@ -271,10 +345,17 @@ fn promtool_accepts_the_text_format() {
         .spawn()
     {
         Ok(child) => child,
-        Err(e) => panic!("promtool not runnable ({e}): install Debian's prometheus package; .ci/run does"),
+        Err(e) => {
+            panic!("promtool not runnable ({e}): install Debian's prometheus package; .ci/run does")
+        }
     };
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let report = format!(
         "{}{}",
@@ -283,7 +364,10 @@ fn promtool_accepts_the_text_format() {
     );
     // A counter that lost its type shows up as an untyped `x_total` with "no
     // help text"; a parse error as "error while linting". Both exit non-zero.
-    assert!(out.status.success() && report.trim().is_empty(), "promtool check metrics:\n{report}");
+    assert!(
+        out.status.success() && report.trim().is_empty(),
+        "promtool check metrics:\n{report}"
+    );
 }
 
 /// docs/metrics.md lists exactly the families a scrape shows, with their types
@@ -294,16 +378,28 @@ fn docs_metrics_md_matches_a_real_scrape() {
     let scraped = types(&body);
     let mut scraped_labels: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for line in body.lines().filter(|l| !l.starts_with('#')) {
-        let Some((name, rest)) = line.split_once('{') else { continue };
+        let Some((name, rest)) = line.split_once('{') else {
+            continue;
+        };
         let family = ["_bucket", "_sum", "_count"]
             .iter()
-            .find_map(|s| name.strip_suffix(s).filter(|f| scraped.get(*f).map(String::as_str) == Some("histogram")))
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| scraped.get(*f).map(String::as_str) == Some("histogram"))
+            })
             .unwrap_or(name);
-        let labels = rest.split("\",").filter_map(|kv| kv.split_once("=\"")).map(|(k, _)| k.to_string());
-        scraped_labels.entry(family.to_string()).or_default().extend(labels);
+        let labels = rest
+            .split("\",")
+            .filter_map(|kv| kv.split_once("=\""))
+            .map(|(k, _)| k.to_string());
+        scraped_labels
+            .entry(family.to_string())
+            .or_default()
+            .extend(labels);
     }
 
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
     let mut documented: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
     for row in doc.lines().filter(|l| l.starts_with("| `hcpflow_")) {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
@@ -318,14 +414,19 @@ fn docs_metrics_md_matches_a_real_scrape() {
     }
     let scraped_names: BTreeSet<&String> = scraped.keys().collect();
     let documented_names: BTreeSet<&String> = documented.keys().collect();
-    assert_eq!(scraped_names, documented_names, "docs/metrics.md and the registry disagree");
+    assert_eq!(
+        scraped_names, documented_names,
+        "docs/metrics.md and the registry disagree"
+    );
     for (name, (kind, labels)) in &documented {
         assert_eq!(&scraped[name], kind, "type of {name}");
         if let Some(seen) = scraped_labels.get(name) {
             let mut seen = seen.clone();
             seen.remove("le");
-            assert!(seen.is_subset(labels), "{name}: scraped labels {seen:?} not all documented in {labels:?}");
+            assert!(
+                seen.is_subset(labels),
+                "{name}: scraped labels {seen:?} not all documented in {labels:?}"
+            );
         }
     }
 }
-

@@ -70,8 +70,13 @@ pub enum Event {
         cluster_id: String,
         outcome: SloOutcome,
     },
-    /// The cluster's last object is gone; its series go away.
-    ClusterRemoved { cluster_id: String, in_flight: bool },
+    /// The cluster's last object is gone; its series go away. Carries the last
+    /// timeline (a creation deleted in flight still closes its trace).
+    ClusterRemoved {
+        cluster_id: String,
+        in_flight: bool,
+        last: Box<Timeline>,
+    },
 }
 
 /// What one `apply` or `tick` did.
@@ -325,13 +330,14 @@ impl Fleet {
 
         if timeline.hops.is_empty() {
             let in_flight = timeline.in_flight();
-            self.clusters.remove(cluster_id);
+            let last = self.clusters.remove(cluster_id);
             result.changed.remove(cluster_id);
             result.removed.insert(cluster_id.to_string());
-            if !initial {
+            if !initial && let Some(last) = last {
                 result.events.push(Event::ClusterRemoved {
                     cluster_id: cluster_id.to_string(),
                     in_flight,
+                    last: Box::new(last),
                 });
             }
             return;

@@ -1,0 +1,219 @@
+//! Wiring: config → store → sources → server, for `serve`, `demo` and the
+//! benchmark. No logic of its own beyond starting and stopping things.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use crate::config::{ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, MaestroConfig, RpFrontendConfig};
+use crate::metrics::fleet::RenderConfig;
+use crate::model::ModelConfig;
+use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig};
+use crate::sources::clusters_service::ClustersServiceSource;
+use crate::sources::http::BuildError;
+use crate::sources::maestro::MaestroSource;
+use crate::sources::rp_frontend::RpFrontendSource;
+use crate::sources::SourceContext;
+use crate::store::{Store, StoreConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("source {source_name} could not be set up")]
+    Source {
+        source_name: String,
+        #[source]
+        cause: BuildError,
+    },
+    #[error("cannot listen on {addr}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        cause: std::io::Error,
+    },
+    #[error("the simulated world could not start")]
+    World(#[source] std::io::Error),
+    #[error("the HTTP server failed")]
+    Serve(#[source] std::io::Error),
+}
+
+/// A running exporter: the store and the tasks that feed it.
+pub struct Exporter {
+    pub store: Arc<Store>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Exporter {
+    /// Build the store and start every configured source and the model clock.
+    /// `time_scale` divides histogram bounds (1 in `serve`, the speed in `demo`).
+    pub fn start(config: &Config, time_scale: f64) -> Result<Exporter, AppError> {
+        let mut source_names = Vec::new();
+        if config.sources.rp_frontend.is_some() {
+            source_names.push("rp_frontend".to_string());
+        }
+        if config.sources.clusters_service.is_some() {
+            source_names.push("clusters_service".to_string());
+        }
+        if config.sources.maestro.is_some() {
+            source_names.push("maestro".to_string());
+        }
+        let shard = (config.shard.total > 1).then_some((config.shard.index, config.shard.total));
+        let store = Store::new(StoreConfig {
+            model: ModelConfig {
+                creation_target: config.slo.creation_target,
+                terminal_hops: config.terminal_hops(),
+                shard,
+            },
+            render: RenderConfig::default(),
+            time_scale,
+            sources: source_names,
+        });
+        let ctx = |name: &str| SourceContext {
+            name: name.to_string(),
+            sink: store.clone(),
+            metrics: store.exporter_metrics(),
+        };
+        let mut tasks = Vec::new();
+        let build_error = |name: &str| {
+            let name = name.to_string();
+            move |cause| AppError::Source {
+                source_name: name,
+                cause,
+            }
+        };
+        if let Some(cfg) = &config.sources.rp_frontend {
+            let source = RpFrontendSource::new(cfg.clone(), ctx("rp_frontend")).map_err(build_error("rp_frontend"))?;
+            tasks.push(tokio::spawn(source.run()));
+        }
+        if let Some(cfg) = &config.sources.clusters_service {
+            let source = ClustersServiceSource::new(cfg.clone(), ctx("clusters_service"))
+                .map_err(build_error("clusters_service"))?;
+            tasks.push(tokio::spawn(source.run()));
+        }
+        if let Some(cfg) = &config.sources.maestro {
+            let source = MaestroSource::new(cfg.clone(), ctx("maestro")).map_err(build_error("maestro"))?;
+            tasks.push(tokio::spawn(source.run()));
+        }
+        // The model clock: creations in flight become late the moment they
+        // pass the target, even when no source reports anything.
+        let tick_every = tick_interval(config.slo.creation_target);
+        let ticking = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(tick_every);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                ticking.tick_at(jiff::Timestamp::now());
+            }
+        }));
+        Ok(Exporter { store, tasks })
+    }
+
+    /// Serve HTTP on `listener` until `shutdown` resolves, then stop the sources.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), AppError> {
+        let result = crate::server::serve(listener, self.store.clone(), shutdown).await;
+        self.stop();
+        result.map_err(AppError::Serve)
+    }
+
+    pub fn stop(&self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Late verdicts are at most 1% of the target (and at most a second) late.
+fn tick_interval(target: Duration) -> Duration {
+    (target / 100).clamp(Duration::from_millis(50), Duration::from_secs(1))
+}
+
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, AppError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|cause| AppError::Listen { addr, cause })
+}
+
+/// Settings of `hcp-flow demo`.
+#[derive(Clone, Debug)]
+pub struct DemoSettings {
+    pub clusters: usize,
+    pub speed: f64,
+    pub seed: u64,
+    pub faults: bool,
+    pub listen: SocketAddr,
+}
+
+/// A simulated world and the exporter configuration that reads it.
+pub struct Demo {
+    pub world: World,
+    pub endpoints: Endpoints,
+    pub config: Config,
+}
+
+/// Start the world on loopback and derive a configuration for it: the same
+/// sources as production, with poll intervals and the SLO target divided by
+/// the speed so every signal shows within minutes.
+pub async fn start_demo_world(settings: &DemoSettings, latency: LatencyModel) -> Result<Demo, AppError> {
+    let world = World::new(
+        WorldConfig {
+            clusters: settings.clusters,
+            speed: settings.speed,
+            seed: settings.seed,
+            faults: settings.faults,
+            churn: true,
+            latency,
+            subscriptions: 3,
+        },
+        SimClock::Real,
+    );
+    let endpoints = world.serve().await.map_err(AppError::World)?;
+    let config = demo_config(settings, &world, &endpoints);
+    Ok(Demo {
+        world,
+        endpoints,
+        config,
+    })
+}
+
+pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints) -> Config {
+    let speed = if settings.speed > 0.0 { settings.speed } else { 1.0 };
+    let scaled = |d: Duration, floor: Duration| (d.div_f64(speed)).max(floor);
+    let http = |url: &url::Url| {
+        let mut http = HttpSourceConfig::new(url.clone());
+        http.fast_poll_interval = scaled(http.fast_poll_interval, Duration::from_millis(500));
+        http.slow_poll_interval = scaled(http.slow_poll_interval, Duration::from_secs(2));
+        http.full_relist_interval = scaled(http.full_relist_interval, Duration::from_secs(10));
+        http
+    };
+    let mut config = Config {
+        listen: settings.listen,
+        ..Config::default()
+    };
+    config.slo.creation_target = config.slo.creation_target.div_f64(speed);
+    config.sources.rp_frontend = Some(RpFrontendConfig {
+        http: http(&endpoints.rp_frontend),
+        api_version: crate::config::default_rp_api_version(),
+        subscriptions: world.subscriptions(),
+        resource_ids: Vec::new(),
+    });
+    config.sources.clusters_service = Some(ClustersServiceConfig {
+        http: http(&endpoints.clusters_service),
+        api: ClustersServiceApi::AroHcpV1alpha1,
+    });
+    config.sources.maestro = Some(MaestroConfig {
+        http: http(&endpoints.maestro),
+    });
+    config
+}
