@@ -287,8 +287,11 @@ impl Fleet {
 
         let mut changed = false;
         match change {
-            Change::Upsert(view) => {
+            Change::Upsert(mut view) => {
                 changed |= timeline.identity.merge(&view.identity);
+                // Kept once on the timeline, not per object: at fleet scale
+                // the copies would cost more than the rest of the view.
+                view.identity = Default::default();
                 if let Some(created) = view.created_at
                     && (timeline.created_at.observed || created < timeline.created_at.at)
                 {

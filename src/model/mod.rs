@@ -12,7 +12,9 @@ pub use observation::{
     Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, MAX_STATE_LEN,
     Observation, PodCounts, Replicas, bounded_state,
 };
-pub use timeline::{CreationOutcome, HopTimeline, Identity, ObjectState, TimeMark, Timeline};
+pub use timeline::{
+    CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
+};
 
 #[cfg(test)]
 mod tests;

@@ -98,10 +98,59 @@ pub struct ObjectState {
     pub since: TimeMark,
 }
 
+/// The objects of one hop, keyed by (view, object name). A hop has one or a
+/// few objects, so a sorted `Vec` — a `BTreeMap` would allocate an 11-slot
+/// node (about 5 KB) per hop, most of a cluster's memory at fleet scale.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ObjectMap {
+    entries: Vec<((Via, String), ObjectState)>,
+}
+
+impl ObjectMap {
+    fn position(&self, key: &(Via, String)) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(k, _)| k.cmp(key))
+    }
+
+    pub fn get(&self, key: &(Via, String)) -> Option<&ObjectState> {
+        self.position(key).ok().map(|i| &self.entries[i].1)
+    }
+
+    pub fn insert(&mut self, key: (Via, String), value: ObjectState) {
+        match self.position(&key) {
+            Ok(i) => self.entries[i].1 = value,
+            Err(i) => {
+                // Growing from empty reserves four slots; hops have one object.
+                self.entries.reserve_exact(1);
+                self.entries.insert(i, (key, value));
+            }
+        }
+    }
+
+    pub fn remove(&mut self, key: &(Via, String)) -> Option<ObjectState> {
+        self.position(key).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&(Via, String), &ObjectState)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &(Via, String)> {
+        self.entries.iter().map(|(k, _)| k)
+    }
+}
+
 /// A hop of one cluster: its objects per view, and the aggregate the metrics show.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HopTimeline {
-    pub objects: BTreeMap<(Via, String), ObjectState>,
+    pub objects: ObjectMap,
     /// The effective view: direct when any direct object exists, else maestro.
     pub via: Via,
     pub phase: Phase,
@@ -121,7 +170,7 @@ pub struct HopTimeline {
 impl HopTimeline {
     pub(crate) fn empty(since: TimeMark) -> HopTimeline {
         HopTimeline {
-            objects: BTreeMap::new(),
+            objects: ObjectMap::default(),
             via: Via::Direct,
             phase: Phase::Pending,
             state: String::new(),
