@@ -3,6 +3,7 @@
 //!
 //! Data flows one way: source → observation → timeline → (exposition | JSON).
 
+pub mod cli;
 pub mod config;
 pub mod metrics;
 pub mod model;
