@@ -533,6 +533,9 @@ impl Config {
                 // With a source section unreadable, "no source" is not news.
                 .filter(|e| !(source_failed && e.path == "sources")),
         );
+        // Sorted by path, so the output groups by section and does not depend
+        // on the order of keys in the file.
+        errors.sort_by(|a, b| a.path.cmp(&b.path));
         if errors.is_empty() {
             for (name, http) in config.sources.http_sources() {
                 if http.insecure_skip_tls_verify {
