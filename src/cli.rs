@@ -85,7 +85,8 @@ pub struct ServeOverrides {
     #[arg(long, env = "HCPFLOW_LISTEN", value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
 
-    /// Log line format. Default: text. Config key: log_format.
+    /// Log line format: text (human-readable) or json (one object per line).
+    /// Default: text. Config key: log_format.
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 
@@ -424,7 +425,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub no_faults: bool,
 
-    /// Log line format.
+    /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
 }
@@ -466,7 +467,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub clusters: u32,
 
-    /// Scrapes to time.
+    /// How many scrapes of /metrics to time (the p50/p99 come from these).
     #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub scrapes: u32,
 
@@ -474,7 +475,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Log line format.
+    /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
 }

@@ -1,6 +1,9 @@
 //! Loading and validating the configuration file: every error kind, with its
 //! key path, and all of them at once.
 
+// A failed unwrap is a failed test, with the value in the message.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
