@@ -525,14 +525,8 @@ impl Config {
         } = parsed;
         errors.extend(config.apply_overrides_except(overrides, &failed));
 
-        let source_failed = failed.iter().any(|p| p.starts_with("sources"));
-        errors.extend(
-            config
-                .validate()
-                .into_iter()
-                // With a source section unreadable, "no source" is not news.
-                .filter(|e| !(source_failed && e.path == "sources")),
-        );
+        let sources_complete = !failed.iter().any(|p| p.starts_with("sources"));
+        errors.extend(config.validate_checking_sources(sources_complete));
         // Sorted by path, so the output groups by section and does not depend
         // on the order of keys in the file.
         errors.sort_by(|a, b| a.path.cmp(&b.path));
@@ -659,6 +653,14 @@ impl Config {
     /// named by the config exist and are readable, so it touches the
     /// filesystem (never reads a token).
     pub fn validate(&self) -> Vec<FieldError> {
+        self.validate_checking_sources(true)
+    }
+
+    /// [`Config::validate`]; with `sources_complete` false (a source section
+    /// did not parse, and that error is already reported) the checks that
+    /// depend on which sources exist are skipped, since they would only
+    /// repeat it in a misleading form ("no source configured").
+    fn validate_checking_sources(&self, sources_complete: bool) -> Vec<FieldError> {
         let mut errors = Vec::new();
 
         if self.slo.creation_target.is_zero() {
@@ -673,7 +675,7 @@ impl Config {
             let path = format!("slo.terminal_hops[{i}]");
             if !seen.insert(*hop) {
                 errors.push(FieldError::new(path, format!("{hop} is listed twice")));
-            } else if !self.sources.is_empty() && !observable.contains(hop) {
+            } else if sources_complete && !self.sources.is_empty() && !observable.contains(hop) {
                 errors.push(FieldError::new(
                     path,
                     format!(
@@ -699,7 +701,7 @@ impl Config {
             ));
         }
 
-        if self.sources.is_empty() {
+        if sources_complete && self.sources.is_empty() {
             errors.push(FieldError::new(
                 "sources",
                 "no source configured: set at least one of sources.rp_frontend, \
@@ -1130,7 +1132,6 @@ fn parse_file(text: &str, origin: &str) -> ParsedFile {
         Ok(v) => v,
         Err(e) => {
             out.errors.push(yaml_syntax_error(origin, &e));
-            out.failed.insert(String::new());
             out.failed.insert("sources".to_string());
             return out;
         }

@@ -697,3 +697,31 @@ fn summary_names_sources_without_secrets() {
     );
     assert!(!summary.contains("super-secret-token"));
 }
+
+#[test]
+fn a_broken_source_section_does_not_cascade() {
+    let scratch = Scratch::new("cascade");
+    let errors = errors_of(
+        &scratch,
+        "slo:\n  terminal_hops: [hosted_cluster]\nsources:\n  maestro:\n    base_url: http://m\n    \
+         timeout: soon\n",
+    );
+    // Only the real problem: not "no source configured", nor "no source
+    // observes hosted_cluster".
+    assert_eq!(paths(&errors), vec!["sources.maestro.timeout"]);
+}
+
+#[test]
+fn the_types_deserialize_directly_with_unknown_keys_rejected() {
+    // Code that deserializes the shapes itself (not through check_config)
+    // gets the same flat source sections and the same strictness.
+    let text = std::fs::read_to_string(EXAMPLE).unwrap();
+    let direct: Config = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(direct, check_config(Path::new(EXAMPLE)).unwrap());
+
+    let err = serde_saphyr::from_str::<Config>(
+        "sources:\n  maestro:\n    base_url: http://m\n    page_sise: 5\n",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("page_sise"), "{err}");
+}
