@@ -531,14 +531,6 @@ impl Config {
         // on the order of keys in the file.
         errors.sort_by(|a, b| a.path.cmp(&b.path));
         if errors.is_empty() {
-            for (name, http) in config.sources.http_sources() {
-                if http.insecure_skip_tls_verify {
-                    tracing::warn!(
-                        source = name,
-                        "TLS certificate verification is turned off for this source"
-                    );
-                }
-            }
             Ok(config)
         } else {
             Err(ConfigError::Invalid { errors })
@@ -727,6 +719,21 @@ impl Config {
             validate_http(&format!("sources.{SOURCE_MAESTRO}"), &m.http, &mut errors);
         }
         errors
+    }
+
+    /// Logs what an SRE must not miss about a valid config (TLS verification
+    /// turned off). Separate from [`Config::load`] because logging is set up
+    /// from the loaded config, so it can only run after loading.
+    pub fn log_warnings(&self) {
+        for (name, http) in self.sources.http_sources() {
+            if http.insecure_skip_tls_verify {
+                tracing::warn!(
+                    source = name,
+                    base_url = %http.base_url,
+                    "TLS certificate verification is turned off for this source"
+                );
+            }
+        }
     }
 
     /// Hops whose readiness completes a creation: `slo.terminal_hops` when
