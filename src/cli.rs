@@ -1,0 +1,511 @@
+//! The command line: `serve`, `demo`, `check-config`, `bench`.
+//!
+//! Every `serve` setting is a flag and an `HCPFLOW_*` variable as well as a
+//! file key; clap resolves flag over variable, and [`Config::load`] lays the
+//! result over the file. Flags carry no defaults of their own (an unset flag is
+//! `None`), otherwise a default would silently beat the file. Credentials are
+//! only ever named by file path here.
+
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use url::Url;
+
+use crate::config::{ClustersServiceApi, Config, ConfigError, LogFormat, check_config};
+use crate::model::Hop;
+
+/// Follows every OpenShift hosted control plane creation hop by hop (RP
+/// frontend, Clusters Service, Maestro, ManifestWork, HostedCluster, control
+/// plane, ManagedCluster, NodePool) and exports it as Prometheus metrics and
+/// traces.
+#[derive(Parser, Debug, Clone, PartialEq)]
+#[command(name = "hcp-flow", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// ServeArgs is large, but a Command is built once per process; boxing it
+// would only make matching on it clumsier for main.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand, Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Run the exporter against real upstreams, configured by file, flags and
+    /// HCPFLOW_* variables (flag > variable > file > default).
+    Serve(ServeArgs),
+    /// Run a simulated fleet and the exporter against it in one process.
+    Demo(DemoArgs),
+    /// Load and validate a configuration file; print every error as
+    /// `<field.path>: <message>` and exit non-zero if there is any.
+    CheckConfig(CheckConfigArgs),
+    /// Measure scrape latency and memory against a simulated fleet.
+    Bench(BenchArgs),
+}
+
+impl Command {
+    /// The log format asked for on the command line or in the environment;
+    /// `None` for `serve` without one means "whatever the file says".
+    pub fn log_format(&self) -> Option<LogFormat> {
+        match self {
+            Command::Serve(a) => a.overrides.log_format,
+            Command::Demo(a) => Some(a.log_format),
+            Command::Bench(a) => Some(a.log_format),
+            Command::CheckConfig(_) => Some(LogFormat::Text),
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct ServeArgs {
+    /// YAML configuration file. Optional: flags and variables alone can
+    /// configure everything.
+    #[arg(long, env = "HCPFLOW_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub overrides: ServeOverrides,
+}
+
+impl ServeArgs {
+    /// The effective, validated configuration.
+    pub fn load_config(&self) -> Result<Config, ConfigError> {
+        Config::load(self.config.as_deref(), &self.overrides)
+    }
+}
+
+/// Every `serve` setting as an optional flag/variable. `None` leaves the file
+/// (or the default) in charge.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct ServeOverrides {
+    /// Address the HTTP server (/metrics, /healthz, /readyz, /api/v1) listens
+    /// on. Default: 0.0.0.0:9464. Config key: listen.
+    #[arg(long, env = "HCPFLOW_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+
+    /// Log line format: text (human-readable) or json (one object per line).
+    /// Default: text. Config key: log_format.
+    #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+
+    /// A creation is good when it completes within this long (e.g. 20m, 1h).
+    /// Default: 20m. Config key: slo.creation_target.
+    #[arg(
+        long,
+        env = "HCPFLOW_SLO_CREATION_TARGET",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    pub slo_creation_target: Option<Duration>,
+
+    /// Comma-separated hops whose readiness completes a creation (e.g.
+    /// hosted_cluster,rp_frontend). Default: derived from the sources
+    /// (hosted_cluster with Maestro, plus rp_frontend with the RP frontend;
+    /// clusters_service when neither). Config key: slo.terminal_hops.
+    #[arg(
+        long,
+        env = "HCPFLOW_SLO_TERMINAL_HOPS",
+        value_name = "HOPS",
+        value_delimiter = ',',
+        value_parser = parse_hop
+    )]
+    pub slo_terminal_hops: Option<Vec<Hop>>,
+
+    /// This instance's shard, 0-based; it follows the clusters whose
+    /// SHA-256(cluster_id) mod total-shards equals it. Default: 0. Config
+    /// key: shard.index.
+    #[arg(long, env = "HCPFLOW_SHARD", value_name = "INDEX")]
+    pub shard: Option<u32>,
+
+    /// How many instances split the fleet. Default: 1. Config key:
+    /// shard.total.
+    #[arg(long, env = "HCPFLOW_TOTAL_SHARDS", value_name = "N")]
+    pub total_shards: Option<u32>,
+
+    #[command(flatten)]
+    pub rp_frontend: RpFrontendFlags,
+
+    #[command(flatten)]
+    pub clusters_service: ClustersServiceFlags,
+
+    #[command(flatten)]
+    pub maestro: MaestroFlags,
+}
+
+/// The HTTP settings every source shares, as given by flags or variables.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpOverrides {
+    pub base_url: Option<Url>,
+    pub bearer_token_file: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_tls_verify: Option<bool>,
+    pub timeout: Option<Duration>,
+    pub page_size: Option<u32>,
+    pub fast_poll_interval: Option<Duration>,
+    pub slow_poll_interval: Option<Duration>,
+    pub full_relist_interval: Option<Duration>,
+}
+
+impl HttpOverrides {
+    pub fn any_set(&self) -> bool {
+        *self != HttpOverrides::default()
+    }
+}
+
+/// One flag group per source. Clap cannot prefix the flags of a flattened
+/// struct, so the three groups are generated; `id` must be unique across the
+/// whole command, hence set explicitly. The defaults named in the help texts
+/// are checked against `config::defaults` by a test.
+macro_rules! source_flags {
+    (
+        $(#[$sm:meta])*
+        $name:ident {
+            flag: $flag:literal,
+            env: $env:literal,
+            key: $key:literal,
+            label: $label:literal,
+        }
+        { $($extra:tt)* }
+    ) => {
+        $(#[$sm])*
+        #[derive(Args, Debug, Clone, Default, PartialEq)]
+        #[command(next_help_heading = concat!($label, " source"))]
+        pub struct $name {
+            #[arg(
+                id = concat!($flag, "-base-url"),
+                long = concat!($flag, "-base-url"),
+                env = concat!("HCPFLOW_", $env, "_BASE_URL"),
+                value_name = "URL",
+                value_parser = parse_url,
+                help = concat!(
+                    "Base URL of the ", $label, " (http or https). Given without a sources.",
+                    $key, " section in the file, it turns the source on. Config key: sources.",
+                    $key, ".base_url"
+                )
+            )]
+            pub base_url: Option<Url>,
+
+            #[arg(
+                id = concat!($flag, "-bearer-token-file"),
+                long = concat!($flag, "-bearer-token-file"),
+                env = concat!("HCPFLOW_", $env, "_BEARER_TOKEN_FILE"),
+                value_name = "FILE",
+                help = concat!(
+                    "File holding the bearer token for the ", $label,
+                    "; re-read when it changes, never logged (tokens are never taken from flags). \
+                     Default: no authentication. Config key: sources.",
+                    $key, ".auth.bearer_token_file"
+                )
+            )]
+            pub bearer_token_file: Option<PathBuf>,
+
+            #[arg(
+                id = concat!($flag, "-ca-file"),
+                long = concat!($flag, "-ca-file"),
+                env = concat!("HCPFLOW_", $env, "_CA_FILE"),
+                value_name = "FILE",
+                help = concat!(
+                    "PEM bundle of CAs to trust for the ", $label,
+                    ", in addition to the system roots. Config key: sources.", $key, ".ca_file"
+                )
+            )]
+            pub ca_file: Option<PathBuf>,
+
+            #[arg(
+                id = concat!($flag, "-insecure-skip-tls-verify"),
+                long = concat!($flag, "-insecure-skip-tls-verify"),
+                env = concat!("HCPFLOW_", $env, "_INSECURE_SKIP_TLS_VERIFY"),
+                value_name = "BOOL",
+                num_args = 0..=1,
+                require_equals = true,
+                default_missing_value = "true",
+                value_parser = clap::builder::BoolishValueParser::new(),
+                help = concat!(
+                    "Turn TLS certificate verification off for the ", $label,
+                    " (test setups only; logged as a warning). Default: false. Config key: sources.",
+                    $key, ".insecure_skip_tls_verify"
+                )
+            )]
+            pub insecure_skip_tls_verify: Option<bool>,
+
+            #[arg(
+                id = concat!($flag, "-timeout"),
+                long = concat!($flag, "-timeout"),
+                env = concat!("HCPFLOW_", $env, "_TIMEOUT"),
+                value_name = "DURATION",
+                value_parser = parse_duration,
+                help = concat!(
+                    "Timeout of one request to the ", $label,
+                    ". Default: 10s. Config key: sources.", $key, ".timeout"
+                )
+            )]
+            pub timeout: Option<Duration>,
+
+            #[arg(
+                id = concat!($flag, "-page-size"),
+                long = concat!($flag, "-page-size"),
+                env = concat!("HCPFLOW_", $env, "_PAGE_SIZE"),
+                value_name = "N",
+                help = concat!(
+                    "Items per page when listing the ", $label,
+                    " (1 to 10000). Default: 100. Config key: sources.", $key, ".page_size"
+                )
+            )]
+            pub page_size: Option<u32>,
+
+            #[arg(
+                id = concat!($flag, "-fast-poll-interval"),
+                long = concat!($flag, "-fast-poll-interval"),
+                env = concat!("HCPFLOW_", $env, "_FAST_POLL_INTERVAL"),
+                value_name = "DURATION",
+                value_parser = parse_duration,
+                help = concat!(
+                    "Poll interval of the ", $label,
+                    " while a creation is in flight. Default: 15s. Config key: sources.",
+                    $key, ".fast_poll_interval"
+                )
+            )]
+            pub fast_poll_interval: Option<Duration>,
+
+            #[arg(
+                id = concat!($flag, "-slow-poll-interval"),
+                long = concat!($flag, "-slow-poll-interval"),
+                env = concat!("HCPFLOW_", $env, "_SLOW_POLL_INTERVAL"),
+                value_name = "DURATION",
+                value_parser = parse_duration,
+                help = concat!(
+                    "Poll interval of the ", $label,
+                    " when every cluster is settled. Default: 2m. Config key: sources.",
+                    $key, ".slow_poll_interval"
+                )
+            )]
+            pub slow_poll_interval: Option<Duration>,
+
+            #[arg(
+                id = concat!($flag, "-full-relist-interval"),
+                long = concat!($flag, "-full-relist-interval"),
+                env = concat!("HCPFLOW_", $env, "_FULL_RELIST_INTERVAL"),
+                value_name = "DURATION",
+                value_parser = parse_duration,
+                help = concat!(
+                    "Interval of a full relist of the ", $label,
+                    ", which catches deletions. Default: 10m. Config key: sources.",
+                    $key, ".full_relist_interval"
+                )
+            )]
+            pub full_relist_interval: Option<Duration>,
+
+            $($extra)*
+        }
+
+        impl $name {
+            /// The shared HTTP settings of this group.
+            pub fn http(&self) -> HttpOverrides {
+                HttpOverrides {
+                    base_url: self.base_url.clone(),
+                    bearer_token_file: self.bearer_token_file.clone(),
+                    ca_file: self.ca_file.clone(),
+                    insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+                    timeout: self.timeout,
+                    page_size: self.page_size,
+                    fast_poll_interval: self.fast_poll_interval,
+                    slow_poll_interval: self.slow_poll_interval,
+                    full_relist_interval: self.full_relist_interval,
+                }
+            }
+        }
+    };
+}
+
+source_flags! {
+    /// Flags of the ARO HCP RP frontend source (hop rp_frontend).
+    RpFrontendFlags {
+        flag: "rp-frontend",
+        env: "RP_FRONTEND",
+        key: "rp_frontend",
+        label: "RP frontend",
+    }
+    {
+        /// ARM api-version used on the RP frontend. Default: 2024-06-10-preview.
+        /// Config key: sources.rp_frontend.api_version.
+        #[arg(
+            long = "rp-frontend-api-version",
+            env = "HCPFLOW_RP_FRONTEND_API_VERSION",
+            value_name = "VERSION"
+        )]
+        pub api_version: Option<String>,
+
+        /// Comma-separated subscription ids whose hcpOpenShiftClusters are
+        /// listed. Replaces the file's list. Config key:
+        /// sources.rp_frontend.subscriptions.
+        #[arg(
+            long = "rp-frontend-subscriptions",
+            env = "HCPFLOW_RP_FRONTEND_SUBSCRIPTIONS",
+            value_name = "IDS",
+            value_delimiter = ','
+        )]
+        pub subscriptions: Option<Vec<String>>,
+
+        /// Comma-separated hcpOpenShiftClusters resource ids read one by one.
+        /// Replaces the file's list. Config key: sources.rp_frontend.resource_ids.
+        #[arg(
+            long = "rp-frontend-resource-ids",
+            env = "HCPFLOW_RP_FRONTEND_RESOURCE_IDS",
+            value_name = "IDS",
+            value_delimiter = ','
+        )]
+        pub resource_ids: Option<Vec<String>>,
+    }
+}
+
+source_flags! {
+    /// Flags of the Clusters Service source (hop clusters_service).
+    ClustersServiceFlags {
+        flag: "clusters-service",
+        env: "CLUSTERS_SERVICE",
+        key: "clusters_service",
+        label: "Clusters Service",
+    }
+    {
+        /// Clusters Service API to read: aro_hcp/v1alpha1 (ARO HCP) or
+        /// clusters_mgmt/v1. Default: aro_hcp/v1alpha1. Config key:
+        /// sources.clusters_service.api.
+        #[arg(
+            long = "clusters-service-api",
+            env = "HCPFLOW_CLUSTERS_SERVICE_API",
+            value_enum,
+            value_name = "API"
+        )]
+        pub api: Option<ClustersServiceApi>,
+    }
+}
+
+source_flags! {
+    /// Flags of the Maestro source (hop maestro_bundle, and manifestwork,
+    /// hosted_cluster and node_pool through status feedback).
+    MaestroFlags {
+        flag: "maestro",
+        env: "MAESTRO",
+        key: "maestro",
+        label: "Maestro server",
+    }
+    {}
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct DemoArgs {
+    /// Clusters in the simulated fleet.
+    #[arg(long, default_value_t = 50, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub clusters: u32,
+
+    /// How much faster than real time the simulated world runs (> 0; 60 turns
+    /// a 20-minute creation into 20 seconds).
+    #[arg(long, default_value_t = 60.0, value_name = "X", value_parser = parse_speed)]
+    pub speed: f64,
+
+    /// Seed of the simulated world; the same seed replays the same fleet and
+    /// faults.
+    #[arg(long, default_value_t = 7, value_name = "S")]
+    pub seed: u64,
+
+    /// Address the exporter's HTTP server listens on (loopback by default:
+    /// the demo is for the local machine).
+    #[arg(
+        long,
+        env = "HCPFLOW_LISTEN",
+        default_value = "127.0.0.1:9464",
+        value_name = "ADDR"
+    )]
+    pub listen: SocketAddr,
+
+    /// Simulate only healthy creations (no stuck bundles, failed clusters or
+    /// failing upstreams).
+    #[arg(long)]
+    pub no_faults: bool,
+
+    /// Log line format: text (human-readable) or json (one object per line).
+    #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct CheckConfigArgs {
+    /// The YAML configuration file to check (alone: flags and HCPFLOW_*
+    /// variables are not applied).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+impl CheckConfigArgs {
+    /// Checks the file: on success writes "<file>: OK" and a summary to
+    /// `out`; otherwise writes one `<field.path>: <message>` line per error
+    /// to `err`. Returns whether the file is valid (the exit status).
+    pub fn run(&self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<bool> {
+        match check_config(&self.file) {
+            Ok(config) => {
+                writeln!(out, "{}: OK", self.file.display())?;
+                for line in config.summary().lines() {
+                    writeln!(out, "  {line}")?;
+                }
+                Ok(true)
+            }
+            Err(errors) => {
+                for e in &errors {
+                    writeln!(err, "{e}")?;
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct BenchArgs {
+    /// Clusters in the simulated fleet.
+    #[arg(long, default_value_t = 10_000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub clusters: u32,
+
+    /// How many scrapes of /metrics to time (the p50/p99 come from these).
+    #[arg(long, default_value_t = 200, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub scrapes: u32,
+
+    /// Also write the results as a markdown table to this file.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Log line format: text (human-readable) or json (one object per line).
+    #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e} (use a duration such as 15s, 2m or 1h30m)"))
+}
+
+fn parse_url(s: &str) -> Result<Url, String> {
+    Url::parse(s.trim()).map_err(|e| format!("{e} (expected e.g. https://host:8443)"))
+}
+
+fn parse_hop(s: &str) -> Result<Hop, String> {
+    Hop::parse(s.trim()).ok_or_else(|| {
+        format!(
+            "unknown hop `{s}`; hops are {}",
+            Hop::ALL.map(Hop::as_str).join(", ")
+        )
+    })
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    let speed: f64 = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("`{s}` is not a number: {e}"))?;
+    if speed.is_finite() && speed > 0.0 {
+        Ok(speed)
+    } else {
+        Err(format!("must be a finite number > 0, got {s}"))
+    }
+}
