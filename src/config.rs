@@ -22,7 +22,6 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use url::Url;
 
 use crate::cli::{HttpOverrides, ServeOverrides};
@@ -121,16 +120,8 @@ impl ShardConfig {
     }
 }
 
-/// See [`ShardConfig::shard_of`]. A `total` of 0 (rejected by validation)
-/// counts as 1 so this can never divide by zero.
-pub fn shard_of(cluster_id: &str, total: u32) -> u32 {
-    let digest = Sha256::digest(cluster_id.as_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    let total = u64::from(total.max(1));
-    // The remainder is below `total`, which came from a u32.
-    (u64::from_be_bytes(first) % total) as u32
-}
+/// The shard of a cluster: one definition, in the model.
+pub use crate::model::shard_of;
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
