@@ -217,3 +217,12 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
     });
     config
 }
+
+/// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
+pub async fn bench(clusters: usize, scrapes: usize) -> Result<String, crate::bench::BenchError> {
+    let exposition = tokio::task::spawn_blocking(move || crate::bench::exposition(clusters, scrapes))
+        .await
+        .map_err(|e| crate::bench::BenchError::Aborted(e.to_string()))?;
+    let end_to_end = crate::bench::end_to_end(clusters, scrapes).await?;
+    Ok(crate::bench::report(&exposition, &end_to_end))
+}

@@ -197,3 +197,246 @@ pub fn mib(bytes: u64) -> f64 {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+/// What the end-to-end benchmark measured of a `hcp-flow serve` process
+/// reading the simulated world over HTTP.
+#[derive(Clone, Debug)]
+pub struct EndToEndFigures {
+    pub clusters: usize,
+    pub time_to_ready: Duration,
+    pub scrape: Latency,
+    pub bytes: usize,
+    pub series: usize,
+    pub rss: Option<u64>,
+    /// Upstream requests per fast-poll cycle, by source.
+    pub requests_per_cycle: Vec<(String, f64)>,
+    pub cycle: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("the simulated world could not start")]
+    World(#[source] std::io::Error),
+    #[error("could not write the exporter's configuration to {path}")]
+    Config {
+        path: String,
+        #[source]
+        cause: std::io::Error,
+    },
+    #[error("could not serialise the exporter's configuration: {0}")]
+    Serialise(String),
+    #[error("could not start `hcp-flow serve`")]
+    Spawn(#[source] std::io::Error),
+    #[error("the exporter did not become ready within {0:?}")]
+    NotReady(Duration),
+    #[error("scraping the exporter failed")]
+    Scrape(#[source] reqwest::Error),
+    #[error("the exposition benchmark did not finish: {0}")]
+    Aborted(String),
+}
+
+/// The exporter as a child process, killed when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn counter_by_source(body: &str, family: &str) -> Vec<(String, f64)> {
+    body.lines()
+        .filter(|l| l.starts_with(family))
+        .filter_map(|l| {
+            let source = l.split("source=\"").nth(1)?.split('"').next()?.to_string();
+            let value = l.rsplit(' ').next()?.parse().ok()?;
+            Some((source, value))
+        })
+        .collect()
+}
+
+/// Start the world with `clusters` clusters (real time, realistic latency,
+/// no faults), run `hcp-flow serve` against it as a child process with
+/// production defaults, wait for /readyz, then measure.
+pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigures, BenchError> {
+    use crate::sim::{LatencyModel, SimClock, World, WorldConfig};
+    let world = World::new(
+        WorldConfig {
+            clusters,
+            speed: 1.0,
+            seed: 1,
+            faults: false,
+            churn: true,
+            latency: LatencyModel::realistic(),
+            subscriptions: 3,
+        },
+        SimClock::Real,
+    );
+    let endpoints = world.serve().await.map_err(BenchError::World)?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(BenchError::World)?
+        .port();
+    let settings = crate::app::DemoSettings {
+        clusters,
+        speed: 1.0,
+        seed: 1,
+        faults: false,
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+    };
+    let config = crate::app::demo_config(&settings, &world, &endpoints);
+    let cycle = config
+        .sources
+        .maestro
+        .as_ref()
+        .map(|m| m.http.fast_poll_interval)
+        .unwrap_or(Duration::from_secs(15));
+    let yaml = serde_saphyr::to_string(&config).map_err(|e| BenchError::Serialise(e.to_string()))?;
+    let path = std::env::temp_dir().join(format!("hcp-flow-bench-{}.yaml", std::process::id()));
+    std::fs::write(&path, yaml).map_err(|cause| BenchError::Config {
+        path: path.display().to_string(),
+        cause,
+    })?;
+    let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
+    let child = Child(
+        std::process::Command::new(exe)
+            .args(["serve", "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .map_err(BenchError::Spawn)?,
+    );
+    let pid = child.0.id().to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+
+    let started = Instant::now();
+    let limit = Duration::from_secs(600);
+    loop {
+        let ready = client
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .map(|r| r.status().is_success())
+            .unwrap_or(false);
+        if ready {
+            break;
+        }
+        if started.elapsed() > limit {
+            return Err(BenchError::NotReady(limit));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let time_to_ready = started.elapsed();
+
+    let scrape = |client: reqwest::Client, base: String| async move {
+        let start = Instant::now();
+        let body = client
+            .get(format!("{base}/metrics"))
+            .header(
+                reqwest::header::ACCEPT,
+                "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(BenchError::Scrape)?
+            .text()
+            .await
+            .map_err(BenchError::Scrape)?;
+        Ok::<_, BenchError>((start.elapsed(), body))
+    };
+
+    let (_, before) = scrape(client.clone(), base.clone()).await?;
+    let cycles = 3u32;
+    tokio::time::sleep(cycle * cycles).await;
+    let mut samples = Vec::new();
+    let mut last = String::new();
+    for _ in 0..scrapes.max(1) {
+        let (took, body) = scrape(client.clone(), base.clone()).await?;
+        samples.push(took);
+        last = body;
+    }
+    let requests_before = counter_by_source(&before, "hcpflow_source_requests_total");
+    let requests_after = counter_by_source(&last, "hcpflow_source_requests_total");
+    let elapsed_cycles = (cycles as f64).max(1.0);
+    let requests_per_cycle = requests_after
+        .iter()
+        .map(|(source, after)| {
+            let before = requests_before
+                .iter()
+                .find(|(s, _)| s == source)
+                .map(|(_, v)| *v)
+                .unwrap_or(0.0);
+            (source.clone(), (after - before) / elapsed_cycles)
+        })
+        .collect();
+    let series = last
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count();
+    let rss = resident_memory_of(&pid);
+    drop(child);
+    let _ = std::fs::remove_file(&path);
+    Ok(EndToEndFigures {
+        clusters,
+        time_to_ready,
+        scrape: Latency::from_samples(samples),
+        bytes: last.len(),
+        series,
+        rss,
+        requests_per_cycle,
+        cycle,
+    })
+}
+
+/// The markdown report `hcp-flow bench` prints (or writes to `--output`).
+pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> String {
+    let rss = |v: Option<u64>| v.map(|b| format!("{:.0} MiB", mib(b))).unwrap_or_else(|| "n/a".into());
+    let mut out = String::new();
+    out.push_str(&format!(
+        "## Exposition path ({} synthetic clusters, in process)\n\n\
+         | figure | value |\n|---|---|\n\
+         | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
+         | scrape OpenMetrics p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
+         | scrape text 0.0.4 p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
+         | resident memory after fill and scrapes | {} |\n\n",
+        exposition.clusters,
+        exposition.series,
+        exposition.bytes,
+        exposition.bytes as f64 / 1048576.0,
+        ms(exposition.openmetrics.p50),
+        ms(exposition.openmetrics.p99),
+        ms(exposition.openmetrics.max),
+        exposition.openmetrics.samples,
+        ms(exposition.text.p50),
+        ms(exposition.text.p99),
+        ms(exposition.text.max),
+        rss(exposition.rss_after),
+    ));
+    out.push_str(&format!(
+        "## End to end (`hcp-flow serve` against the simulated world, {} clusters, realistic upstream latency)\n\n\
+         | figure | value |\n|---|---|\n\
+         | time to /readyz (first full sync of every source) | {:.1} s |\n\
+         | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
+         | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
+         | exporter resident memory | {} |\n",
+        end_to_end.clusters,
+        end_to_end.time_to_ready.as_secs_f64(),
+        end_to_end.series,
+        end_to_end.bytes,
+        end_to_end.bytes as f64 / 1048576.0,
+        ms(end_to_end.scrape.p50),
+        ms(end_to_end.scrape.p99),
+        ms(end_to_end.scrape.max),
+        end_to_end.scrape.samples,
+        rss(end_to_end.rss),
+    ));
+    for (source, per_cycle) in &end_to_end.requests_per_cycle {
+        out.push_str(&format!(
+            "| upstream requests per fast-poll cycle ({:?}), `{}` | {:.1} |\n",
+            end_to_end.cycle, source, per_cycle
+        ));
+    }
+    out
+}

@@ -1,1 +1,144 @@
-fn main() {}
+//! The `hcp-flow` binary: parse the command line, set up logging, start the
+//! parts, stop them on SIGTERM/Ctrl-C. Wiring only.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use hcp_flow::app::{self, DemoSettings, Exporter};
+use hcp_flow::cli::{Cli, Command};
+use hcp_flow::config::LogFormat;
+
+fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    // reqwest is built with rustls and no default provider; kube uses ring too.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    match cli.command {
+        Command::CheckConfig(args) => {
+            let ok = args
+                .run(&mut std::io::stdout(), &mut std::io::stderr())
+                .context("writing the report")?;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Serve(args) => {
+            let config = args.load_config().map_err(|e| {
+                let lines: Vec<String> = e.into_field_errors().iter().map(|f| f.to_string()).collect();
+                anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
+            })?;
+            init_logging(config.log_format);
+            config.log_warnings();
+            runtime()?.block_on(serve(config))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo(args) => {
+            init_logging(args.log_format.unwrap_or_default());
+            let settings = DemoSettings {
+                clusters: args.clusters as usize,
+                speed: args.speed,
+                seed: args.seed,
+                faults: !args.no_faults,
+                listen: args.listen,
+            };
+            runtime()?.block_on(demo(settings))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench(args) => {
+            init_logging(args.log_format.unwrap_or_default());
+            let report = runtime()?.block_on(hcp_flow::app::bench(args.clusters as usize, args.scrapes as usize))?;
+            match &args.output {
+                Some(path) => std::fs::write(path, &report)
+                    .with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{report}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn serve(config: hcp_flow::config::Config) -> anyhow::Result<()> {
+    let listener = app::bind(config.listen).await?;
+    let exporter = Exporter::start(&config, 1.0)?;
+    tracing::info!(
+        listen = %config.listen,
+        summary = %config.summary(),
+        "hcp-flow serving; /readyz turns ready once every source has synced"
+    );
+    exporter.serve(listener, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
+    let listener = app::bind(settings.listen).await?;
+    let demo = app::start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
+    let exporter = Exporter::start(&demo.config, settings.speed)?;
+    let base = format!("http://{}", listener.local_addr().context("reading the bound address")?);
+    let target = demo.config.slo.creation_target;
+    println!(
+        "hcp-flow demo: {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\
+         \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets divided by {speed} too\n\
+         \x20 simulated upstreams: RP frontend {rp}, Clusters Service {cs}, Maestro {maestro}\n\
+         \x20 open:\n\
+         \x20   {base}/metrics            Prometheus metrics\n\
+         \x20   {base}/api/v1/clusters    every creation's timeline (JSON)\n\
+         \x20   {base}/readyz             sync status of each source\n\
+         \x20   {base}/                   landing page\n\
+         \x20 Ctrl-C stops.",
+        clusters = settings.clusters,
+        speed = settings.speed,
+        seed = settings.seed,
+        faults = if settings.faults { "on" } else { "off" },
+        rp = demo.endpoints.rp_frontend,
+        cs = demo.endpoints.clusters_service,
+        maestro = demo.endpoints.maestro,
+    );
+    exporter.serve(listener, shutdown_signal()).await?;
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM (what Kubernetes sends before killing the pod).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}
