@@ -1,0 +1,419 @@
+//! End to end with the real tools: `hcp-flow demo` (world + exporter) → a real
+//! Prometheus scraping it with `alerts/` loaded → every rule expression and
+//! every dashboard query evaluates through the HTTP API, the overview panels
+//! return data → an injected failure fires an alert that reaches a real
+//! Alertmanager and a local webhook receiver standing in for Slack.
+//!
+//! Needs `prometheus` and `prometheus-alertmanager` (Debian packages; .ci/run
+//! installs them). Processes run on loopback with temporary storage and are
+//! killed by pid when the test ends.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hcp_flow::app::{self, DemoSettings, Exporter};
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// A child process killed (by pid) when dropped.
+struct Process {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    fn start(name: &'static str, program: &str, args: &[String], dir: &Path) -> Process {
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::from(out.try_clone().expect("log file")))
+            .stderr(Stdio::from(out))
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {program} ({e}): install Debian's prometheus and prometheus-alertmanager; .ci/run does")
+            });
+        Process { name, child, log }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!("--- {} log ---\n{}", self.name, lines[lines.len().saturating_sub(30)..].join("\n"))
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// Webhook payloads Alertmanager delivered.
+type Received = Arc<Mutex<Vec<Value>>>;
+
+async fn webhook_receiver() -> (SocketAddr, Received) {
+    let received: Received = Arc::default();
+    let sink = received.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let sink = sink.clone();
+            async move {
+                sink.lock().unwrap().push(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (addr, received)
+}
+
+async fn wait_for<T>(what: &str, limit: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = probe().await {
+            return Some(v);
+        }
+        if start.elapsed() > limit {
+            eprintln!("gave up waiting for {what} after {limit:?}");
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn query(client: &reqwest::Client, prometheus: &str, expr: &str) -> Result<Value, String> {
+    let response = client
+        .get(format!("{prometheus}/api/v1/query"))
+        .query(&[("query", expr)])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    if body["status"] == "success" {
+        Ok(body["data"]["result"].clone())
+    } else {
+        Err(format!("{}: {}", body["errorType"], body["error"]))
+    }
+}
+
+/// Every rule expression in `alerts/*.yaml`.
+fn rule_expressions() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(Path::new(ROOT).join("alerts")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let doc: Value = serde_saphyr::from_str(&text).unwrap();
+        for group in doc["groups"].as_array().cloned().unwrap_or_default() {
+            for rule in group["rules"].as_array().cloned().unwrap_or_default() {
+                let name = rule["alert"]
+                    .as_str()
+                    .or(rule["record"].as_str())
+                    .unwrap_or("?")
+                    .to_string();
+                if let Some(expr) = rule["expr"].as_str() {
+                    out.push((name, expr.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every panel target of every dashboard: (dashboard file, panel title, expr).
+fn dashboard_queries() -> Vec<(String, String, String)> {
+    fn walk(file: &str, panels: &[Value], out: &mut Vec<(String, String, String)>) {
+        for panel in panels {
+            let title = panel["title"].as_str().unwrap_or("?").to_string();
+            for target in panel["targets"].as_array().cloned().unwrap_or_default() {
+                if let Some(expr) = target["expr"].as_str() {
+                    out.push((file.to_string(), title.clone(), expr.to_string()));
+                }
+            }
+            if let Some(inner) = panel["panels"].as_array() {
+                walk(file, inner, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(Path::new(ROOT).join("dashboards")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        walk(&file, doc["panels"].as_array().map(Vec::as_slice).unwrap_or(&[]), &mut out);
+    }
+    out
+}
+
+/// Grafana's variables, replaced the way Grafana would for a 1-minute range.
+fn substitute(expr: &str, cluster_id: &str) -> String {
+    expr.replace("$__rate_interval", "1m")
+        .replace("${__rate_interval}", "1m")
+        .replace("$__interval", "15s")
+        .replace("$__range", "5m")
+        .replace("${cluster_id}", cluster_id)
+        .replace("$cluster_id", cluster_id)
+        .replace("${mgmt_cluster}", ".*")
+        .replace("$mgmt_cluster", ".*")
+        .replace("${source}", ".*")
+        .replace("$source", ".*")
+        .replace("${hop}", ".*")
+        .replace("$hop", ".*")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempdir();
+
+    // 1. The demo: world + exporter, in process, on loopback.
+    let settings = DemoSettings {
+        clusters: 30,
+        speed: 60.0,
+        seed: 7,
+        faults: true,
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+    };
+    let demo = app::start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
+        .await
+        .expect("world");
+    let exporter = Exporter::start(&demo.config, settings.speed).expect("exporter");
+    let listener = app::bind(settings.listen).await.expect("bind");
+    let exporter_addr = listener.local_addr().unwrap();
+    tokio::spawn(exporter.serve(listener, std::future::pending()));
+
+    // 2. Slack stands in as a webhook; Alertmanager routes everything to it.
+    let (hook, received) = webhook_receiver().await;
+    let am_port = free_port();
+    std::fs::write(
+        dir.join("alertmanager.yml"),
+        format!(
+            "route:\n  receiver: hook\n  group_by: [alertname, cluster_id]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: hook\n    webhook_configs:\n      - url: http://{hook}/hook\n        send_resolved: false\n"
+        ),
+    )
+    .unwrap();
+    let alertmanager = Process::start(
+        "alertmanager",
+        "prometheus-alertmanager",
+        &[
+            format!("--config.file={}", dir.join("alertmanager.yml").display()),
+            format!("--storage.path={}", dir.join("am-data").display()),
+            format!("--web.listen-address=127.0.0.1:{am_port}"),
+            "--cluster.listen-address=".to_string(),
+        ],
+        &dir,
+    );
+
+    // 3. Prometheus scrapes the exporter every second with the project's rules.
+    let prom_port = free_port();
+    let rule_files: Vec<String> = std::fs::read_dir(Path::new(ROOT).join("alerts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("yaml"))
+        .map(|p| format!("  - {}", p.display()))
+        .collect();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n{}\nalerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\nscrape_configs:\n  - job_name: hcp-flow\n    static_configs:\n      - targets: ['{exporter_addr}']\n",
+            rule_files.join("\n")
+        ),
+    )
+    .unwrap();
+    let prometheus_process = Process::start(
+        "prometheus",
+        "prometheus",
+        &[
+            format!("--config.file={}", dir.join("prometheus.yml").display()),
+            format!("--storage.tsdb.path={}", dir.join("prom-data").display()),
+            format!("--web.listen-address=127.0.0.1:{prom_port}"),
+        ],
+        &dir,
+    );
+    let prometheus = format!("http://127.0.0.1:{prom_port}");
+    let client = reqwest::Client::new();
+    let logs = || format!("{}\n{}", prometheus_process.log_tail(), alertmanager.log_tail());
+
+    let scraped = wait_for("Prometheus to scrape the exporter", Duration::from_secs(60), async || {
+        let r = query(&client, &prometheus, "up{job=\"hcp-flow\"} == 1").await.ok()?;
+        (!r.as_array()?.is_empty()).then_some(())
+    })
+    .await;
+    assert!(scraped.is_some(), "Prometheus never scraped the exporter\n{}", logs());
+
+    // 4. Every metric name used in alerts/ and dashboards/ is in a real scrape.
+    let body = reqwest::get(format!("http://{exporter_addr}/metrics")).await.unwrap().text().await.unwrap();
+    let exposed: BTreeSet<String> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_string)
+        .collect();
+    let used = metric_names_used();
+    let missing: Vec<&String> = used
+        .iter()
+        .filter(|name| {
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            !exposed.contains(*name) && !exposed.contains(base)
+        })
+        .collect();
+    assert!(missing.is_empty(), "used in alerts/ or dashboards/ but not exposed: {missing:?}");
+
+    // 5. Let creations happen, then evaluate every expression.
+    let cluster_id = wait_for("a completed creation", Duration::from_secs(120), async || {
+        let r = query(&client, &prometheus, "hcpflow_cluster_creation_completed_timestamp_seconds").await.ok()?;
+        r.as_array()?.first()?["metric"]["cluster_id"].as_str().map(str::to_string)
+    })
+    .await
+    .unwrap_or_else(|| panic!("no creation completed\n{}", logs()));
+    let mut errors = Vec::new();
+    for (name, expr) in rule_expressions() {
+        if let Err(e) = query(&client, &prometheus, &expr).await {
+            errors.push(format!("rule {name}: {e}"));
+        }
+    }
+    let panels = dashboard_queries();
+    assert!(!panels.is_empty(), "no dashboard queries found");
+    for (file, title, expr) in &panels {
+        if let Err(e) = query(&client, &prometheus, &substitute(expr, &cluster_id)).await {
+            errors.push(format!("{file} / {title}: {e}"));
+        }
+    }
+    assert!(errors.is_empty(), "expressions failed:\n{}", errors.join("\n"));
+
+    // 6. The overview panels return data once creations have completed.
+    let overview: Vec<_> = panels.iter().filter(|(f, _, _)| f.contains("overview")).collect();
+    assert!(!overview.is_empty(), "no fleet overview dashboard");
+    let empty = wait_for("every overview panel to return data", Duration::from_secs(120), async || {
+        let mut empty = Vec::new();
+        for (_, title, expr) in &overview {
+            let r = query(&client, &prometheus, &substitute(expr, &cluster_id)).await.ok();
+            if r.as_ref().and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                empty.push(title.clone());
+            }
+        }
+        empty.is_empty().then_some(()).or_else(|| {
+            eprintln!("overview panels still empty: {empty:?}");
+            None
+        })
+    })
+    .await;
+    assert!(empty.is_some(), "some overview panels never returned data\n{}", logs());
+
+    // 7. An injected failure (CS error OCM4001 among the demo's faults) fires
+    //    an alert that reaches the webhook naming the cluster and hop.
+    let delivered = wait_for("a failed-hop alert at the webhook", Duration::from_secs(180), async || {
+        let payloads = received.lock().unwrap().clone();
+        payloads.into_iter().find_map(|p| {
+            let alerts = p["alerts"].as_array()?.clone();
+            alerts.into_iter().find(|a| {
+                a["labels"]["cluster_id"].is_string()
+                    && a["labels"]["hop"].is_string()
+                    && a["labels"]["alertname"].as_str().is_some_and(|n| n.contains("Failed"))
+            })
+        })
+    })
+    .await;
+    let alert = delivered.unwrap_or_else(|| {
+        panic!(
+            "no failed-hop alert reached the webhook; received: {:?}\n{}",
+            received.lock().unwrap(),
+            logs()
+        )
+    });
+    let description = alert["annotations"]["description"].as_str().unwrap_or_default();
+    let cluster = alert["labels"]["cluster_id"].as_str().unwrap();
+    assert!(description.contains(cluster), "description does not name the cluster: {description}");
+    assert!(
+        description.contains(alert["labels"]["hop"].as_str().unwrap()),
+        "description does not name the hop: {description}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Metric names referenced by PromQL in alerts/ and dashboards/, parsed with a
+/// real PromQL parser (recording-rule outputs are not exporter metrics).
+fn metric_names_used() -> BTreeSet<String> {
+    let recorded: BTreeSet<String> = rule_expressions()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| n.contains(':'))
+        .collect();
+    let mut names = BTreeSet::new();
+    let exprs = rule_expressions()
+        .into_iter()
+        .map(|(_, e)| e)
+        .chain(dashboard_queries().into_iter().map(|(_, _, e)| substitute(&e, "x")));
+    for expr in exprs {
+        let ast = promql_parser::parser::parse(&expr).unwrap_or_else(|e| panic!("not PromQL: {expr}: {e}"));
+        collect_names(&ast, &mut names);
+    }
+    names.retain(|n| n.starts_with("hcpflow_") && !recorded.contains(n));
+    names
+}
+
+fn collect_names(expr: &promql_parser::parser::Expr, out: &mut BTreeSet<String>) {
+    use promql_parser::parser::Expr;
+    match expr {
+        Expr::VectorSelector(v) => {
+            if let Some(name) = &v.name {
+                out.insert(name.clone());
+            }
+        }
+        Expr::MatrixSelector(m) => collect_names(&Expr::VectorSelector(m.vs.clone()), out),
+        Expr::Aggregate(a) => {
+            collect_names(&a.expr, out);
+            if let Some(p) = &a.param {
+                collect_names(p, out);
+            }
+        }
+        Expr::Unary(u) => collect_names(&u.expr, out),
+        Expr::Binary(b) => {
+            collect_names(&b.lhs, out);
+            collect_names(&b.rhs, out);
+        }
+        Expr::Paren(p) => collect_names(&p.expr, out),
+        Expr::Subquery(s) => collect_names(&s.expr, out),
+        Expr::Call(c) => {
+            for arg in &c.args.args {
+                collect_names(arg, out);
+            }
+        }
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+    }
+}
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hcp-flow-e2e-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
