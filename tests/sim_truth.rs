@@ -1,5 +1,6 @@
 //! The simulated world's scenario and ground truth, driven by a manual clock.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
 use std::collections::BTreeMap;
 use std::time::Duration;
 

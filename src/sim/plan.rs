@@ -416,6 +416,7 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

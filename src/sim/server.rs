@@ -347,12 +347,16 @@ async fn rp(
     if start + top < listed.len() {
         let last = &listed[start + top - 1].0;
         if let Some(base) = world.endpoints().map(|e| e.rp_frontend) {
+            // ARM spells `$skipToken` literally; only the values are encoded.
+            let enc =
+                |v: &str| url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>();
             let mut next = base.clone();
             next.set_path(&path);
-            next.query_pairs_mut()
-                .append_pair("api-version", version)
-                .append_pair("$top", &top.to_string())
-                .append_pair("$skipToken", last);
+            next.set_query(Some(&format!(
+                "api-version={}&$top={top}&$skipToken={}",
+                enc(version),
+                enc(last)
+            )));
             body["nextLink"] = json!(next.as_str());
         }
     }

@@ -154,7 +154,10 @@ pub(crate) fn rp_resource(p: &Plan, t: Ms, v: RpApiVersion) -> Option<Value> {
         "clusterImageRegistry": { "state": "Enabled" },
     });
     if v >= RpApiVersion::V2025_12_23 {
-        properties["imageDigestMirrors"] = json!([]);
+        properties["imageDigestMirrors"] = json!([{
+            "source": "release.example.com/ocp-release",
+            "mirrors": ["mirror.example.com/ocp-release"]
+        }]);
     }
     if v >= RpApiVersion::V2026_06_30 {
         properties["ingress"] = json!({ "type": "Public" });
@@ -352,10 +355,7 @@ fn labels(p: &Plan) -> Value {
 }
 
 fn release_image(p: &Plan) -> String {
-    format!(
-        "quay.io/openshift-release-dev/ocp-release:{}-multi",
-        p.version
-    )
+    format!("release.example.com/ocp-release:{}-multi", p.version)
 }
 
 /// The ManifestWork the bundle carries: the HostedCluster and its NodePools,
