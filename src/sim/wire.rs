@@ -197,7 +197,7 @@ pub(crate) fn rp_resource(p: &Plan, t: Ms, v: RpApiVersion) -> Option<Value> {
 const OCM4001_MESSAGE: &str =
     "Inflight checks failed: the cluster's subnet is not reachable from the management cluster";
 
-fn cs_status_fields(p: &Plan, state: &str) -> serde_json::Map<String, Value> {
+fn cs_status_fields(state: &str) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("state".into(), json!(state));
     let description = match state {
@@ -220,14 +220,13 @@ fn cs_status_fields(p: &Plan, state: &str) -> serde_json::Map<String, Value> {
     }
     m.insert("configuration_mode".into(), json!("full"));
     m.insert("limited_support_reason_count".into(), json!(0));
-    let _ = p;
     m
 }
 
 /// `.../clusters/{id}/status`.
 pub(crate) fn cs_status(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
     let state = p.cs_state(t)?;
-    let mut m = cs_status_fields(p, state);
+    let mut m = cs_status_fields(state);
     m.insert("kind".into(), json!("ClusterStatus"));
     m.insert("id".into(), json!(p.cluster_id));
     m.insert(
@@ -252,7 +251,7 @@ pub(crate) fn cs_cluster(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
         "href": format!("{prefix}/clusters/{}", p.cluster_id),
         "name": p.name,
         "state": state,
-        "status": Value::Object(cs_status_fields(p, state)),
+        "status": Value::Object(cs_status_fields(state)),
         "creation_timestamp": time(p.cs_created, 6),
         "api": api,
         "autoscaler": {
