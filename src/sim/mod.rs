@@ -1,1 +1,385 @@
-//! The simulated world (sim helper).
+//! The simulated world: loopback servers that speak the ARO HCP RP frontend,
+//! Clusters Service and Maestro HTTP APIs with the reference wire shapes, over
+//! a seeded fleet going through creations (and, with churn, deletions) with
+//! realistic per-hop delays and injected faults (DESIGN section 6).
+//!
+//! Everything served is a pure function of the seeded per-cluster plans and
+//! the [`SimClock`], so the world is deterministic for (seed, clusters, start
+//! time) and [`World::truth`] tells exactly what a correct exporter reports.
+//!
+//! Hops visible on the service side: `rp_frontend`, `clusters_service`,
+//! `maestro_bundle`, and through the bundle's status feedback `manifestwork`,
+//! `hosted_cluster` and `node_pool` (nested `jsonRaw`, rendered in `wire.rs`).
+//!
+//! Timeline of one creation (world seconds, all divided by `speed`):
+//! RP Accepted at creation; CS cluster 2–8 s later (validating, pending after
+//! 8–25 s, installing after 30–60 s); bundle 10–22 s after the CS cluster, its
+//! first status 2–8 s later (bundle and ManifestWork Applied, HostedCluster and
+//! NodePools exist), bundle/ManifestWork Available within a minute; the
+//! HostedCluster Available 6–12 min after the first status, version history
+//! Completed 1–4 min later; NodePools ready 1.5–5 min after that; CS ready
+//! 10–60 s after the HostedCluster is Available and the RP Succeeded 5–30 s
+//! after CS. With churn each cluster is deleted 40–50 world-minutes after its
+//! creation (RP Deleting, CS uninstalling, bundle `deleted_at`, then gone) and
+//! new creations arrive at a steady rate keeping the population near
+//! `clusters`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::model::{Hop, Phase};
+
+pub mod clock;
+mod plan;
+mod search;
+mod server;
+mod state;
+mod truth;
+mod wire;
+
+pub use clock::{ManualClock, SimClock};
+
+use plan::{FleetParams, Ms, Plan};
+
+/// How the world is populated and how it behaves.
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    /// Population at start: all exist at t0, created at staggered times over
+    /// the past ~40 world-minutes.
+    pub clusters: usize,
+    /// Divides every world delay (1.0 = real time). Must be > 0.
+    pub speed: f64,
+    pub seed: u64,
+    /// Inject the per-cluster fault mix and rare spontaneous 5xx bursts.
+    pub faults: bool,
+    /// New creations arrive and old clusters are deleted over time.
+    pub churn: bool,
+    /// Upstream latency; real sleeping, not divided by `speed`.
+    pub latency: LatencyModel,
+    /// How many Azure subscriptions the fleet spreads over.
+    pub subscriptions: usize,
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            clusters: 100,
+            speed: 1.0,
+            seed: 1,
+            faults: true,
+            churn: true,
+            latency: LatencyModel::realistic(),
+            subscriptions: 3,
+        }
+    }
+}
+
+/// Per-request upstream latency: `base + per_item × items in the response`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatencyModel {
+    pub base: Duration,
+    pub per_item: Duration,
+}
+
+impl LatencyModel {
+    /// Maestro's own performance test lists 6,000 bundles in about 28 s
+    /// (≈ 4.7 ms per item); the same cost is charged by the Clusters Service
+    /// and the RP, which list from databases of the same kind.
+    pub fn realistic() -> LatencyModel {
+        LatencyModel {
+            base: Duration::from_millis(15),
+            per_item: Duration::from_micros(4_700),
+        }
+    }
+
+    /// No latency (unit tests).
+    pub fn none() -> LatencyModel {
+        LatencyModel {
+            base: Duration::ZERO,
+            per_item: Duration::ZERO,
+        }
+    }
+
+    pub fn delay(&self, items: usize) -> Duration {
+        self.base
+            + self
+                .per_item
+                .saturating_mul(u32::try_from(items).unwrap_or(u32::MAX))
+    }
+}
+
+/// One of the simulated APIs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Api {
+    RpFrontend,
+    ClustersService,
+    Maestro,
+}
+
+impl Api {
+    pub const ALL: [Api; 3] = [Api::RpFrontend, Api::ClustersService, Api::Maestro];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Transport faults injected from tests ([`World::inject`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The next `for_requests` requests get a 5xx with the API's error body.
+    ServerErrors { api: Api, for_requests: u32 },
+    /// The next `for_requests` requests get 200, `application/json` and a
+    /// truncated body.
+    MalformedJson { api: Api, for_requests: u32 },
+    /// The API stops listening (connection refused); a request already on an
+    /// open connection gets 503.
+    Down { api: Api },
+    /// The API listens again on the same address.
+    Up { api: Api },
+}
+
+/// Per-cluster scenario faults, chosen by the seed (≈ 5–10 % each for the
+/// first five, rarer for the unknown enum values) and recorded in the truth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FaultKind {
+    /// CS `error` with `provision_error_code: "OCM4001"` (RP → Failed).
+    ClustersServiceError,
+    /// The bundle's status stays null: never Applied.
+    BundleNeverApplied,
+    /// The bundle's `updated_at` and status freeze at the first report while
+    /// the work behind it progresses (CS and RP complete).
+    MaestroStatusNotUpdated,
+    /// HostedCluster never Available: ValidReleaseImage False, Degraded True.
+    HostedClusterDegraded,
+    /// NodePools stay at 0 ready replicas.
+    NodePoolStuck,
+    /// CS reports `"frobnicating"` instead of `installing`.
+    UnknownClustersServiceState,
+    /// The RP reports `"Migrating"` instead of `Provisioning`.
+    UnknownProvisioningState,
+}
+
+/// Where [`World::serve`] listens (each `http://127.0.0.1:<port>/`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoints {
+    pub rp_frontend: url::Url,
+    pub clusters_service: url::Url,
+    pub maestro: url::Url,
+}
+
+/// Ground truth at one instant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Truth {
+    pub at: jiff::Timestamp,
+    pub clusters: Vec<TruthCluster>,
+}
+
+impl Truth {
+    pub fn cluster(&self, cluster_id: &str) -> Option<&TruthCluster> {
+        self.clusters.iter().find(|c| c.cluster_id == cluster_id)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TruthCluster {
+    /// Clusters Service id (the join key of every hop).
+    pub cluster_id: String,
+    pub name: String,
+    /// ARM id as served by the RP (original casing).
+    pub resource_id: String,
+    pub subscription_id: String,
+    pub resource_group: String,
+    /// Last segment of the provision shard's AKS management cluster id.
+    pub mgmt_cluster: String,
+    /// RP `systemData.createdAt`.
+    pub created_at: jiff::Timestamp,
+    /// When the creation completed as served: the later of the HostedCluster's
+    /// Available lastTransitionTime (through Maestro) and the RP Succeeded.
+    pub completed_at: Option<jiff::Timestamp>,
+    /// Some hop failed during the creation.
+    pub failed: bool,
+    /// Only hops that exist for this cluster right now. `state` is the raw
+    /// upstream value for `rp_frontend` and `clusters_service`; for the others
+    /// it is descriptive (`NoStatus`/`Applied`/`Available`/`Deleting` for work,
+    /// the version history state for `hosted_cluster`, `ready/desired` nodes
+    /// for `node_pool`). The nested hops keep their last served content while
+    /// the bundle is being deleted.
+    pub hops: BTreeMap<Hop, TruthHop>,
+    pub fault: Option<FaultKind>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TruthHop {
+    pub phase: Phase,
+    pub state: String,
+    /// When the hop first became ready. For `rp_frontend` and
+    /// `clusters_service` this is the world's instant (upstream does not serve
+    /// it); for the others it is the served lastTransitionTime (whole seconds).
+    pub ready_at: Option<jiff::Timestamp>,
+}
+
+/// The plans currently alive, grown lazily by churn.
+struct Fleet {
+    plans: Arc<Vec<Arc<Plan>>>,
+    /// The next churn arrival, generated ahead so its creation time is known.
+    next: Option<Arc<Plan>>,
+    next_prune: Ms,
+}
+
+struct Inner {
+    cfg: WorldConfig,
+    clock: SimClock,
+    params: FleetParams,
+    fleet: RwLock<Fleet>,
+    controls: [Arc<server::ApiControl>; 3],
+    endpoints: Mutex<Option<Endpoints>>,
+}
+
+/// The simulated world. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct World {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("cfg", &self.inner.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+const PRUNE_EVERY_MS: Ms = 5_000;
+
+impl World {
+    pub fn new(cfg: WorldConfig, clock: SimClock) -> World {
+        let mut cfg = cfg;
+        if !(cfg.speed.is_finite() && cfg.speed > 0.0) {
+            tracing::warn!(
+                speed = cfg.speed,
+                "world speed must be a positive number; using 1.0"
+            );
+            cfg.speed = 1.0;
+        }
+        let t0 = clock.now().as_millisecond();
+        let params = FleetParams {
+            seed: cfg.seed,
+            clusters: cfg.clusters,
+            speed: cfg.speed,
+            faults: cfg.faults,
+            churn: cfg.churn,
+            subscriptions: plan::subscriptions(cfg.seed, cfg.subscriptions),
+            t0,
+        };
+        let plans: Vec<Arc<Plan>> = (0..cfg.clusters as u64)
+            .map(|i| Arc::new(plan::plan(&params, i)))
+            .collect();
+        let next = params
+            .arrival_interval_ms()
+            .map(|_| Arc::new(plan::plan(&params, cfg.clusters as u64)));
+        let controls =
+            Api::ALL.map(|api| Arc::new(server::ApiControl::new(api, cfg.seed, cfg.faults)));
+        World {
+            inner: Arc::new(Inner {
+                cfg,
+                clock,
+                params,
+                fleet: RwLock::new(Fleet {
+                    plans: Arc::new(plans),
+                    next,
+                    next_prune: t0 + PRUNE_EVERY_MS,
+                }),
+                controls,
+                endpoints: Mutex::new(None),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &WorldConfig {
+        &self.inner.cfg
+    }
+
+    pub fn clock(&self) -> &SimClock {
+        &self.inner.clock
+    }
+
+    /// Binds 127.0.0.1:0 for each API and spawns its server on the current
+    /// tokio runtime. Calling it again returns the same endpoints.
+    pub async fn serve(&self) -> std::io::Result<Endpoints> {
+        if let Some(e) = self.inner.endpoints.lock().clone() {
+            return Ok(e);
+        }
+        let endpoints = server::serve_all(self.clone()).await?;
+        *self.inner.endpoints.lock() = Some(endpoints.clone());
+        Ok(endpoints)
+    }
+
+    /// The subscriptions the fleet spreads over (what the RP source lists).
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.inner.params.subscriptions.clone()
+    }
+
+    /// Ground truth at the clock's current time.
+    pub fn truth(&self) -> Truth {
+        let now = self.now_ms();
+        truth::truth(&self.plans(now), now)
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        let api = match fault {
+            Fault::ServerErrors { api, .. }
+            | Fault::MalformedJson { api, .. }
+            | Fault::Down { api }
+            | Fault::Up { api } => api,
+        };
+        tracing::info!(?fault, "injecting transport fault");
+        self.inner.controls[api.index()].inject(fault);
+    }
+
+    pub(crate) fn control(&self, api: Api) -> &Arc<server::ApiControl> {
+        &self.inner.controls[api.index()]
+    }
+
+    pub(crate) fn latency(&self) -> LatencyModel {
+        self.inner.cfg.latency
+    }
+
+    pub(crate) fn now_ms(&self) -> Ms {
+        self.inner.clock.now().as_millisecond()
+    }
+
+    pub(crate) fn endpoints(&self) -> Option<Endpoints> {
+        self.inner.endpoints.lock().clone()
+    }
+
+    /// The plans alive at `t`, after admitting churn arrivals and pruning
+    /// clusters that are gone everywhere.
+    pub(crate) fn plans(&self, t: Ms) -> Arc<Vec<Arc<Plan>>> {
+        {
+            let fleet = self.inner.fleet.read();
+            let arrival_due = fleet.next.as_ref().is_some_and(|n| n.created <= t);
+            if !arrival_due && fleet.next_prune > t {
+                return fleet.plans.clone();
+            }
+        }
+        let mut fleet = self.inner.fleet.write();
+        let mut plans: Vec<Arc<Plan>> = fleet
+            .plans
+            .iter()
+            .filter(|p| p.gone_at().is_none_or(|g| g > t))
+            .cloned()
+            .collect();
+        while let Some(next) = fleet.next.take_if(|n| n.created <= t) {
+            let index = next.index + 1;
+            plans.push(next);
+            fleet.next = Some(Arc::new(plan::plan(&self.inner.params, index)));
+        }
+        fleet.plans = Arc::new(plans);
+        fleet.next_prune = t + PRUNE_EVERY_MS;
+        fleet.plans.clone()
+    }
+}

@@ -1,0 +1,473 @@
+//! The seeded scenario: one [`Plan`] per cluster, fixed at birth.
+//!
+//! A plan lists, in absolute milliseconds, when each upstream object appears and
+//! changes. Every response the world serves, and the ground truth, is computed
+//! from plans and the clock alone, so the same (seed, clusters, start time)
+//! always yields the same world, and a test can jump the clock anywhere.
+//!
+//! Each plan draws from its own ChaCha stream (stream = cluster index), so
+//! clusters arriving later through churn are generated lazily yet
+//! deterministically.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::FaultKind;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) type Ms = i64;
+
+const MINUTE: f64 = 60.0;
+/// Initial clusters are created over this much of the world's past.
+const INITIAL_SPREAD_S: f64 = 40.0 * MINUTE;
+/// With churn, a cluster is deleted this long after its creation (uniform).
+const LIFETIME_S: (f64, f64) = (40.0 * MINUTE, 50.0 * MINUTE);
+const LIFETIME_MEAN_S: f64 = (LIFETIME_S.0 + LIFETIME_S.1) / 2.0;
+
+pub(crate) const REGION: &str = "westus3";
+pub(crate) const ENV: &str = "sim";
+
+/// The two provision shards (management clusters) the fleet lands on.
+pub(crate) const SHARDS: [Shard; 2] = [
+    Shard {
+        id: "5b1c7d3e-0f2a-4c8b-9d6e-1a2b3c4d5e01",
+        mgmt_cluster: "hcp-underlay-westus3-mgmt-1",
+        consumer_name: "hcp-underlay-westus3-mgmt-1",
+    },
+    Shard {
+        id: "5b1c7d3e-0f2a-4c8b-9d6e-1a2b3c4d5e02",
+        mgmt_cluster: "hcp-underlay-westus3-mgmt-2",
+        consumer_name: "hcp-underlay-westus3-mgmt-2",
+    },
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shard {
+    pub id: &'static str,
+    /// Last segment of the AKS management cluster resource id.
+    pub mgmt_cluster: &'static str,
+    pub consumer_name: &'static str,
+}
+
+/// OpenShift versions the fleet installs (x.y.z).
+const VERSIONS: [&str; 3] = ["4.19.7", "4.19.9", "4.20.2"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PoolPlan {
+    /// The NodePool object name (`<hc name>-<pool>`).
+    pub name: String,
+    pub replicas: i64,
+}
+
+/// When everything about one cluster happens. `None` = never.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub index: u64,
+    pub cluster_id: String,
+    pub name: String,
+    pub subscription_id: String,
+    pub resource_group: String,
+    pub shard: usize,
+    pub bundle_id: String,
+    pub hc_name: String,
+    pub version: &'static str,
+    pub pools: Vec<PoolPlan>,
+    pub fault: Option<FaultKind>,
+
+    /// RP `systemData.createdAt`; the creation starts here.
+    pub created: Ms,
+    pub cs_created: Ms,
+    pub cs_pending: Ms,
+    pub cs_installing: Ms,
+    pub rp_provisioning: Ms,
+    pub bundle_created: Ms,
+    /// The Maestro agent's first status report (bundle and ManifestWork
+    /// Applied, HostedCluster and NodePools exist).
+    pub bundle_applied: Option<Ms>,
+    pub bundle_available: Option<Ms>,
+    pub mw_available: Option<Ms>,
+    pub hc_infra_ready: Option<Ms>,
+    pub hc_etcd_available: Option<Ms>,
+    pub hc_kas_available: Option<Ms>,
+    /// HostedCluster-degraded fault: ValidReleaseImage turns False here.
+    pub hc_invalid_image: Option<Ms>,
+    pub hc_available: Option<Ms>,
+    pub hc_completed: Option<Ms>,
+    pub np_machines: Option<Ms>,
+    pub np_ready: Option<Ms>,
+    pub cs_ready: Option<Ms>,
+    pub rp_succeeded: Option<Ms>,
+    pub cs_error: Option<Ms>,
+    pub rp_failed: Option<Ms>,
+    /// Maestro-status-not-updated fault: the bundle's status stops here.
+    pub status_frozen: Option<Ms>,
+
+    /// The user's DELETE (churn).
+    pub delete_requested: Option<Ms>,
+    pub cs_uninstalling: Option<Ms>,
+    pub bundle_deleted: Option<Ms>,
+    pub bundle_gone: Option<Ms>,
+    pub cs_gone: Option<Ms>,
+    pub rp_gone: Option<Ms>,
+
+    /// Every instant the bundle's status content changes, sorted.
+    pub status_events: Vec<Ms>,
+}
+
+impl Plan {
+    pub fn shard(&self) -> Shard {
+        SHARDS[self.shard % SHARDS.len()]
+    }
+
+    /// `ocm-<env>-<id>`, the HostedCluster's namespace.
+    pub fn hc_namespace(&self) -> String {
+        format!("ocm-{ENV}-{}", self.cluster_id)
+    }
+
+    /// The ARM resource id as the RP serves it (original casing).
+    pub fn resource_id(&self) -> String {
+        format!(
+            "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{}",
+            self.subscription_id, self.resource_group, self.name
+        )
+    }
+
+    /// The last instant any object of this cluster is still served.
+    pub fn gone_at(&self) -> Option<Ms> {
+        [self.rp_gone, self.cs_gone, self.bundle_gone]
+            .into_iter()
+            .try_fold(Ms::MIN, |acc, t| t.map(|t| acc.max(t)))
+    }
+}
+
+/// What the fleet generator needs to know.
+#[derive(Debug, Clone)]
+pub(crate) struct FleetParams {
+    pub seed: u64,
+    pub clusters: usize,
+    pub speed: f64,
+    pub faults: bool,
+    pub churn: bool,
+    pub subscriptions: Vec<String>,
+    pub t0: Ms,
+}
+
+impl FleetParams {
+    /// World seconds → real milliseconds.
+    fn ms(&self, world_s: f64) -> i64 {
+        (world_s * 1000.0 / self.speed).round() as i64
+    }
+
+    /// Real ms between two churn arrivals; keeps the population near `clusters`.
+    pub fn arrival_interval_ms(&self) -> Option<i64> {
+        if !self.churn || self.clusters == 0 {
+            return None;
+        }
+        Some(self.ms(LIFETIME_MEAN_S / self.clusters as f64).max(1))
+    }
+
+    /// Creation time of cluster `index` (initial ones in the past, churn
+    /// arrivals after t0). Monotone in `index`.
+    pub fn created_at(&self, index: u64, rng: &mut ChaCha8Rng) -> Ms {
+        let n = self.clusters as u64;
+        if index < n {
+            let u: f64 = rng.random_range(0.0..1.0);
+            let back = INITIAL_SPREAD_S * ((n - index) as f64 - u) / n as f64;
+            self.t0 - self.ms(back)
+        } else {
+            let interval = self.arrival_interval_ms().unwrap_or(i64::MAX / 4);
+            let jitter: f64 = rng.random_range(-0.4..0.4);
+            let k = (index - n) as f64;
+            self.t0 + ((k + 0.5 + jitter) * interval as f64).round() as i64
+        }
+    }
+}
+
+/// Deterministic subscription ids for a seed (lower-case GUIDs, as ARM prints them).
+pub(crate) fn subscriptions(seed: u64, count: usize) -> Vec<String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::MAX);
+    (0..count.max(1)).map(|_| uuid(&mut rng)).collect()
+}
+
+fn uuid(rng: &mut ChaCha8Rng) -> String {
+    let b: [u8; 16] = rng.random();
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        u16::from_be_bytes([b[4], b[5]]),
+        u16::from_be_bytes([b[6], b[7]]) & 0x0fff,
+        (u16::from_be_bytes([b[8], b[9]]) & 0x3fff) | 0x8000,
+        u64::from_be_bytes([0, 0, b[10], b[11], b[12], b[13], b[14], b[15]]),
+    )
+}
+
+/// OCM ids are 32 characters of lower-case base32.
+fn ocm_id(rng: &mut ChaCha8Rng, len: usize) -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuv";
+    (0..len)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn pick_fault(rng: &mut ChaCha8Rng) -> Option<FaultKind> {
+    // Cumulative thresholds: ≈7 % CS error, 6 % each of the stuck/frozen/
+    // degraded kinds, and rarer unknown enum values (they only need to exist).
+    let r: f64 = rng.random_range(0.0..1.0);
+    let table = [
+        (0.07, FaultKind::ClustersServiceError),
+        (0.13, FaultKind::BundleNeverApplied),
+        (0.19, FaultKind::MaestroStatusNotUpdated),
+        (0.25, FaultKind::HostedClusterDegraded),
+        (0.31, FaultKind::NodePoolStuck),
+        (0.33, FaultKind::UnknownClustersServiceState),
+        (0.35, FaultKind::UnknownProvisioningState),
+    ];
+    table.into_iter().find(|(p, _)| r < *p).map(|(_, f)| f)
+}
+
+/// Builds the plan of cluster `index`.
+pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    rng.set_stream(index);
+    let created = params.created_at(index, &mut rng);
+
+    let cluster_id = ocm_id(&mut rng, 32);
+    let hc_name = ocm_id(&mut rng, 15);
+    let bundle_id = uuid(&mut rng);
+    let sub_count = params.subscriptions.len().max(1);
+    let subscription_id = params
+        .subscriptions
+        .get(rng.random_range(0..sub_count))
+        .cloned()
+        .unwrap_or_default();
+    // Mixed case on purpose: ARM keeps the caller's casing, joins must not care.
+    let resource_group = format!("rg-HCP-Team{}", rng.random_range(1..=5));
+    let name = format!("hcp-{index:06}");
+    let shard = rng.random_range(0..SHARDS.len());
+    let version = VERSIONS[rng.random_range(0..VERSIONS.len())];
+    let pools = (1..=rng.random_range(1..=2))
+        .map(|i| PoolPlan {
+            name: format!("{hc_name}-np-{i}"),
+            replicas: rng.random_range(2..=3),
+        })
+        .collect();
+    let fault = if params.faults {
+        pick_fault(&mut rng)
+    } else {
+        None
+    };
+
+    // Per-hop delays in world seconds (DESIGN section 6, sim brief).
+    let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
+    let cs_created = at(created, 2.0, 8.0);
+    let cs_pending = at(cs_created, 8.0, 25.0);
+    let cs_installing = at(cs_created, 30.0, 60.0);
+    let rp_provisioning = at(cs_installing, 2.0, 15.0);
+    let bundle_created = at(cs_created, 10.0, 22.0);
+    let bundle_applied = at(bundle_created, 2.0, 8.0);
+    let bundle_available = at(bundle_applied, 2.0, 10.0);
+    let mw_available = at(bundle_applied, 5.0, 50.0);
+    let hc_infra_ready = at(bundle_applied, 30.0, 90.0);
+    let hc_etcd_available = at(hc_infra_ready, 60.0, 150.0);
+    let hc_kas_available = at(hc_etcd_available, 30.0, 120.0);
+    let hc_available = at(bundle_applied, 360.0, 720.0).max(hc_kas_available + 1000);
+    let hc_completed = at(hc_available, 60.0, 240.0);
+    let np_machines = at(hc_available, 30.0, 120.0);
+    let np_ready = at(np_machines, 60.0, 180.0);
+    let cs_ready = at(hc_available, 10.0, 60.0);
+    let rp_succeeded = at(cs_ready, 5.0, 30.0);
+    let cs_error = at(cs_installing, 30.0, 300.0);
+    let rp_failed = at(cs_error, 5.0, 30.0);
+    let hc_invalid_image = at(bundle_applied, 10.0, 60.0);
+    let delete_requested = at(created, LIFETIME_S.0, LIFETIME_S.1);
+    let cs_uninstalling = at(delete_requested, 2.0, 10.0);
+    let bundle_deleted = at(cs_uninstalling, 30.0, 120.0);
+    let bundle_gone = at(bundle_deleted, 10.0, 60.0);
+    let cs_gone = at(bundle_gone, 10.0, 60.0);
+    let rp_gone = at(cs_gone, 2.0, 15.0);
+
+    let mut p = Plan {
+        index,
+        cluster_id,
+        name,
+        subscription_id,
+        resource_group,
+        shard,
+        bundle_id,
+        hc_name,
+        version,
+        pools,
+        fault,
+        created,
+        cs_created,
+        cs_pending,
+        cs_installing,
+        rp_provisioning,
+        bundle_created,
+        bundle_applied: Some(bundle_applied),
+        bundle_available: Some(bundle_available),
+        mw_available: Some(mw_available),
+        hc_infra_ready: Some(hc_infra_ready),
+        hc_etcd_available: Some(hc_etcd_available),
+        hc_kas_available: Some(hc_kas_available),
+        hc_invalid_image: None,
+        hc_available: Some(hc_available),
+        hc_completed: Some(hc_completed),
+        np_machines: Some(np_machines),
+        np_ready: Some(np_ready),
+        cs_ready: Some(cs_ready),
+        rp_succeeded: Some(rp_succeeded),
+        cs_error: None,
+        rp_failed: None,
+        status_frozen: None,
+        delete_requested: None,
+        cs_uninstalling: None,
+        bundle_deleted: None,
+        bundle_gone: None,
+        cs_gone: None,
+        rp_gone: None,
+        status_events: Vec::new(),
+    };
+
+    match fault {
+        Some(FaultKind::ClustersServiceError) => {
+            // Inflight checks fail: CS gives up, the management side stalls.
+            p.cs_error = Some(cs_error);
+            p.rp_failed = Some(rp_failed);
+            p.cs_ready = None;
+            p.rp_succeeded = None;
+            p.hc_available = None;
+            p.hc_completed = None;
+            p.np_machines = None;
+            p.np_ready = None;
+            p.hc_kas_available = p.hc_kas_available.filter(|t| *t < cs_error);
+            p.hc_etcd_available = p.hc_etcd_available.filter(|t| *t < cs_error);
+            p.hc_infra_ready = p.hc_infra_ready.filter(|t| *t < cs_error);
+        }
+        Some(FaultKind::BundleNeverApplied) => {
+            // The agent never reports: status stays null, nothing downstream moves.
+            p.bundle_applied = None;
+            p.bundle_available = None;
+            p.mw_available = None;
+            p.hc_infra_ready = None;
+            p.hc_etcd_available = None;
+            p.hc_kas_available = None;
+            p.hc_available = None;
+            p.hc_completed = None;
+            p.np_machines = None;
+            p.np_ready = None;
+            p.cs_ready = None;
+            p.rp_succeeded = None;
+        }
+        Some(FaultKind::MaestroStatusNotUpdated) => {
+            // The work progresses (CS and RP complete) but the REST status
+            // stays at the first report.
+            p.status_frozen = Some(bundle_applied);
+        }
+        Some(FaultKind::HostedClusterDegraded) => {
+            p.hc_invalid_image = Some(hc_invalid_image);
+            p.hc_etcd_available = None;
+            p.hc_kas_available = None;
+            p.hc_available = None;
+            p.hc_completed = None;
+            p.np_machines = None;
+            p.np_ready = None;
+            p.cs_ready = None;
+            p.rp_succeeded = None;
+        }
+        Some(FaultKind::NodePoolStuck) => {
+            p.np_machines = None;
+            p.np_ready = None;
+        }
+        Some(FaultKind::UnknownClustersServiceState | FaultKind::UnknownProvisioningState)
+        | None => {}
+    }
+
+    if params.churn {
+        p.delete_requested = Some(delete_requested);
+        p.cs_uninstalling = Some(cs_uninstalling);
+        p.bundle_deleted = Some(bundle_deleted);
+        p.bundle_gone = Some(bundle_gone);
+        p.cs_gone = Some(cs_gone);
+        p.rp_gone = Some(rp_gone);
+    }
+
+    let mut events: Vec<Ms> = [
+        p.bundle_applied,
+        p.bundle_available,
+        p.mw_available,
+        p.hc_infra_ready,
+        p.hc_etcd_available,
+        p.hc_kas_available,
+        p.hc_invalid_image,
+        p.hc_available,
+        p.hc_completed,
+        p.np_machines,
+        p.np_ready,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    events.sort_unstable();
+    events.dedup();
+    p.status_events = events;
+    p
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn params(seed: u64) -> FleetParams {
+        FleetParams {
+            seed,
+            clusters: 50,
+            speed: 1.0,
+            faults: true,
+            churn: true,
+            subscriptions: subscriptions(seed, 3),
+            t0: 1_750_000_000_000,
+        }
+    }
+
+    #[test]
+    fn same_seed_same_plan() {
+        let a: Vec<Plan> = (0..80).map(|i| plan(&params(7), i)).collect();
+        let b: Vec<Plan> = (0..80).map(|i| plan(&params(7), i)).collect();
+        assert_eq!(a, b);
+        let c: Vec<Plan> = (0..80).map(|i| plan(&params(8), i)).collect();
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn creation_order_follows_index_and_initial_are_in_the_past() {
+        let p = params(1);
+        let plans: Vec<Plan> = (0..100).map(|i| plan(&p, i)).collect();
+        assert!(plans.windows(2).all(|w| w[0].created <= w[1].created));
+        assert!(plans[..50].iter().all(|x| x.created <= p.t0));
+        assert!(plans[..50].iter().all(|x| x.created >= p.t0 - 40 * 60_000));
+        assert!(plans[50..].iter().all(|x| x.created > p.t0));
+    }
+
+    #[test]
+    fn bundle_and_cs_exist_within_thirty_world_seconds() {
+        let p = params(3);
+        for i in 0..200 {
+            let x = plan(&p, i);
+            assert!(x.cs_created - x.created <= 30_000);
+            assert!(x.bundle_created - x.created <= 30_000, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn speed_divides_delays() {
+        let slow = plan(&params(5), 3);
+        let mut fast_params = params(5);
+        fast_params.speed = 10.0;
+        let fast = plan(&fast_params, 3);
+        let d = |p: &Plan| p.bundle_created - p.created;
+        assert!((d(&slow) / 10 - d(&fast)).abs() <= 2);
+    }
+}

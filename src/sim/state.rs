@@ -1,0 +1,505 @@
+//! What every upstream object looks like at a given instant, derived from a
+//! [`Plan`] alone. The wire renderers and the ground truth both read these
+//! views, never each other.
+
+use super::plan::{Ms, Plan, PoolPlan};
+
+pub(crate) fn reached(ev: Option<Ms>, t: Ms) -> bool {
+    ev.is_some_and(|e| e <= t)
+}
+
+/// Kubernetes condition times have whole-second precision.
+pub(crate) fn trunc_s(ms: Ms) -> Ms {
+    ms.div_euclid(1000) * 1000
+}
+
+/// One Kubernetes-style condition (`since` = lastTransitionTime, whole seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cond {
+    pub kind: &'static str,
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: &'static str,
+    pub since: Ms,
+}
+
+impl Cond {
+    fn new(
+        kind: &'static str,
+        ok: bool,
+        since: Ms,
+        good: (&'static str, &'static str),
+        bad: (&'static str, &'static str),
+    ) -> Cond {
+        let (reason, message) = if ok { good } else { bad };
+        Cond {
+            kind,
+            status: if ok { "True" } else { "False" },
+            reason,
+            message,
+            since: trunc_s(since),
+        }
+    }
+
+    /// A condition that is True once `ev` has happened (by `t`), False before
+    /// (since `start`).
+    fn at(
+        kind: &'static str,
+        ev: Option<Ms>,
+        t: Ms,
+        start: Ms,
+        good: (&'static str, &'static str),
+        bad: (&'static str, &'static str),
+    ) -> Cond {
+        match ev.filter(|e| *e <= t) {
+            Some(e) => Cond::new(kind, true, e, good, bad),
+            None => Cond::new(kind, false, start, good, bad),
+        }
+    }
+
+    pub fn is_true(&self) -> bool {
+        self.status == "True"
+    }
+}
+
+pub(crate) fn find<'a>(conds: &'a [Cond], kind: &str) -> Option<&'a Cond> {
+    conds.iter().find(|c| c.kind == kind)
+}
+
+impl Plan {
+    /// The creation's own progress stops at the user's DELETE.
+    pub fn creation_time(&self, t: Ms) -> Ms {
+        self.delete_requested.map_or(t, |d| t.min(d))
+    }
+
+    pub fn rp_exists(&self, t: Ms) -> bool {
+        self.created <= t && !reached(self.rp_gone, t)
+    }
+
+    /// `properties.provisioningState`, `None` when the resource does not exist.
+    pub fn rp_state(&self, t: Ms) -> Option<&'static str> {
+        if !self.rp_exists(t) {
+            return None;
+        }
+        if reached(self.delete_requested, t) {
+            return Some("Deleting");
+        }
+        Some(if reached(self.rp_failed, t) {
+            "Failed"
+        } else if reached(self.rp_succeeded, t) {
+            "Succeeded"
+        } else if self.rp_provisioning <= t {
+            if self.fault == Some(super::FaultKind::UnknownProvisioningState) {
+                "Migrating"
+            } else {
+                "Provisioning"
+            }
+        } else {
+            "Accepted"
+        })
+    }
+
+    /// `properties.status.conditions` (api-version 2026-06-30-preview and newer).
+    pub fn rp_conditions(&self, t: Ms) -> Vec<Cond> {
+        let tc = self.creation_time(t);
+        let failed = self.rp_failed.filter(|f| *f <= tc);
+        let succeeded = self.rp_succeeded.filter(|s| *s <= tc);
+        let deleting = self.delete_requested.filter(|d| *d <= t);
+        let available = match (succeeded, failed) {
+            (Some(s), _) => Cond::new(
+                "Available",
+                true,
+                s,
+                ("AsExpected", "Cluster is available"),
+                ("", ""),
+            ),
+            (None, Some(f)) => Cond::new(
+                "Available",
+                false,
+                f,
+                ("", ""),
+                ("ProvisioningFailed", "Cluster provisioning failed"),
+            ),
+            (None, None) => Cond::new(
+                "Available",
+                false,
+                self.created,
+                ("", ""),
+                ("Provisioning", "Cluster is being provisioned"),
+            ),
+        };
+        let progressing = match (deleting, succeeded.or(failed)) {
+            (Some(d), _) => Cond::new(
+                "Progressing",
+                true,
+                d,
+                ("Deleting", "Cluster is being deleted"),
+                ("", ""),
+            ),
+            (None, Some(end)) => Cond::new(
+                "Progressing",
+                false,
+                end,
+                ("", ""),
+                ("AsExpected", "Cluster is not progressing"),
+            ),
+            (None, None) => Cond::new(
+                "Progressing",
+                true,
+                self.created,
+                ("Provisioning", "Cluster is being provisioned"),
+                ("", ""),
+            ),
+        };
+        let degraded = match failed {
+            Some(f) => Cond::new(
+                "Degraded",
+                true,
+                f,
+                ("ProvisioningFailed", "Inflight checks failed"),
+                ("", ""),
+            ),
+            None => Cond::new(
+                "Degraded",
+                false,
+                self.created,
+                ("", ""),
+                ("AsExpected", "Cluster is not degraded"),
+            ),
+        };
+        vec![available, degraded, progressing]
+    }
+
+    pub fn cs_exists(&self, t: Ms) -> bool {
+        self.cs_created <= t && !reached(self.cs_gone, t)
+    }
+
+    /// Clusters Service `status.state`.
+    pub fn cs_state(&self, t: Ms) -> Option<&'static str> {
+        if !self.cs_exists(t) {
+            return None;
+        }
+        if reached(self.cs_uninstalling, t) {
+            return Some("uninstalling");
+        }
+        let tc = self.creation_time(t);
+        Some(if reached(self.cs_error, tc) {
+            "error"
+        } else if reached(self.cs_ready, tc) {
+            "ready"
+        } else if self.cs_installing <= tc {
+            if self.fault == Some(super::FaultKind::UnknownClustersServiceState) {
+                "frobnicating"
+            } else {
+                "installing"
+            }
+        } else if self.cs_pending <= tc {
+            "pending"
+        } else {
+            "validating"
+        })
+    }
+
+    pub fn bundle_exists(&self, t: Ms) -> bool {
+        self.bundle_created <= t && !reached(self.bundle_gone, t)
+    }
+
+    pub fn bundle_deleted_at(&self, t: Ms) -> Option<Ms> {
+        self.bundle_deleted.filter(|d| *d <= t)
+    }
+
+    /// The instant the bundle's served status describes, `None` while the
+    /// status is still null. Frozen by the status-not-updated fault and at the
+    /// user's DELETE (the agent stops reporting progress of a creation).
+    pub fn status_time(&self, t: Ms) -> Option<Ms> {
+        let mut st = self.creation_time(t);
+        if let Some(f) = self.status_frozen {
+            st = st.min(f);
+        }
+        reached(self.bundle_applied, st).then_some(st)
+    }
+
+    /// The bundle's `updated_at`: the last change of its served content.
+    pub fn updated_at(&self, t: Ms) -> Ms {
+        let mut u = self.bundle_created;
+        if let Some(st) = self.status_time(t) {
+            let i = self.status_events.partition_point(|e| *e <= st);
+            if i > 0 {
+                u = u.max(self.status_events[i - 1]);
+            }
+        }
+        if let Some(d) = self.bundle_deleted_at(t) {
+            u = u.max(d);
+        }
+        u
+    }
+
+    fn applied_at(&self) -> Ms {
+        self.bundle_applied.unwrap_or(self.bundle_created)
+    }
+
+    /// The bundle's own `status.conditions` (the Maestro agent applying the
+    /// ManifestWork to the management cluster).
+    pub fn bundle_conditions(&self, st: Ms) -> Vec<Cond> {
+        let s = self.applied_at();
+        vec![
+            Cond::new(
+                "Applied",
+                true,
+                s,
+                (
+                    "AppliedManifestWorkComplete",
+                    "Apply manifest work complete",
+                ),
+                ("", ""),
+            ),
+            Cond::at(
+                "Available",
+                self.bundle_available,
+                st,
+                s,
+                ("ResourcesAvailable", "All resources are available"),
+                (
+                    "ResourcesNotAvailable",
+                    "One or more resources are not available",
+                ),
+            ),
+        ]
+    }
+
+    /// The ManifestWork's `.status.conditions` (the work agent applying the
+    /// HostedCluster and NodePools).
+    pub fn mw_conditions(&self, st: Ms) -> Vec<Cond> {
+        let s = self.applied_at();
+        vec![
+            Cond::new(
+                "Applied",
+                true,
+                s,
+                (
+                    "AppliedManifestWorkComplete",
+                    "Apply manifest work complete",
+                ),
+                ("", ""),
+            ),
+            Cond::at(
+                "Available",
+                self.mw_available,
+                st,
+                s,
+                ("ResourcesAvailable", "All resources are available"),
+                (
+                    "ResourcesNotAvailable",
+                    "One or more resources are not available",
+                ),
+            ),
+        ]
+    }
+
+    pub fn hc_conditions(&self, st: Ms) -> Vec<Cond> {
+        let s = self.applied_at();
+        let invalid = self.hc_invalid_image.filter(|e| *e <= st);
+        let completed = self.hc_completed.filter(|e| *e <= st);
+        let progressing = match (invalid, completed) {
+            (Some(e), _) => Cond::new(
+                "Progressing",
+                false,
+                e,
+                ("", ""),
+                ("Blocked", "Release image is invalid"),
+            ),
+            (None, Some(e)) => Cond::new(
+                "Progressing",
+                false,
+                e,
+                ("", ""),
+                ("AsExpected", "HostedCluster is at expected version"),
+            ),
+            (None, None) => Cond::new(
+                "Progressing",
+                true,
+                s,
+                ("Progressing", "HostedCluster is deploying"),
+                ("", ""),
+            ),
+        };
+        let degraded = match invalid {
+            Some(e) => Cond::new(
+                "Degraded",
+                true,
+                e,
+                ("InvalidImage", "Release image is invalid"),
+                ("", ""),
+            ),
+            None => Cond::new(
+                "Degraded",
+                false,
+                s,
+                ("", ""),
+                ("AsExpected", "The hosted cluster is not degraded"),
+            ),
+        };
+        let valid_image = match invalid {
+            Some(e) => Cond::new(
+                "ValidReleaseImage",
+                false,
+                e,
+                ("", ""),
+                ("InvalidImage", "Release image is invalid"),
+            ),
+            None => Cond::new(
+                "ValidReleaseImage",
+                true,
+                s,
+                ("AsExpected", "Release image is valid"),
+                ("", ""),
+            ),
+        };
+        vec![
+            Cond::at(
+                "Available",
+                self.hc_available,
+                st,
+                s,
+                ("AsExpected", "The hosted control plane is available"),
+                (
+                    "WaitingForAvailable",
+                    "Waiting for hosted control plane to be healthy",
+                ),
+            ),
+            progressing,
+            degraded,
+            Cond::at(
+                "InfrastructureReady",
+                self.hc_infra_ready,
+                st,
+                s,
+                ("AsExpected", "All is well"),
+                (
+                    "WaitingOnInfrastructureReady",
+                    "Cluster infrastructure is still provisioning",
+                ),
+            ),
+            Cond::at(
+                "EtcdAvailable",
+                self.hc_etcd_available,
+                st,
+                s,
+                ("QuorumAvailable", ""),
+                ("EtcdWaitingForQuorum", "Waiting for etcd to reach quorum"),
+            ),
+            Cond::at(
+                "KubeAPIServerAvailable",
+                self.hc_kas_available,
+                st,
+                s,
+                ("AsExpected", "Kube APIServer deployment is available"),
+                (
+                    "WaitingForAvailable",
+                    "Waiting for Kube APIServer deployment to become available",
+                ),
+            ),
+            Cond::new(
+                "ValidConfiguration",
+                true,
+                s,
+                ("AsExpected", "Configuration passes validation"),
+                ("", ""),
+            ),
+            valid_image,
+            Cond::new(
+                "ReconciliationActive",
+                true,
+                s,
+                ("AsExpected", "Reconciliation active on resource"),
+                ("", ""),
+            ),
+        ]
+    }
+
+    /// `version.history[0]`: (state, startedTime, completionTime).
+    pub fn hc_history(&self, st: Ms) -> (&'static str, Ms, Option<Ms>) {
+        let completed = self.hc_completed.filter(|e| *e <= st);
+        (
+            if completed.is_some() {
+                "Completed"
+            } else {
+                "Partial"
+            },
+            self.applied_at(),
+            completed,
+        )
+    }
+
+    pub fn np_view(&self, pool: &PoolPlan, st: Ms) -> NodePoolView {
+        let s = self.applied_at();
+        let machines = reached(self.np_machines, st);
+        let ready = reached(self.np_ready, st);
+        let conditions = vec![
+            Cond::at(
+                "Ready",
+                self.np_ready,
+                st,
+                s,
+                ("AsExpected", ""),
+                (
+                    "WaitingForAvailableMachines",
+                    "Minimum availability requires replicas",
+                ),
+            ),
+            Cond::at(
+                "AllMachinesReady",
+                self.np_machines,
+                st,
+                s,
+                ("AsExpected", "All is well"),
+                ("WaitingForAvailableMachines", "Machines are not ready"),
+            ),
+            Cond::at(
+                "AllNodesHealthy",
+                self.np_ready,
+                st,
+                s,
+                ("AsExpected", "All is well"),
+                ("NodeProvisioning", "Nodes are not healthy yet"),
+            ),
+            Cond::at(
+                "ReachedIgnitionEndpoint",
+                self.np_machines,
+                st,
+                s,
+                ("AsExpected", ""),
+                (
+                    "ignitionNotReached",
+                    "Machines have not reached the ignition endpoint",
+                ),
+            ),
+            Cond::new(
+                "ValidReleaseImage",
+                true,
+                s,
+                ("AsExpected", "Release image is valid"),
+                ("", ""),
+            ),
+            Cond::new("ValidPlatformImage", true, s, ("AsExpected", ""), ("", "")),
+            Cond::new("ValidMachineConfig", true, s, ("AsExpected", ""), ("", "")),
+        ];
+        NodePoolView {
+            conditions,
+            desired: pool.replicas,
+            current: if machines { pool.replicas } else { 0 },
+            ready: if ready { pool.replicas } else { 0 },
+            version: ready.then_some(self.version),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct NodePoolView {
+    pub conditions: Vec<Cond>,
+    pub desired: i64,
+    pub current: i64,
+    pub ready: i64,
+    /// Empty until the first rollout finished.
+    pub version: Option<&'static str>,
+}
