@@ -2,9 +2,10 @@
 
 mod hop;
 mod observation;
+pub mod phase_map;
 
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use observation::{
-    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, Observation,
-    PodCounts, Replicas, bounded_state, MAX_STATE_LEN,
+    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, MAX_STATE_LEN,
+    Observation, PodCounts, Replicas, bounded_state,
 };
