@@ -299,6 +299,7 @@ pub fn node_pools(pools: &[Phase]) -> Phase {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -688,7 +689,8 @@ mod tests {
     #[test]
     fn node_pool_rows() {
         let ready = cond("Ready", "True");
-        let rows: Vec<(Vec<Condition>, bool, Option<u32>, u32, Phase)> = vec![
+        type Row = (Vec<Condition>, bool, Option<u32>, u32, Phase);
+        let rows: Vec<Row> = vec![
             (vec![], false, Some(3), 0, Phase::Pending),
             (vec![ready.clone()], true, Some(3), 3, Phase::Deleting),
             (vec![ready.clone()], false, Some(3), 3, Phase::Ready),
