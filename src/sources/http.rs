@@ -35,7 +35,7 @@ const ERROR_BODY_EXCERPT: usize = 256;
 
 /// A paged list never has this many pages; stop rather than loop forever on
 /// an upstream that keeps answering.
-const MAX_PAGES: u64 = 100_000;
+pub const MAX_PAGES: u64 = 100_000;
 
 /// Why an upstream call failed. Each variant knows its `kind` label.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,8 @@ pub enum SourceError {
     },
     #[error("GET {url}: body larger than the {limit} byte limit")]
     BodyTooLarge { url: String, limit: usize },
+    #[error("refusing to follow {url}: it leaves the source's base URL {base}")]
+    ForeignLink { url: String, base: String },
     #[error("GET {url}: body is not the expected JSON")]
     Decode {
         url: String,
@@ -81,7 +83,9 @@ impl SourceError {
     pub fn kind(&self) -> RequestErrorKind {
         match self {
             SourceError::Credentials { .. } => RequestErrorKind::credentials,
-            SourceError::InvalidUrl { .. } => RequestErrorKind::other,
+            SourceError::InvalidUrl { .. } | SourceError::ForeignLink { .. } => {
+                RequestErrorKind::other
+            }
             SourceError::Transport { kind, .. } => *kind,
             SourceError::Status { status, .. } if *status >= 500 => RequestErrorKind::status_5xx,
             SourceError::Status { status, .. } if *status >= 400 => RequestErrorKind::status_4xx,
@@ -270,6 +274,23 @@ impl HttpClient {
             path: path.to_string(),
             source,
         })
+    }
+
+    /// Check that a link an upstream handed us (ARM `nextLink`) stays on the
+    /// source's origin, so credentials are never sent elsewhere.
+    pub fn same_origin(&self, link: &str) -> Result<Url, SourceError> {
+        let foreign = || SourceError::ForeignLink {
+            url: link.to_string(),
+            base: self.base_url.to_string(),
+        };
+        Url::parse(link)
+            .ok()
+            .filter(|url| url.origin() == self.base_url.origin())
+            .ok_or_else(|| {
+                let err = foreign();
+                self.metrics.request_failed(&self.source, err.kind());
+                err
+            })
     }
 
     /// GET `url` and decode its JSON body.
