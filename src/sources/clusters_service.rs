@@ -53,7 +53,11 @@ const SHARD_RETRY: Duration = Duration::from_secs(300);
 /// The fields of a Clusters Service cluster the exporter reads.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CsCluster {
+    /// Filled from `href` when absent (see [`CsCluster::normalize`]).
+    #[serde(default)]
     pub id: String,
+    #[serde(default)]
+    pub href: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
     /// Top-level state, the fallback when there is no `status` block.
@@ -126,6 +130,42 @@ pub struct AzureShard {
 pub struct MaestroShardConfig {
     #[serde(default)]
     pub consumer_name: Option<String>,
+}
+
+impl CsCluster {
+    /// Some CS answers carry the id only in `href`
+    /// (`.../clusters/{id}`); take it from there. False when the cluster has
+    /// no id at all.
+    pub fn normalize(&mut self) -> bool {
+        if self.id.is_empty()
+            && let Some(href) = self.href.as_deref()
+        {
+            self.id = href
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
+        }
+        !self.id.is_empty()
+    }
+}
+
+/// Decode one list item into a cluster with an id, or count it.
+pub fn decode_cluster(
+    item: serde_json::Value,
+    unknown: &mut Vec<UnknownValue>,
+) -> Option<CsCluster> {
+    let mut cluster = http::decode_item::<CsCluster>(item, "items[]", unknown)?;
+    if cluster.normalize() {
+        Some(cluster)
+    } else {
+        unknown.push(UnknownValue {
+            field: "items[].id",
+            value: String::new(),
+        });
+        None
+    }
 }
 
 fn non_empty(s: Option<&str>) -> Option<&str> {
@@ -261,7 +301,7 @@ pub fn parse_items(
 ) -> Parsed {
     let mut parsed = Parsed::default();
     for item in items {
-        if let Some(c) = http::decode_item::<CsCluster>(item, "items[]", &mut parsed.unknown) {
+        if let Some(c) = decode_cluster(item, &mut parsed.unknown) {
             let mgmt = mgmt_for(&c.id);
             let obs = parse_cluster(&c, api, mgmt, &mut parsed.unknown);
             parsed.observations.push(obs);
@@ -434,7 +474,7 @@ impl ClustersServiceSource {
         .await?;
         Ok(items
             .into_iter()
-            .filter_map(|item| http::decode_item::<CsCluster>(item, "items[]", unknown))
+            .filter_map(|item| decode_cluster(item, unknown))
             .collect())
     }
 
