@@ -6,6 +6,6 @@ pub mod phase_map;
 
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use observation::{
-    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, MAX_STATE_LEN,
-    Observation, PodCounts, Replicas, bounded_state,
+    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, Observation,
+    PodCounts, Replicas, bounded_state, MAX_STATE_LEN,
 };

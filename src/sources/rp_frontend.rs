@@ -414,6 +414,9 @@ impl RpFrontendSource {
                 }
             }
         }
+        // A poll where nothing was read delivers nothing: an empty initial
+        // batch would claim a first sync that did not happen.
+        let initial = initial && (ok || !out.is_empty());
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
         if ok {
             self.ctx
