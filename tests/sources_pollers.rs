@@ -798,3 +798,99 @@ async fn connection_refused_is_a_connect_error() {
     assert_eq!(h.errors(RequestErrorKind::connect), 1);
     assert_eq!(h.up(), 0);
 }
+
+// ------------------------------------------------------------------ run loops
+
+/// Wait until `mock` has seen `n` requests (or fail after a few seconds).
+async fn wait_for_requests(mock: &Mock, n: usize) -> Vec<Request> {
+    for _ in 0..200 {
+        let reqs = mock.requests();
+        if reqs.len() >= n {
+            return reqs;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("only {} requests seen", mock.requests().len());
+}
+
+fn fast(mut http: HttpSourceConfig) -> HttpSourceConfig {
+    http.fast_poll_interval = Duration::from_millis(30);
+    http.slow_poll_interval = Duration::from_secs(600);
+    http.full_relist_interval = Duration::from_secs(600);
+    http
+}
+
+#[tokio::test]
+async fn run_loops_start_with_a_full_sync_then_poll_fast() {
+    let h = harness("clusters_service");
+    let mock = Mock::start(|req| {
+        if req.path.ends_with("/provision_shard") {
+            (200, shard())
+        } else {
+            cs_list(req, &[cs_cluster("c1", "installing")])
+        }
+    })
+    .await;
+    let mut cfg = cs_config(&mock.base);
+    cfg.http = fast(cfg.http);
+    let task = tokio::spawn(
+        ClustersServiceSource::new(cfg, h.ctx.clone())
+            .unwrap()
+            .run(),
+    );
+    let reqs = wait_for_requests(&mock, 4).await;
+    task.abort();
+    assert!(!reqs[0].query.contains_key("search"), "full sync first");
+    assert!(reqs[1].path.ends_with("/provision_shard"));
+    assert!(
+        reqs[2..]
+            .iter()
+            .all(|r| r.query["search"] == "state not in ('ready','hibernating','error')")
+    );
+    let batches = h.sink.take();
+    assert!(batches[0].initial);
+    assert!(batches[1..].iter().all(|b| !b.initial));
+
+    let h = harness("maestro");
+    let mock = Mock::start(|req| {
+        maestro_list(
+            req,
+            &[maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True")],
+        )
+    })
+    .await;
+    let task = tokio::spawn(
+        MaestroSource::new(
+            MaestroConfig {
+                http: fast(http_config(&mock.base)),
+            },
+            h.ctx.clone(),
+        )
+        .unwrap()
+        .run(),
+    );
+    let reqs = wait_for_requests(&mock, 3).await;
+    task.abort();
+    assert!(!reqs[0].query.contains_key("search"));
+    assert!(
+        reqs[1..]
+            .iter()
+            .all(|r| r.query["search"].starts_with("updated_at > "))
+    );
+
+    // The RP polls a subscription with a cluster in flight at the fast interval.
+    let h = harness("rp_frontend");
+    let mock = Mock::start(|_| {
+        (
+            200,
+            json!({"value": [arm_cluster("a", "Provisioning")]}).to_string(),
+        )
+    })
+    .await;
+    let mut cfg = rp_config(&mock.base);
+    cfg.http = fast(cfg.http);
+    let task = tokio::spawn(RpFrontendSource::new(cfg, h.ctx.clone()).unwrap().run());
+    wait_for_requests(&mock, 3).await;
+    task.abort();
+    assert_eq!(h.up(), 1);
+}

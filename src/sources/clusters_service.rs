@@ -389,8 +389,8 @@ impl ClustersServiceSource {
 
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
-        let http = self.cfg.http.clone();
-        let mut backoff = Backoff::new(Duration::from_secs(1), http.slow_poll_interval);
+        let cfg = self.cfg.http.clone();
+        let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
         let start = Instant::now();
         let (mut next_full, mut next_slow) = (start, start);
         loop {
@@ -406,12 +406,12 @@ impl ClustersServiceSource {
                 backoff.reset();
                 let done = Instant::now();
                 if kind == PollKind::Full {
-                    next_full = done + http.full_relist_interval;
-                    next_slow = done + http.slow_poll_interval;
+                    next_full = http::after(done, cfg.full_relist_interval);
+                    next_slow = http::after(done, cfg.slow_poll_interval);
                 } else if kind == PollKind::Slow {
-                    next_slow = done + http.slow_poll_interval;
+                    next_slow = http::after(done, cfg.slow_poll_interval);
                 }
-                let next_fast = done + http.fast_poll_interval;
+                let next_fast = http::after(done, cfg.fast_poll_interval);
                 next_full
                     .min(next_slow)
                     .min(next_fast)
@@ -576,11 +576,11 @@ impl ClustersServiceSource {
             let entry = match self.read_shard(id).await {
                 Ok(Some(shard)) => ShardEntry::Known(mgmt_cluster_of(&shard)),
                 // Not assigned yet: ask again later.
-                Ok(None) => ShardEntry::RetryAt(now + SHARD_RETRY),
+                Ok(None) => ShardEntry::RetryAt(http::after(now, SHARD_RETRY)),
                 Err(err) => {
                     ok = false;
                     tracing::warn!(source = %self.ctx.name, cluster_id = id, error = %err, "provision shard read failed");
-                    ShardEntry::RetryAt(now + SHARD_RETRY)
+                    ShardEntry::RetryAt(http::after(now, SHARD_RETRY))
                 }
             };
             self.shards.insert(id.to_string(), entry);

@@ -738,7 +738,8 @@ impl Backoff {
         self.failures = self.failures.saturating_add(1);
         let delay = self.base.saturating_mul(1 << exp).min(self.cap);
         // ±20 % so that restarted instances do not retry in lockstep.
-        delay.mul_f64(rand::random_range(0.8..1.2))
+        Duration::try_from_secs_f64(delay.as_secs_f64() * rand::random_range(0.8..1.2))
+            .unwrap_or(delay)
     }
 
     pub fn reset(&mut self) {
@@ -748,6 +749,13 @@ impl Backoff {
     pub fn failures(&self) -> u32 {
         self.failures
     }
+}
+
+/// `from + delay`, saturating far in the future instead of panicking on an
+/// absurd configured interval.
+pub fn after(from: Instant, delay: Duration) -> Instant {
+    from.checked_add(delay)
+        .unwrap_or_else(|| from + Duration::from_secs(365 * 24 * 3600))
 }
 
 /// Count unknown values and deliver a batch. An empty batch is still sent

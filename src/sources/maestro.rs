@@ -649,8 +649,8 @@ impl MaestroSource {
 
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
-        let http = self.cfg.http.clone();
-        let mut backoff = Backoff::new(Duration::from_secs(1), http.slow_poll_interval);
+        let cfg = self.cfg.http.clone();
+        let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
         let mut next_full = Instant::now();
         loop {
             let kind = if !self.synced || Instant::now() >= next_full {
@@ -661,9 +661,9 @@ impl MaestroSource {
             let wait = if self.poll(kind).await {
                 backoff.reset();
                 if kind == PollKind::Full {
-                    next_full = Instant::now() + http.full_relist_interval;
+                    next_full = http::after(Instant::now(), cfg.full_relist_interval);
                 }
-                http.fast_poll_interval
+                cfg.fast_poll_interval
                     .min(next_full.saturating_duration_since(Instant::now()))
             } else {
                 backoff.next_delay()

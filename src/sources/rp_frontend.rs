@@ -348,7 +348,7 @@ impl RpFrontendSource {
                 .iter()
                 .map(|t| t.next_due)
                 .min()
-                .unwrap_or_else(|| Instant::now() + self.cfg.http.slow_poll_interval);
+                .unwrap_or_else(|| http::after(Instant::now(), self.cfg.http.slow_poll_interval));
             tokio::time::sleep_until(next.into()).await;
         }
     }
@@ -398,19 +398,20 @@ impl RpFrontendSource {
                     if send_all {
                         target.last_relist = now;
                     }
-                    let http = &self.cfg.http;
+                    let cfg = &self.cfg.http;
                     let interval = if any_in_flight {
-                        http.fast_poll_interval
+                        cfg.fast_poll_interval
                     } else {
-                        http.slow_poll_interval
+                        cfg.slow_poll_interval
                     };
-                    target.next_due = Instant::now() + interval.min(http.full_relist_interval);
+                    target.next_due =
+                        http::after(Instant::now(), interval.min(cfg.full_relist_interval));
                 }
                 Err(err) => {
                     ok = false;
                     let delay = target.backoff.next_delay();
                     tracing::warn!(source = %self.ctx.name, error = %err, retry_in = ?delay, "RP frontend read failed");
-                    target.next_due = Instant::now() + delay;
+                    target.next_due = http::after(Instant::now(), delay);
                 }
             }
         }
