@@ -265,11 +265,16 @@ impl HttpClient {
         &self.metrics
     }
 
-    /// `base_url` + `path` (which starts with `/`), keeping any path prefix of
+    /// `base_url` + `/` + `path`, keeping any path prefix of
     /// the base URL (an upstream behind a path-routing proxy).
     pub fn url(&self, path: &str) -> Result<Url, SourceError> {
         let base = self.base_url.as_str().trim_end_matches('/');
-        Url::parse(&format!("{base}{path}")).map_err(|source| SourceError::InvalidUrl {
+        let sep = if path.is_empty() || path.starts_with('/') {
+            ""
+        } else {
+            "/"
+        };
+        Url::parse(&format!("{base}{sep}{path}")).map_err(|source| SourceError::InvalidUrl {
             base: self.base_url.to_string(),
             path: path.to_string(),
             source,
