@@ -350,11 +350,23 @@ fn cs_cluster(id: &str, state: &str) -> Value {
     })
 }
 
+/// One page of an OCM-style list envelope, honouring `page` and `size`.
+fn ocm_page(req: &Request, kind: &str, matching: &[&Value]) -> (u16, String) {
+    let page: usize = req.query["page"].parse().unwrap();
+    let size: usize = req.query["size"].parse().unwrap();
+    let items: Vec<&Value> = matching
+        .iter()
+        .skip((page - 1) * size)
+        .take(size)
+        .copied()
+        .collect();
+    let body = json!({"kind": kind, "page": page, "size": items.len(), "total": matching.len(), "items": items});
+    (200, body.to_string())
+}
+
 /// Serve `clusters` as the CS list honouring page/size and the searches the
 /// poller uses.
 fn cs_list(req: &Request, clusters: &[Value]) -> (u16, String) {
-    let page: usize = req.query["page"].parse().unwrap();
-    let size: usize = req.query["size"].parse().unwrap();
     let search = req.query.get("search").cloned().unwrap_or_default();
     let settled = ["ready", "hibernating", "error"];
     let matching: Vec<&Value> = clusters
@@ -375,16 +387,7 @@ fn cs_list(req: &Request, clusters: &[Value]) -> (u16, String) {
             }
         })
         .collect();
-    let items: Vec<&Value> = matching
-        .iter()
-        .skip((page - 1) * size)
-        .take(size)
-        .copied()
-        .collect();
-    (
-        200,
-        json!({"kind": "ClusterList", "page": page, "size": items.len(), "total": matching.len(), "items": items}).to_string(),
-    )
+    ocm_page(req, "ClusterList", &matching)
 }
 
 fn shard() -> String {
@@ -586,8 +589,6 @@ fn maestro_bundle(id: &str, cluster: &str, updated_at: &str, available: &str) ->
 }
 
 fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
-    let page: usize = req.query["page"].parse().unwrap();
-    let size: usize = req.query["size"].parse().unwrap();
     let matching: Vec<&Value> = match req.query.get("search") {
         None => bundles.iter().collect(),
         Some(s) => {
@@ -610,16 +611,7 @@ fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
                 .collect()
         }
     };
-    let items: Vec<&Value> = matching
-        .iter()
-        .skip((page - 1) * size)
-        .take(size)
-        .copied()
-        .collect();
-    (
-        200,
-        json!({"kind": "ResourceBundleList", "page": page, "size": items.len(), "total": matching.len(), "items": items}).to_string(),
-    )
+    ocm_page(req, "ResourceBundleList", &matching)
 }
 
 #[tokio::test]
