@@ -4,6 +4,7 @@
 //! Data flows one way: source → observation → timeline → (exposition | JSON).
 
 pub mod api;
+pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod config;

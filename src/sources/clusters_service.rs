@@ -1,1 +1,604 @@
-//! TODO(sources helper)
+//! Clusters Service (OCM): hop `clusters_service` (DESIGN section 1; wire
+//! shapes in reference FACTS 8), through `/api/aro_hcp/v1alpha1` or
+//! `/api/clusters_mgmt/v1`.
+//!
+//! Polling rules, each a paged list (`page`/`size`/`total`), so a poll costs
+//! O(pages), never O(clusters):
+//! - Full relist (first sync and every `full_relist_interval`): every cluster,
+//!   everything sent; a cluster seen before and missing now is `Gone`.
+//! - Fast poll (`fast_poll_interval`): the in-flight clusters only,
+//!   `search=state not in ('ready','hibernating','error')`. Clusters that were
+//!   in flight and are missing from that answer are read in batched
+//!   `search=id in (...)` queries; one missing from those too is `Gone`.
+//! - Slow poll (`slow_poll_interval`): the settled clusters,
+//!   `search=state in ('ready','hibernating','error')`.
+//! - The first full sync is delivered with `initial: true`.
+//! - Any failed request fails the sync (`hcpflow_source_up` 0): nothing from
+//!   an incomplete list is used to declare a cluster gone, and the poller
+//!   retries with backoff.
+//! - Only clusters whose view changed are sent, except on full relists.
+//! - The management cluster comes from the cluster's provision shard, read
+//!   once per cluster (a bounded number per poll, in-flight clusters first)
+//!   and cached; a failed read is retried after a while.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde::Deserialize;
+
+use crate::config::{ClustersServiceApi, ClustersServiceConfig};
+use crate::model::phase_map;
+use crate::model::{
+    Change, ClusterKey, Hop, HopError, HopView, IdentityPatch, Observation, Phase, Via,
+};
+use crate::sources::http::{
+    self, Backoff, BuildError, HttpClient, SourceError, Tracker, UpdateMode, sql_quote,
+};
+use crate::sources::{Parsed, SourceContext, UnknownValue};
+
+/// States a creation does not leave by itself; everything else is in flight.
+pub const SETTLED_STATES: [&str; 3] = ["ready", "hibernating", "error"];
+
+/// Ids per `id in (...)` query: keeps URLs well under common proxy limits.
+const IDS_PER_QUERY: usize = 50;
+
+/// Provision shard reads per poll: a restart in front of 10,000 clusters
+/// fills the management cluster names over a few polls instead of one burst.
+const SHARD_READS_PER_POLL: usize = 64;
+
+/// Wait before asking again for a shard that failed or was not assigned yet.
+const SHARD_RETRY: Duration = Duration::from_secs(300);
+
+/// The fields of a Clusters Service cluster the exporter reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CsCluster {
+    /// Filled from `href` when absent (see [`CsCluster::normalize`]).
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub href: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Top-level state, the fallback when there is no `status` block.
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub status: Option<CsStatus>,
+    #[serde(default)]
+    pub creation_timestamp: Option<String>,
+    #[serde(default)]
+    pub azure: Option<CsAzure>,
+    #[serde(default)]
+    pub version: Option<CsVersion>,
+    #[serde(default)]
+    pub cloud_provider: Option<CsRef>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CsStatus {
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub provision_error_code: Option<String>,
+    #[serde(default)]
+    pub provision_error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CsAzure {
+    #[serde(default)]
+    pub subscription_id: Option<String>,
+    #[serde(default)]
+    pub resource_group_name: Option<String>,
+    #[serde(default)]
+    pub resource_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CsVersion {
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CsRef {
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// `GET .../clusters/{id}/provision_shard`, the fields read.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProvisionShard {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub azure_shard: Option<AzureShard>,
+    #[serde(default)]
+    pub maestro_config: Option<MaestroShardConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AzureShard {
+    #[serde(default)]
+    pub aks_management_cluster_resource_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MaestroShardConfig {
+    #[serde(default)]
+    pub consumer_name: Option<String>,
+}
+
+impl CsCluster {
+    /// Some CS answers carry the id only in `href`
+    /// (`.../clusters/{id}`); take it from there. False when the cluster has
+    /// no id at all.
+    pub fn normalize(&mut self) -> bool {
+        if self.id.is_empty()
+            && let Some(href) = self.href.as_deref()
+        {
+            self.id = href
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
+        }
+        !self.id.is_empty()
+    }
+}
+
+/// Decode one list item into a cluster with an id, or count it.
+pub fn decode_cluster(
+    item: serde_json::Value,
+    unknown: &mut Vec<UnknownValue>,
+) -> Option<CsCluster> {
+    let mut cluster = http::decode_item::<CsCluster>(item, "items[]", unknown)?;
+    if cluster.normalize() {
+        Some(cluster)
+    } else {
+        unknown.push(UnknownValue {
+            field: "items[].id",
+            value: String::new(),
+        });
+        None
+    }
+}
+
+fn non_empty(s: Option<&str>) -> Option<&str> {
+    s.map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The management cluster a shard names: the AKS cluster's name, else the
+/// Maestro consumer, else the shard id.
+pub fn mgmt_cluster_of(shard: &ProvisionShard) -> Option<String> {
+    let aks = shard
+        .azure_shard
+        .as_ref()
+        .and_then(|a| non_empty(a.aks_management_cluster_resource_id.as_deref()))
+        .and_then(|id| id.trim_end_matches('/').rsplit('/').next())
+        .filter(|s| !s.is_empty());
+    let consumer = shard
+        .maestro_config
+        .as_ref()
+        .and_then(|m| non_empty(m.consumer_name.as_deref()));
+    aks.or(consumer)
+        .or(non_empty(shard.id.as_deref()))
+        .map(str::to_string)
+}
+
+/// The ARM resource id a CS cluster stands for, lower-cased: THE join with
+/// the RP frontend.
+pub fn arm_resource_id(azure: &CsAzure) -> Option<String> {
+    let sub = non_empty(azure.subscription_id.as_deref())?;
+    let rg = non_empty(azure.resource_group_name.as_deref())?;
+    let name = non_empty(azure.resource_name.as_deref())?;
+    Some(
+        format!(
+            "/subscriptions/{sub}/resourcegroups/{rg}/providers/microsoft.redhatopenshift/hcpopenshiftclusters/{name}"
+        )
+        .to_lowercase(),
+    )
+}
+
+/// The cluster's state: `status.state`, else the top-level `state`.
+pub fn raw_state(cluster: &CsCluster) -> &str {
+    cluster
+        .status
+        .as_ref()
+        .and_then(|s| non_empty(s.state.as_deref()))
+        .or(non_empty(cluster.state.as_deref()))
+        .unwrap_or("")
+}
+
+fn is_in_flight(cluster: &CsCluster) -> bool {
+    !SETTLED_STATES.contains(&raw_state(cluster))
+}
+
+/// Turn one CS cluster into its `clusters_service` observation.
+pub fn parse_cluster(
+    cluster: &CsCluster,
+    api: ClustersServiceApi,
+    mgmt_cluster: Option<String>,
+    unknown: &mut Vec<UnknownValue>,
+) -> Observation {
+    let status = cluster.status.clone().unwrap_or_default();
+    let raw_state = raw_state(cluster);
+    let phase = match phase_map::clusters_service(raw_state) {
+        Some(phase) => phase,
+        None => {
+            unknown.push(UnknownValue {
+                field: "status.state",
+                value: raw_state.to_string(),
+            });
+            Phase::Unknown
+        }
+    };
+    let code = non_empty(status.provision_error_code.as_deref());
+    let message = non_empty(status.provision_error_message.as_deref()).or(
+        // The description explains an error state when no message is given
+        // (how the RP backend words a CS failure, FACTS 7).
+        if code.is_some() || phase == Phase::Failed {
+            non_empty(status.description.as_deref())
+        } else {
+            None
+        },
+    );
+    let error = (code.is_some() || message.is_some()).then(|| HopError {
+        code: code.unwrap_or_default().to_string(),
+        message: message.unwrap_or_default().to_string(),
+    });
+    let azure = cluster.azure.clone().unwrap_or_default();
+    let platform = match api {
+        ClustersServiceApi::AroHcpV1alpha1 => Some("azure".to_string()),
+        ClustersServiceApi::ClustersMgmtV1 => cluster
+            .cloud_provider
+            .as_ref()
+            .and_then(|c| non_empty(c.id.as_deref()))
+            .map(str::to_string),
+    };
+    let view = HopView {
+        created_at: http::parse_time(
+            cluster.creation_timestamp.as_deref(),
+            "creation_timestamp",
+            unknown,
+        ),
+        error,
+        identity: IdentityPatch {
+            name: non_empty(cluster.name.as_deref()).map(str::to_string),
+            resource_id: arm_resource_id(&azure),
+            subscription_id: non_empty(azure.subscription_id.as_deref()).map(str::to_lowercase),
+            resource_group: non_empty(azure.resource_group_name.as_deref()).map(str::to_string),
+            version: cluster
+                .version
+                .as_ref()
+                .and_then(|v| non_empty(v.id.as_deref()))
+                .map(str::to_string),
+            platform,
+            mgmt_cluster,
+            ..IdentityPatch::default()
+        },
+        ..HopView::new(raw_state, phase)
+    };
+    Observation {
+        key: ClusterKey::Id(cluster.id.clone()),
+        hop: Hop::ClustersService,
+        via: Via::Direct,
+        object: String::new(),
+        change: Change::Upsert(Box::new(view)),
+    }
+}
+
+/// Turn one list's raw items into observations; `mgmt_for` gives the cached
+/// management cluster of a cluster id.
+pub fn parse_items(
+    items: Vec<serde_json::Value>,
+    api: ClustersServiceApi,
+    mgmt_for: impl Fn(&str) -> Option<String>,
+) -> Parsed {
+    let mut parsed = Parsed::default();
+    for item in items {
+        if let Some(c) = decode_cluster(item, &mut parsed.unknown) {
+            let mgmt = mgmt_for(&c.id);
+            let obs = parse_cluster(&c, api, mgmt, &mut parsed.unknown);
+            parsed.observations.push(obs);
+        }
+    }
+    parsed
+}
+
+/// The `search` of the fast poll.
+pub fn in_flight_search() -> String {
+    format!(
+        "state not in ({})",
+        quoted_list(SETTLED_STATES.iter().copied())
+    )
+}
+
+/// The `search` of the slow poll.
+pub fn settled_search() -> String {
+    format!("state in ({})", quoted_list(SETTLED_STATES.iter().copied()))
+}
+
+/// The `search` that reads these clusters by id.
+pub fn ids_search<'a>(ids: impl Iterator<Item = &'a str>) -> String {
+    format!("id in ({})", quoted_list(ids))
+}
+
+fn quoted_list<'a>(values: impl Iterator<Item = &'a str>) -> String {
+    values.map(sql_quote).collect::<Vec<_>>().join(",")
+}
+
+/// Which list a poll reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollKind {
+    Full,
+    Fast,
+    Slow,
+}
+
+#[derive(Debug, Clone)]
+enum ShardEntry {
+    Known(Option<String>),
+    RetryAt(Instant),
+}
+
+/// The Clusters Service poller.
+pub struct ClustersServiceSource {
+    ctx: SourceContext,
+    cfg: ClustersServiceConfig,
+    client: HttpClient,
+    tracker: Tracker,
+    in_flight: HashSet<String>,
+    shards: HashMap<String, ShardEntry>,
+    synced: bool,
+}
+
+impl ClustersServiceSource {
+    pub fn new(
+        cfg: ClustersServiceConfig,
+        ctx: SourceContext,
+    ) -> Result<ClustersServiceSource, BuildError> {
+        let client = HttpClient::new(&ctx.name, &cfg.http, ctx.metrics.clone())?;
+        Ok(Self::with_client(cfg, ctx, client))
+    }
+
+    pub fn with_client(
+        cfg: ClustersServiceConfig,
+        ctx: SourceContext,
+        client: HttpClient,
+    ) -> ClustersServiceSource {
+        ClustersServiceSource {
+            ctx,
+            cfg,
+            client,
+            tracker: Tracker::default(),
+            in_flight: HashSet::new(),
+            shards: HashMap::new(),
+            synced: false,
+        }
+    }
+
+    /// Clusters currently known to be in flight.
+    pub fn in_flight(&self) -> &HashSet<String> {
+        &self.in_flight
+    }
+
+    /// Poll forever. Abort the task to stop.
+    pub async fn run(mut self) {
+        let cfg = self.cfg.http.clone();
+        let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
+        let start = Instant::now();
+        let (mut next_full, mut next_slow) = (start, start);
+        loop {
+            let now = Instant::now();
+            let kind = if !self.synced || now >= next_full {
+                PollKind::Full
+            } else if now >= next_slow {
+                PollKind::Slow
+            } else {
+                PollKind::Fast
+            };
+            let wait = if self.poll(kind).await {
+                backoff.reset();
+                let done = Instant::now();
+                if kind == PollKind::Full {
+                    next_full = http::after(done, cfg.full_relist_interval);
+                    next_slow = http::after(done, cfg.slow_poll_interval);
+                } else if kind == PollKind::Slow {
+                    next_slow = http::after(done, cfg.slow_poll_interval);
+                }
+                let next_fast = http::after(done, cfg.fast_poll_interval);
+                next_full
+                    .min(next_slow)
+                    .min(next_fast)
+                    .saturating_duration_since(done)
+            } else {
+                backoff.next_delay()
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One poll of the given kind: read, deliver, record success. Returns
+    /// whether every request succeeded.
+    pub async fn poll(&mut self, kind: PollKind) -> bool {
+        let observed_at = Timestamp::now();
+        let initial = !self.synced;
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        let ok = match self.read(kind, &mut out, &mut unknown).await {
+            Ok(shards_ok) => {
+                if kind == PollKind::Full {
+                    self.synced = true;
+                }
+                http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+                shards_ok
+            }
+            // Nothing is delivered from an incomplete read: it cannot tell
+            // what is gone, and an initial batch must be a complete picture.
+            Err(err) => {
+                tracing::warn!(source = %self.ctx.name, poll = ?kind, error = %err, "Clusters Service poll failed");
+                false
+            }
+        };
+        if ok {
+            self.ctx
+                .metrics
+                .sync_succeeded(&self.ctx.name, Timestamp::now());
+        } else {
+            self.ctx.metrics.sync_failed(&self.ctx.name);
+        }
+        ok
+    }
+
+    fn clusters_path(&self) -> String {
+        format!("{}/clusters", self.cfg.api.path_prefix())
+    }
+
+    async fn list(
+        &self,
+        search: Option<&str>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<Vec<CsCluster>, SourceError> {
+        let params: Vec<(&str, &str)> = search.map(|s| ("search", s)).into_iter().collect();
+        let items = http::list_pages(
+            &self.client,
+            &self.clusters_path(),
+            &params,
+            self.cfg.http.page_size,
+        )
+        .await?;
+        Ok(items
+            .into_iter()
+            .filter_map(|item| decode_cluster(item, unknown))
+            .collect())
+    }
+
+    /// Returns whether every provision shard read succeeded (list failures
+    /// are errors).
+    async fn read(
+        &mut self,
+        kind: PollKind,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<bool, SourceError> {
+        let mut vanished = Vec::new();
+        let reads = match kind {
+            PollKind::Full => {
+                let reads = self.list(None, unknown).await?;
+                let seen: HashSet<&str> = reads.iter().map(|r| r.id.as_str()).collect();
+                vanished = self
+                    .tracker
+                    .owners()
+                    .filter(|o| !seen.contains(o))
+                    .map(str::to_string)
+                    .collect();
+                reads
+            }
+            PollKind::Fast => {
+                let mut reads = self.list(Some(&in_flight_search()), unknown).await?;
+                let seen: HashSet<String> = reads.iter().map(|r| r.id.clone()).collect();
+                let mut missing: Vec<String> = self
+                    .in_flight
+                    .iter()
+                    .filter(|id| !seen.contains(*id))
+                    .cloned()
+                    .collect();
+                missing.sort();
+                for chunk in missing.chunks(IDS_PER_QUERY) {
+                    let search = ids_search(chunk.iter().map(String::as_str));
+                    let found = self.list(Some(&search), unknown).await?;
+                    let found_ids: HashSet<&str> = found.iter().map(|r| r.id.as_str()).collect();
+                    vanished.extend(
+                        chunk
+                            .iter()
+                            .filter(|id| !found_ids.contains(id.as_str()))
+                            .cloned(),
+                    );
+                    reads.extend(found);
+                }
+                reads
+            }
+            PollKind::Slow => self.list(Some(&settled_search()), unknown).await?,
+        };
+        for id in &vanished {
+            self.tracker.remove(id, out);
+            self.in_flight.remove(id);
+            self.shards.remove(id);
+        }
+        if kind == PollKind::Full {
+            self.in_flight.clear();
+        }
+        for cluster in &reads {
+            if is_in_flight(cluster) {
+                self.in_flight.insert(cluster.id.clone());
+            } else {
+                self.in_flight.remove(&cluster.id);
+            }
+        }
+        let shards_ok = self.read_shards(&reads).await;
+        let mode = UpdateMode {
+            send_all: kind == PollKind::Full,
+            partial: false,
+        };
+        for cluster in reads {
+            let mgmt = match self.shards.get(&cluster.id) {
+                Some(ShardEntry::Known(m)) => m.clone(),
+                _ => None,
+            };
+            let obs = parse_cluster(&cluster, self.cfg.api, mgmt, unknown);
+            self.tracker.update(&cluster.id, vec![obs], mode, out);
+        }
+        Ok(shards_ok)
+    }
+
+    /// Read the provision shard of clusters that do not have one cached,
+    /// in-flight clusters first, at most [`SHARD_READS_PER_POLL`].
+    async fn read_shards(&mut self, reads: &[CsCluster]) -> bool {
+        let now = Instant::now();
+        let mut wanted: Vec<(&str, bool)> = reads
+            .iter()
+            .filter(|r| match self.shards.get(&r.id) {
+                None => true,
+                Some(ShardEntry::RetryAt(at)) => *at <= now,
+                Some(ShardEntry::Known(_)) => false,
+            })
+            .map(|r| (r.id.as_str(), is_in_flight(r)))
+            .collect();
+        wanted.sort_by_key(|(_, flight)| !flight);
+        wanted.truncate(SHARD_READS_PER_POLL);
+        let mut ok = true;
+        for (id, _) in wanted {
+            let entry = match self.read_shard(id).await {
+                Ok(Some(shard)) => ShardEntry::Known(mgmt_cluster_of(&shard)),
+                // Not assigned yet: ask again later.
+                Ok(None) => ShardEntry::RetryAt(http::after(now, SHARD_RETRY)),
+                Err(err) => {
+                    ok = false;
+                    tracing::warn!(source = %self.ctx.name, cluster_id = id, error = %err, "provision shard read failed");
+                    ShardEntry::RetryAt(http::after(now, SHARD_RETRY))
+                }
+            };
+            self.shards.insert(id.to_string(), entry);
+        }
+        ok
+    }
+
+    async fn read_shard(&self, id: &str) -> Result<Option<ProvisionShard>, SourceError> {
+        let mut url = self.client.url(&self.clusters_path())?;
+        // Segments are pushed, not formatted, so an odd id cannot change the path.
+        url.path_segments_mut()
+            .map_err(|()| SourceError::InvalidUrl {
+                base: self.clusters_path(),
+                path: id.to_string(),
+                source: url::ParseError::RelativeUrlWithCannotBeABaseBase,
+            })?
+            .push(id)
+            .push("provision_shard");
+        self.client.get_json_or_absent(url).await
+    }
+}

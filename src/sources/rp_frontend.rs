@@ -1,1 +1,528 @@
-//! TODO(sources helper)
+//! ARO HCP RP frontend: `Microsoft.RedHatOpenShift/hcpOpenShiftClusters`
+//! (hop `rp_frontend`, DESIGN section 1; wire shapes in reference FACTS 7).
+//!
+//! Reads per subscription
+//! `GET {base}/subscriptions/{sub}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=V`
+//! (following `nextLink` as given, as long as it stays on the base URL's
+//! origin) and individual resources `GET {base}{resource_id}?api-version=V`.
+//!
+//! Polling rules:
+//! - Each subscription and each configured resource id is a *target* with its
+//!   own schedule: the fast interval while one of its clusters is in flight
+//!   (provisioningState not Succeeded/Failed/Canceled), else the slow interval,
+//!   never longer than the full relist interval.
+//! - A subscription list is complete for that subscription, so every list is
+//!   a relist of it: a cluster it no longer shows is `Gone` (unless it is also
+//!   a configured resource id, which its own GET decides). A 404 on a GET by
+//!   id is `Gone`.
+//! - Batches are `initial: true` until every target has succeeded once.
+//! - A failed target keeps its last state (nothing is declared gone), marks
+//!   the sync failed (`hcpflow_source_up` 0) and retries with backoff.
+//! - Only observations whose view changed are sent, except on a target's
+//!   first success and once per full relist interval (and on
+//!   [`RpFrontendSource::poll_all`]), where all are.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use parking_lot::RwLock;
+use serde::Deserialize;
+
+use crate::config::RpFrontendConfig;
+use crate::model::phase_map;
+use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Phase, Via};
+use crate::sources::http::{
+    self, Backoff, BuildError, HttpClient, MAX_PAGES, SourceError, Tracker, UpdateMode,
+    WireCondition, null_default,
+};
+use crate::sources::{Parsed, SourceContext, UnknownValue};
+
+const PROVIDER_PATH: &str = "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters";
+
+/// An ARM list page: `{value, nextLink}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArmList {
+    #[serde(default, deserialize_with = "null_default")]
+    pub value: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub next_link: Option<String>,
+}
+
+/// The fields of an hcpOpenShiftClusters resource the exporter reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HcpOpenShiftCluster {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub system_data: Option<SystemData>,
+    #[serde(default)]
+    pub properties: Option<ClusterProperties>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemData {
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterProperties {
+    #[serde(default)]
+    pub provisioning_state: Option<String>,
+    #[serde(default)]
+    pub version: Option<VersionProfile>,
+    #[serde(default)]
+    pub dns: Option<DnsProfile>,
+    #[serde(default)]
+    pub api: Option<UrlProfile>,
+    #[serde(default)]
+    pub console: Option<UrlProfile>,
+    /// Only from api-version 2026-06-30-preview on.
+    #[serde(default)]
+    pub status: Option<ResourceStatus>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct VersionProfile {
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DnsProfile {
+    #[serde(default)]
+    pub base_domain: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct UrlProfile {
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceStatus {
+    #[serde(default, deserialize_with = "null_default")]
+    pub conditions: Vec<WireCondition>,
+}
+
+/// Where an SRE reaches the cluster, as the RP reports it. Not a label (free
+/// text); kept for the JSON API.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterEndpoints {
+    pub api_url: Option<String>,
+    pub console_url: Option<String>,
+    pub base_domain: Option<String>,
+}
+
+/// Endpoints by lower-cased ARM resource id, shared with whoever exposes them.
+pub type EndpointsByResourceId = Arc<RwLock<HashMap<String, ClusterEndpoints>>>;
+
+/// One resource read: its observation and endpoints.
+#[derive(Debug)]
+pub struct ParsedCluster {
+    /// Lower-cased ARM resource id (the owner key and the join key).
+    pub resource_id: String,
+    pub observation: Observation,
+    pub endpoints: ClusterEndpoints,
+    /// The phase, to schedule the next poll.
+    pub phase: Phase,
+}
+
+/// `subscriptions/{sub}` and `resourceGroups/{rg}` of an ARM id (segment
+/// names are case-insensitive in ARM).
+pub fn id_scope(resource_id: &str) -> (Option<String>, Option<String>) {
+    let mut subscription = None;
+    let mut resource_group = None;
+    let mut segments = resource_id.split('/').filter(|s| !s.is_empty());
+    while let Some(segment) = segments.next() {
+        if segment.eq_ignore_ascii_case("subscriptions") {
+            subscription = segments.next().map(str::to_string);
+        } else if segment.eq_ignore_ascii_case("resourcegroups") {
+            resource_group = segments.next().map(str::to_string);
+        }
+    }
+    (subscription, resource_group)
+}
+
+/// Turn one resource into its `rp_frontend` observation.
+pub fn parse_cluster(
+    cluster: &HcpOpenShiftCluster,
+    unknown: &mut Vec<UnknownValue>,
+) -> ParsedCluster {
+    let resource_id = cluster.id.to_lowercase();
+    let props = cluster.properties.clone().unwrap_or_default();
+    let raw_state = props.provisioning_state.as_deref().unwrap_or("");
+    let phase = match phase_map::rp_frontend(raw_state) {
+        Some(phase) => phase,
+        None => {
+            unknown.push(UnknownValue {
+                field: "properties.provisioningState",
+                value: raw_state.to_string(),
+            });
+            Phase::Unknown
+        }
+    };
+    let conditions = props
+        .status
+        .as_ref()
+        .map(|s| http::conditions(&s.conditions, unknown))
+        .unwrap_or_default();
+    // The condition that explains the state carries the upstream time the
+    // state was entered.
+    let explaining: &[&str] = match phase {
+        Phase::Ready => &["Available"],
+        Phase::Failed => &["Degraded", "Available"],
+        _ => &["Progressing"],
+    };
+    let (subscription, resource_group) = id_scope(&cluster.id);
+    let name = cluster
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| cluster.id.rsplit('/').next().map(str::to_string));
+    let view = HopView {
+        since: http::transition_of(&conditions, explaining),
+        created_at: http::parse_time(
+            cluster
+                .system_data
+                .as_ref()
+                .and_then(|s| s.created_at.as_deref()),
+            "systemData.createdAt",
+            unknown,
+        ),
+        conditions,
+        identity: IdentityPatch {
+            name,
+            resource_id: Some(resource_id.clone()),
+            // Subscription ids are GUIDs, compared case-insensitively by ARM;
+            // lower-cased so RP and Clusters Service agree on the label.
+            subscription_id: subscription.map(|s| s.to_lowercase()),
+            resource_group,
+            version: props.version.and_then(|v| v.id).filter(|v| !v.is_empty()),
+            ..IdentityPatch::default()
+        },
+        ..HopView::new(raw_state, phase)
+    };
+    ParsedCluster {
+        observation: Observation {
+            key: ClusterKey::ArmResourceId(resource_id.clone()),
+            hop: Hop::RpFrontend,
+            via: Via::Direct,
+            object: String::new(),
+            change: Change::Upsert(Box::new(view)),
+        },
+        endpoints: ClusterEndpoints {
+            api_url: props.api.and_then(|a| a.url),
+            console_url: props.console.and_then(|c| c.url),
+            base_domain: props.dns.and_then(|d| d.base_domain),
+        },
+        resource_id,
+        phase,
+    }
+}
+
+/// Turn one list page into observations (items that are not resources are
+/// skipped and counted).
+pub fn parse_list(list: ArmList) -> (Vec<ParsedCluster>, Vec<UnknownValue>) {
+    let mut unknown = Vec::new();
+    let mut clusters = Vec::with_capacity(list.value.len());
+    for item in list.value {
+        if let Some(c) = http::decode_item::<HcpOpenShiftCluster>(item, "value[]", &mut unknown) {
+            clusters.push(parse_cluster(&c, &mut unknown));
+        }
+    }
+    (clusters, unknown)
+}
+
+/// Observations of a list of parsed clusters.
+pub fn to_parsed(clusters: Vec<ParsedCluster>, unknown: Vec<UnknownValue>) -> Parsed {
+    Parsed {
+        observations: clusters.into_iter().map(|c| c.observation).collect(),
+        unknown,
+    }
+}
+
+fn in_flight(phase: Phase) -> bool {
+    !matches!(phase, Phase::Ready | Phase::Failed)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TargetKind {
+    Subscription(String),
+    /// Lower-cased resource id as the owner key, original for the URL.
+    Resource {
+        id: String,
+        owner: String,
+    },
+}
+
+#[derive(Debug)]
+struct Target {
+    kind: TargetKind,
+    next_due: Instant,
+    backoff: Backoff,
+    succeeded_once: bool,
+    /// When this target last sent everything it showed (a relist).
+    last_relist: Instant,
+}
+
+/// The RP frontend poller.
+pub struct RpFrontendSource {
+    ctx: SourceContext,
+    cfg: RpFrontendConfig,
+    client: HttpClient,
+    tracker: Tracker,
+    targets: Vec<Target>,
+    explicit_owners: HashSet<String>,
+    endpoints: EndpointsByResourceId,
+}
+
+impl RpFrontendSource {
+    pub fn new(cfg: RpFrontendConfig, ctx: SourceContext) -> Result<RpFrontendSource, BuildError> {
+        let client = HttpClient::new(&ctx.name, &cfg.http, ctx.metrics.clone())?;
+        Ok(Self::with_client(cfg, ctx, client))
+    }
+
+    /// Use a prepared client (e.g. one with a request hook).
+    pub fn with_client(
+        cfg: RpFrontendConfig,
+        ctx: SourceContext,
+        client: HttpClient,
+    ) -> RpFrontendSource {
+        let now = Instant::now();
+        let backoff = || Backoff::new(Duration::from_secs(1), cfg.http.slow_poll_interval);
+        let mut targets: Vec<Target> = cfg
+            .subscriptions
+            .iter()
+            .map(|s| TargetKind::Subscription(s.clone()))
+            .chain(cfg.resource_ids.iter().map(|id| TargetKind::Resource {
+                id: id.clone(),
+                owner: id.to_lowercase(),
+            }))
+            .map(|kind| Target {
+                kind,
+                next_due: now,
+                backoff: backoff(),
+                succeeded_once: false,
+                last_relist: now,
+            })
+            .collect();
+        targets.dedup_by(|a, b| a.kind == b.kind);
+        let explicit_owners = cfg
+            .resource_ids
+            .iter()
+            .map(|id| id.to_lowercase())
+            .collect();
+        RpFrontendSource {
+            ctx,
+            cfg,
+            client,
+            tracker: Tracker::default(),
+            targets,
+            explicit_owners,
+            endpoints: EndpointsByResourceId::default(),
+        }
+    }
+
+    /// The API/console URLs and base domains read so far, kept up to date
+    /// while the poller runs.
+    pub fn endpoints(&self) -> EndpointsByResourceId {
+        self.endpoints.clone()
+    }
+
+    /// Poll forever. Abort the task to stop.
+    pub async fn run(mut self) {
+        loop {
+            self.poll().await;
+            let next = self
+                .targets
+                .iter()
+                .map(|t| t.next_due)
+                .min()
+                .unwrap_or_else(|| http::after(Instant::now(), self.cfg.http.slow_poll_interval));
+            tokio::time::sleep_until(next.into()).await;
+        }
+    }
+
+    /// Read every target whose time has come, deliver one batch, and record
+    /// the sync's success or failure. Returns whether every target read
+    /// succeeded.
+    pub async fn poll(&mut self) -> bool {
+        self.poll_targets(false).await
+    }
+
+    /// Read every target now (a full relist).
+    pub async fn poll_all(&mut self) -> bool {
+        self.poll_targets(true).await
+    }
+
+    async fn poll_targets(&mut self, all: bool) -> bool {
+        let observed_at = Timestamp::now();
+        let now = Instant::now();
+        let initial = !self.targets.iter().all(|t| t.succeeded_once);
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        let mut ok = true;
+        for i in 0..self.targets.len() {
+            if !all && self.targets[i].next_due > now {
+                continue;
+            }
+            let kind = self.targets[i].kind.clone();
+            let relist_due = now.duration_since(self.targets[i].last_relist)
+                >= self.cfg.http.full_relist_interval;
+            let send_all = all || relist_due || !self.targets[i].succeeded_once;
+            let result = match &kind {
+                TargetKind::Subscription(sub) => {
+                    self.read_subscription(sub, send_all, &mut out, &mut unknown)
+                        .await
+                }
+                TargetKind::Resource { id, owner } => {
+                    self.read_resource(id, owner, send_all, &mut out, &mut unknown)
+                        .await
+                }
+            };
+            let target = &mut self.targets[i];
+            match result {
+                Ok(any_in_flight) => {
+                    target.succeeded_once = true;
+                    target.backoff.reset();
+                    if send_all {
+                        target.last_relist = now;
+                    }
+                    let cfg = &self.cfg.http;
+                    let interval = if any_in_flight {
+                        cfg.fast_poll_interval
+                    } else {
+                        cfg.slow_poll_interval
+                    };
+                    target.next_due =
+                        http::after(Instant::now(), interval.min(cfg.full_relist_interval));
+                }
+                Err(err) => {
+                    ok = false;
+                    let delay = target.backoff.next_delay();
+                    tracing::warn!(source = %self.ctx.name, error = %err, retry_in = ?delay, "RP frontend read failed");
+                    target.next_due = http::after(Instant::now(), delay);
+                }
+            }
+        }
+        // A poll where nothing was read delivers nothing: an empty initial
+        // batch would claim a first sync that did not happen.
+        let initial = initial && (ok || !out.is_empty());
+        http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+        if ok {
+            self.ctx
+                .metrics
+                .sync_succeeded(&self.ctx.name, Timestamp::now());
+        } else {
+            self.ctx.metrics.sync_failed(&self.ctx.name);
+        }
+        ok
+    }
+
+    /// List one subscription (all pages) and relist it in the tracker.
+    /// Returns whether one of its clusters is in flight.
+    async fn read_subscription(
+        &mut self,
+        sub: &str,
+        send_all: bool,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<bool, SourceError> {
+        let mut url = self
+            .client
+            .url(&format!("/subscriptions/{sub}{PROVIDER_PATH}"))?;
+        url.query_pairs_mut()
+            .append_pair("api-version", &self.cfg.api_version);
+        let mut clusters = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let page: ArmList = self.client.get_json(url.clone()).await?;
+            let next = page.next_link.clone().filter(|l| !l.is_empty());
+            let (parsed, page_unknown) = parse_list(page);
+            clusters.extend(parsed);
+            unknown.extend(page_unknown);
+            match next {
+                Some(link) => url = self.client.same_origin(&link)?,
+                None => break,
+            }
+        }
+        // Only now, with every page read, is the list complete.
+        let seen: HashSet<String> = clusters.iter().map(|c| c.resource_id.clone()).collect();
+        let sub_lower = sub.to_lowercase();
+        let vanished: Vec<String> = self
+            .tracker
+            .owners()
+            .filter(|owner| {
+                !seen.contains(*owner)
+                    && !self.explicit_owners.contains(*owner)
+                    && id_scope(owner).0.as_deref() == Some(sub_lower.as_str())
+            })
+            .map(str::to_string)
+            .collect();
+        for owner in vanished {
+            self.tracker.remove(&owner, out);
+            self.endpoints.write().remove(&owner);
+        }
+        let mut any_in_flight = false;
+        for cluster in clusters {
+            any_in_flight |= in_flight(cluster.phase);
+            self.accept(cluster, send_all, out);
+        }
+        Ok(any_in_flight)
+    }
+
+    async fn read_resource(
+        &mut self,
+        id: &str,
+        owner: &str,
+        send_all: bool,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<bool, SourceError> {
+        let mut url = self.client.url(id)?;
+        url.query_pairs_mut()
+            .append_pair("api-version", &self.cfg.api_version);
+        let Some(item) = self
+            .client
+            .get_json_or_absent::<serde_json::Value>(url.clone())
+            .await?
+        else {
+            self.tracker.remove(owner, out);
+            self.endpoints.write().remove(owner);
+            return Ok(false);
+        };
+        let cluster: HcpOpenShiftCluster = serde_json::from_value(item).map_err(|source| {
+            let err = SourceError::Decode {
+                url: url.to_string(),
+                source,
+            };
+            self.ctx.metrics.request_failed(&self.ctx.name, err.kind());
+            err
+        })?;
+        let parsed = parse_cluster(&cluster, unknown);
+        let flight = in_flight(parsed.phase);
+        self.accept(parsed, send_all, out);
+        Ok(flight)
+    }
+
+    fn accept(&mut self, cluster: ParsedCluster, send_all: bool, out: &mut Vec<Observation>) {
+        self.endpoints
+            .write()
+            .insert(cluster.resource_id.clone(), cluster.endpoints);
+        let mode = UpdateMode {
+            send_all,
+            partial: false,
+        };
+        self.tracker
+            .update(&cluster.resource_id, vec![cluster.observation], mode, out);
+    }
+}

@@ -1,0 +1,888 @@
+//! The pollers against an in-test HTTP server: paging, searches, request
+//! counts, failures, deletions, credentials.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use hcp_flow::config::{
+    Auth, ClustersServiceApi, ClustersServiceConfig, HttpSourceConfig, MaestroConfig,
+    RpFrontendConfig,
+};
+use hcp_flow::metrics::exporter::{
+    ExporterMetrics, RequestErrorKind, RequestErrorLabels, SourceLabels,
+};
+use hcp_flow::model::{Batch, Change, ClusterKey, Hop, Observation, Phase};
+use hcp_flow::sources::clusters_service::{ClustersServiceSource, PollKind};
+use hcp_flow::sources::http::HttpClient;
+use hcp_flow::sources::maestro::{self, MaestroSource};
+use hcp_flow::sources::rp_frontend::RpFrontendSource;
+use hcp_flow::sources::{ObservationSink, SourceContext};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use url::Url;
+
+#[derive(Debug, Clone)]
+struct Request {
+    path: String,
+    query: HashMap<String, String>,
+    authorization: Option<String>,
+}
+
+type Handler = Arc<dyn Fn(&Request) -> (u16, String) + Send + Sync>;
+
+struct Mock {
+    base: Url,
+    log: Arc<Mutex<Vec<Request>>>,
+}
+
+impl Mock {
+    async fn start(handler: impl Fn(&Request) -> (u16, String) + Send + Sync + 'static) -> Mock {
+        let handler: Handler = Arc::new(handler);
+        let log: Arc<Mutex<Vec<Request>>> = Arc::default();
+        let app_log = log.clone();
+        let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+            let handler = handler.clone();
+            let log = app_log.clone();
+            async move {
+                let req = Request {
+                    path: uri.path().to_string(),
+                    query: url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+                        .into_owned()
+                        .collect(),
+                    authorization: headers
+                        .get(header::AUTHORIZATION)
+                        .map(|v| v.to_str().unwrap().to_string()),
+                };
+                log.lock().push(req.clone());
+                let (status, body) = handler(&req);
+                (
+                    StatusCode::from_u16(status).unwrap(),
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body,
+                )
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Mock {
+            base: Url::parse(&format!("http://{addr}")).unwrap(),
+            log,
+        }
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.log.lock().clone()
+    }
+
+    fn take(&self) -> Vec<Request> {
+        std::mem::take(&mut *self.log.lock())
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Batch>>);
+
+impl ObservationSink for Recorder {
+    fn apply(&self, batch: Batch) {
+        self.0.lock().push(batch);
+    }
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<Batch> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+struct Harness {
+    sink: Arc<Recorder>,
+    metrics: ExporterMetrics,
+    ctx: SourceContext,
+}
+
+fn harness(name: &str) -> Harness {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = ExporterMetrics::register(&mut registry);
+    let sink = Arc::new(Recorder::default());
+    let ctx = SourceContext {
+        name: name.to_string(),
+        sink: sink.clone(),
+        metrics: metrics.clone(),
+    };
+    Harness { sink, metrics, ctx }
+}
+
+impl Harness {
+    fn up(&self) -> i64 {
+        self.metrics
+            .source_up
+            .get_or_create(&SourceLabels {
+                source: self.ctx.name.clone(),
+            })
+            .get()
+    }
+
+    fn requests(&self) -> u64 {
+        self.metrics
+            .source_requests
+            .get_or_create(&SourceLabels {
+                source: self.ctx.name.clone(),
+            })
+            .get()
+    }
+
+    fn errors(&self, kind: RequestErrorKind) -> u64 {
+        self.metrics
+            .source_request_errors
+            .get_or_create(&RequestErrorLabels {
+                source: self.ctx.name.clone(),
+                kind,
+            })
+            .get()
+    }
+}
+
+fn http_config(base: &Url) -> HttpSourceConfig {
+    let mut cfg = HttpSourceConfig::new(base.clone());
+    cfg.timeout = Duration::from_secs(5);
+    cfg
+}
+
+fn gone_keys(batches: &[Batch]) -> Vec<(ClusterKey, Hop, String)> {
+    batches
+        .iter()
+        .flat_map(|b| &b.observations)
+        .filter(|o| matches!(o.change, Change::Gone))
+        .map(|o| (o.key.clone(), o.hop, o.object.clone()))
+        .collect()
+}
+
+fn upserts(batches: &[Batch]) -> Vec<&Observation> {
+    batches
+        .iter()
+        .flat_map(|b| &b.observations)
+        .filter(|o| matches!(o.change, Change::Upsert(_)))
+        .collect()
+}
+
+fn phase_of(o: &Observation) -> Phase {
+    match &o.change {
+        Change::Upsert(v) => v.phase,
+        Change::Gone => panic!("gone"),
+    }
+}
+
+// ---------------------------------------------------------------- RP frontend
+
+const SUB: &str = "FDEA43EA-0230-4A7D-BDEE-F3AFF2183B1D";
+
+fn arm_cluster(name: &str, state: &str) -> Value {
+    json!({
+        "id": format!("/subscriptions/{SUB}/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{name}"),
+        "name": name,
+        "type": "Microsoft.RedHatOpenShift/hcpOpenShiftClusters",
+        "location": "westus3",
+        "systemData": {"createdAt": "2026-06-10T22:50:00Z"},
+        "properties": {"provisioningState": state, "version": {"id": "4.20", "channelGroup": "stable"}}
+    })
+}
+
+fn rp_config(base: &Url) -> RpFrontendConfig {
+    RpFrontendConfig {
+        http: http_config(base),
+        api_version: "2024-06-10-preview".into(),
+        subscriptions: vec![SUB.into()],
+        resource_ids: vec![],
+    }
+}
+
+#[tokio::test]
+async fn rp_list_follows_next_link_and_relists_remove_vanished() {
+    let h = harness("rp_frontend");
+    let round = Arc::new(Mutex::new(0));
+    let r = round.clone();
+    let base_cell: Arc<Mutex<String>> = Arc::default();
+    let b = base_cell.clone();
+    let mock = Mock::start(move |req| {
+        let second_round = *r.lock() > 0;
+        if req.path.ends_with("/hcpOpenShiftClusters") {
+            assert_eq!(req.query.get("api-version").map(String::as_str), Some("2024-06-10-preview"));
+            let next = format!("{}next-page?api-version=2024-06-10-preview&$skipToken=2", b.lock());
+            (200, json!({"value": [arm_cluster("a", "Succeeded"), arm_cluster("b", "Provisioning")], "nextLink": next}).to_string())
+        } else if req.path == "/next-page" {
+            assert_eq!(req.query.get("$skipToken").map(String::as_str), Some("2"));
+            let value = if second_round { json!([]) } else { json!([arm_cluster("c", "Failed")]) };
+            (200, json!({"value": value}).to_string())
+        } else {
+            (404, "{}".into())
+        }
+    })
+    .await;
+    *base_cell.lock() = mock.base.to_string();
+    let mut rp = RpFrontendSource::new(rp_config(&mock.base), h.ctx.clone()).unwrap();
+
+    assert!(rp.poll_all().await);
+    assert_eq!(mock.take().len(), 2, "one request per page");
+    let batches = h.sink.take();
+    assert_eq!(batches.len(), 1);
+    assert!(batches[0].initial);
+    let obs = upserts(&batches);
+    assert_eq!(obs.len(), 3);
+    assert!(
+        obs.iter()
+            .all(|o| matches!(&o.key, ClusterKey::ArmResourceId(id) if id == &id.to_lowercase()))
+    );
+    assert_eq!(h.up(), 1);
+    assert!(rp.endpoints().read().len() == 3);
+
+    *round.lock() = 1;
+    assert!(rp.poll_all().await);
+    let batches = h.sink.take();
+    assert!(!batches[0].initial);
+    let gone = gone_keys(&batches);
+    assert_eq!(gone.len(), 1);
+    assert!(matches!(&gone[0].0, ClusterKey::ArmResourceId(id) if id.ends_with("/c")));
+    assert_eq!(rp.endpoints().read().len(), 2);
+}
+
+#[tokio::test]
+async fn rp_refuses_a_next_link_to_another_origin() {
+    let h = harness("rp_frontend");
+    let mock = Mock::start(|_| {
+        (200, json!({"value": [arm_cluster("a", "Succeeded")], "nextLink": "https://elsewhere.invalid/a"}).to_string())
+    })
+    .await;
+    let mut rp = RpFrontendSource::new(rp_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(!rp.poll_all().await);
+    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(h.up(), 0);
+    assert_eq!(h.errors(RequestErrorKind::other), 1);
+    assert!(h.sink.take().is_empty(), "an incomplete list sends nothing");
+}
+
+#[tokio::test]
+async fn rp_get_by_id_404_is_gone() {
+    let h = harness("rp_frontend");
+    let present = Arc::new(Mutex::new(true));
+    let p = present.clone();
+    let mock = Mock::start(move |req| {
+        assert!(req.path.starts_with("/subscriptions/"));
+        if *p.lock() {
+            (200, arm_cluster("x", "Provisioning").to_string())
+        } else {
+            (
+                404,
+                json!({"error": {"code": "ResourceNotFound", "message": "gone"}}).to_string(),
+            )
+        }
+    })
+    .await;
+    let mut cfg = rp_config(&mock.base);
+    cfg.subscriptions.clear();
+    let id = format!(
+        "/subscriptions/{SUB}/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/x"
+    );
+    cfg.resource_ids = vec![id.clone()];
+    let mut rp = RpFrontendSource::new(cfg, h.ctx.clone()).unwrap();
+    assert!(rp.poll().await);
+    let batches = h.sink.take();
+    assert_eq!(phase_of(upserts(&batches)[0]), Phase::Progressing);
+    assert_eq!(mock.take()[0].path, id);
+
+    *present.lock() = false;
+    assert!(rp.poll_all().await);
+    let gone = gone_keys(&h.sink.take());
+    assert_eq!(
+        gone,
+        vec![(
+            ClusterKey::ArmResourceId(id.to_lowercase()),
+            Hop::RpFrontend,
+            String::new()
+        )]
+    );
+    assert_eq!(h.up(), 1, "a 404 by id is an answer, not a failure");
+}
+
+#[tokio::test]
+async fn rp_5xx_marks_the_source_down_and_deletes_nothing() {
+    let h = harness("rp_frontend");
+    let failing = Arc::new(Mutex::new(false));
+    let f = failing.clone();
+    let mock = Mock::start(move |_| {
+        if *f.lock() {
+            (503, "upstream overloaded".into())
+        } else {
+            (
+                200,
+                json!({"value": [arm_cluster("a", "Succeeded")]}).to_string(),
+            )
+        }
+    })
+    .await;
+    let mut rp = RpFrontendSource::new(rp_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(rp.poll_all().await);
+    h.sink.take();
+    *failing.lock() = true;
+    assert!(!rp.poll_all().await);
+    assert_eq!(h.up(), 0);
+    assert_eq!(h.errors(RequestErrorKind::status_5xx), 1);
+    assert!(gone_keys(&h.sink.take()).is_empty());
+    *failing.lock() = false;
+    assert!(rp.poll_all().await);
+    assert_eq!(h.up(), 1);
+    assert!(gone_keys(&h.sink.take()).is_empty());
+}
+
+// ----------------------------------------------------------- Clusters Service
+
+fn cs_cluster(id: &str, state: &str) -> Value {
+    json!({
+        "kind": "Cluster", "id": id, "href": format!("/api/aro_hcp/v1alpha1/clusters/{id}"),
+        "name": format!("name-{id}"), "state": state,
+        "status": {"state": state, "dns_ready": true},
+        "creation_timestamp": "2026-06-10T22:50:00Z",
+        "azure": {"subscription_id": SUB, "resource_group_name": "rg-1", "resource_name": format!("name-{id}")}
+    })
+}
+
+/// One page of an OCM-style list envelope, honouring `page` and `size`.
+fn ocm_page(req: &Request, kind: &str, matching: &[&Value]) -> (u16, String) {
+    let page: usize = req.query["page"].parse().unwrap();
+    let size: usize = req.query["size"].parse().unwrap();
+    let items: Vec<&Value> = matching
+        .iter()
+        .skip((page - 1) * size)
+        .take(size)
+        .copied()
+        .collect();
+    let body = json!({"kind": kind, "page": page, "size": items.len(), "total": matching.len(), "items": items});
+    (200, body.to_string())
+}
+
+/// Serve `clusters` as the CS list honouring page/size and the searches the
+/// poller uses.
+fn cs_list(req: &Request, clusters: &[Value]) -> (u16, String) {
+    let search = req.query.get("search").cloned().unwrap_or_default();
+    let settled = ["ready", "hibernating", "error"];
+    let matching: Vec<&Value> = clusters
+        .iter()
+        .filter(|c| {
+            let state = c["status"]["state"].as_str().unwrap();
+            let id = c["id"].as_str().unwrap();
+            if search.is_empty() {
+                true
+            } else if search.starts_with("state not in") {
+                !settled.contains(&state)
+            } else if search.starts_with("state in") {
+                settled.contains(&state)
+            } else if search.starts_with("id in") {
+                search.contains(&format!("'{id}'"))
+            } else {
+                panic!("unexpected search {search}")
+            }
+        })
+        .collect();
+    ocm_page(req, "ClusterList", &matching)
+}
+
+fn shard() -> String {
+    json!({"kind": "ProvisionShard", "id": "shard-1",
+        "azure_shard": {"aks_management_cluster_resource_id": "/subscriptions/x/resourceGroups/y/providers/Microsoft.ContainerService/managedClusters/mgmt-1"},
+        "maestro_config": {"consumer_name": "consumer-1"}})
+    .to_string()
+}
+
+fn cs_config(base: &Url) -> ClustersServiceConfig {
+    let mut http = http_config(base);
+    http.page_size = 2;
+    ClustersServiceConfig {
+        http,
+        api: ClustersServiceApi::AroHcpV1alpha1,
+    }
+}
+
+#[tokio::test]
+async fn cs_polls_page_and_search_as_documented() {
+    let h = harness("clusters_service");
+    let world = Arc::new(Mutex::new(vec![
+        cs_cluster("c1", "ready"),
+        cs_cluster("c2", "installing"),
+        cs_cluster("c3", "installing"),
+        cs_cluster("c4", "pending"),
+        cs_cluster("c5", "error"),
+    ]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| {
+        if req.path.ends_with("/provision_shard") {
+            return (200, shard());
+        }
+        assert_eq!(req.path, "/api/aro_hcp/v1alpha1/clusters");
+        cs_list(req, &w.lock())
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+
+    // Full: 5 clusters at 2 a page = 3 list requests (+ one shard read each).
+    assert!(cs.poll(PollKind::Full).await);
+    let reqs = mock.take();
+    let lists: Vec<&Request> = reqs
+        .iter()
+        .filter(|r| !r.path.ends_with("provision_shard"))
+        .collect();
+    assert_eq!(lists.len(), 3);
+    assert_eq!(
+        lists
+            .iter()
+            .map(|r| r.query["page"].as_str())
+            .collect::<Vec<_>>(),
+        ["1", "2", "3"]
+    );
+    assert!(lists.iter().all(|r| !r.query.contains_key("search")));
+    assert_eq!(reqs.len() - lists.len(), 5, "one shard read per cluster");
+    let batches = h.sink.take();
+    assert!(batches[0].initial);
+    let obs = upserts(&batches);
+    assert_eq!(obs.len(), 5);
+    let Change::Upsert(v) = &obs[0].change else {
+        unreachable!()
+    };
+    assert_eq!(v.identity.mgmt_cluster.as_deref(), Some("mgmt-1"));
+    assert_eq!(
+        v.identity.resource_id.as_deref(),
+        Some(format!("/subscriptions/{}/resourcegroups/rg-1/providers/microsoft.redhatopenshift/hcpopenshiftclusters/name-c1", SUB.to_lowercase()).as_str())
+    );
+    let mut in_flight: Vec<&String> = cs.in_flight().iter().collect();
+    in_flight.sort();
+    assert_eq!(in_flight, ["c2", "c3", "c4"]);
+
+    // c2 becomes ready, c3 is deleted; c4 unchanged.
+    {
+        let mut w = world.lock();
+        w[1] = cs_cluster("c2", "ready");
+        w.remove(2);
+    }
+    assert!(cs.poll(PollKind::Fast).await);
+    let reqs = mock.take();
+    assert_eq!(
+        reqs.len(),
+        2,
+        "one page of in-flight clusters, one page of the id query; shards cached"
+    );
+    assert_eq!(
+        reqs[0].query["search"],
+        "state not in ('ready','hibernating','error')"
+    );
+    assert_eq!(reqs[1].query["search"], "id in ('c2','c3')");
+    let batches = h.sink.take();
+    assert!(!batches[0].initial);
+    let changed = upserts(&batches);
+    assert_eq!(changed.len(), 1, "c4 did not change and is not sent again");
+    assert_eq!(changed[0].key, ClusterKey::Id("c2".into()));
+    assert_eq!(phase_of(changed[0]), Phase::Ready);
+    assert_eq!(
+        gone_keys(&batches),
+        vec![(
+            ClusterKey::Id("c3".into()),
+            Hop::ClustersService,
+            String::new()
+        )]
+    );
+    assert_eq!(cs.in_flight().len(), 1);
+
+    assert!(cs.poll(PollKind::Slow).await);
+    let reqs = mock.take();
+    assert_eq!(reqs.len(), 2, "3 settled clusters at 2 a page");
+    assert!(
+        reqs.iter()
+            .all(|r| r.query["search"] == "state in ('ready','hibernating','error')")
+    );
+    assert!(h.sink.take().is_empty(), "nothing changed");
+
+    // Full relist catches a settled cluster that vanished.
+    world.lock().retain(|c| c["id"] != "c5");
+    assert!(cs.poll(PollKind::Full).await);
+    let batches = h.sink.take();
+    assert_eq!(
+        gone_keys(&batches),
+        vec![(
+            ClusterKey::Id("c5".into()),
+            Hop::ClustersService,
+            String::new()
+        )]
+    );
+    assert_eq!(upserts(&batches).len(), 3, "a relist sends everything");
+    assert_eq!(h.up(), 1);
+    assert_eq!(h.requests(), (3 + 5 + 2 + 2 + 2) as u64);
+}
+
+#[tokio::test]
+async fn cs_malformed_json_is_a_counted_decode_error() {
+    let h = harness("clusters_service");
+    let mock = Mock::start(|_| (200, "{\"kind\":\"ClusterList\",\"items\":[{\"id\":".into())).await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(!cs.poll(PollKind::Full).await);
+    assert_eq!(h.errors(RequestErrorKind::decode), 1);
+    assert_eq!(h.up(), 0);
+    assert!(
+        h.sink.take().is_empty(),
+        "a failed first sync delivers nothing"
+    );
+}
+
+#[tokio::test]
+async fn cs_shard_failure_is_retried_later_not_every_poll() {
+    let h = harness("clusters_service");
+    let mock = Mock::start(|req| {
+        if req.path.ends_with("/provision_shard") {
+            (500, "{}".into())
+        } else {
+            cs_list(req, &[cs_cluster("c1", "installing")])
+        }
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(
+        !cs.poll(PollKind::Full).await,
+        "a failed request fails the sync"
+    );
+    assert_eq!(
+        upserts(&h.sink.take()).len(),
+        1,
+        "the cluster is still observed"
+    );
+    mock.take();
+    assert!(cs.poll(PollKind::Fast).await);
+    assert!(
+        mock.take()
+            .iter()
+            .all(|r| !r.path.ends_with("provision_shard"))
+    );
+}
+
+// --------------------------------------------------------------------- Maestro
+
+fn maestro_bundle(id: &str, cluster: &str, updated_at: &str, available: &str) -> Value {
+    let conditions = json!([
+        {"type": "Applied", "status": "True", "reason": "AppliedManifestWorkComplete", "message": "", "lastTransitionTime": "2026-06-10T22:51:00Z"},
+        {"type": "Available", "status": available, "reason": "ResourcesAvailable", "message": "", "lastTransitionTime": "2026-06-10T22:52:00Z"}
+    ]);
+    let hc = json!({"conditions": [{"type": "Available", "status": available, "reason": "AsExpected", "message": "", "lastTransitionTime": "2026-06-10T23:00:00Z"}]});
+    let work = json!({"conditions": conditions, "resourceStatus": {"manifests": [{
+        "resourceMeta": {"kind": "HostedCluster", "name": cluster, "namespace": format!("ocm-env-{cluster}")},
+        "statusFeedback": {"values": [{"name": "status", "fieldValue": {"type": "JsonRaw", "jsonRaw": hc.to_string()}}]}
+    }]}});
+    json!({
+        "id": id, "kind": "ResourceBundle", "name": format!("{cluster}-work"), "consumer_name": "mgmt-1", "version": 1,
+        "created_at": "2026-06-10T22:50:00Z", "updated_at": updated_at,
+        "metadata": {"name": format!("{cluster}-work"), "labels": {"api.openshift.com/id": cluster}},
+        "status": {"ObservedVersion": 1, "SequenceID": "1", "conditions": conditions, "resourceStatus": [{
+            "resourceMeta": {"kind": "ManifestWork", "name": format!("{cluster}-work"), "namespace": "local-cluster"},
+            "conditions": conditions,
+            "statusFeedback": {"values": [{"name": "status", "fieldValue": {"type": "JsonRaw", "jsonRaw": work.to_string()}}]}
+        }]}
+    })
+}
+
+fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
+    let matching: Vec<&Value> = match req.query.get("search") {
+        None => bundles.iter().collect(),
+        Some(s) => {
+            let since: jiff::Timestamp = s
+                .strip_prefix("updated_at > '")
+                .and_then(|r| r.strip_suffix('\''))
+                .unwrap_or_else(|| panic!("unexpected search {s}"))
+                .parse()
+                .unwrap();
+            bundles
+                .iter()
+                .filter(|b| {
+                    b["updated_at"]
+                        .as_str()
+                        .unwrap()
+                        .parse::<jiff::Timestamp>()
+                        .unwrap()
+                        > since
+                })
+                .collect()
+        }
+    };
+    ocm_page(req, "ResourceBundleList", &matching)
+}
+
+#[tokio::test]
+async fn maestro_full_then_incremental_then_relist() {
+    let h = harness("maestro");
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b2", "c2", "2026-06-10T23:05:00Z", "False"),
+        maestro_bundle("b3", "c3", "2026-06-10T23:10:00Z", "True"),
+    ]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| {
+        assert_eq!(req.path, maestro::BUNDLES_PATH);
+        maestro_list(req, &w.lock())
+    })
+    .await;
+    let mut http = http_config(&mock.base);
+    http.page_size = 2;
+    let mut m = MaestroSource::new(MaestroConfig { http }, h.ctx.clone()).unwrap();
+
+    assert!(
+        m.poll(maestro::PollKind::Incremental).await,
+        "the first poll is a full one"
+    );
+    let reqs = mock.take();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs.iter().all(|r| !r.query.contains_key("search")));
+    let batches = h.sink.take();
+    assert!(batches[0].initial);
+    let obs = upserts(&batches);
+    assert_eq!(
+        obs.len(),
+        9,
+        "bundle + manifestwork + hosted_cluster for each of 3"
+    );
+    assert_eq!(
+        m.newest_updated_at(),
+        Some("2026-06-10T23:10:00Z".parse().unwrap())
+    );
+
+    // c2's hosted cluster becomes available.
+    world.lock()[1] = maestro_bundle("b2", "c2", "2026-06-10T23:15:00Z", "True");
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    let reqs = mock.take();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(
+        reqs[0].query["search"],
+        "updated_at > '2026-06-10T23:09:58Z'"
+    );
+    let batches = h.sink.take();
+    assert!(!batches[0].initial);
+    let changed = upserts(&batches);
+    assert_eq!(
+        changed.len(),
+        3,
+        "b3 is re-read by the overlap but unchanged; b2's three views changed"
+    );
+    assert!(changed.iter().all(|o| o.key == ClusterKey::Id("c2".into())));
+    assert!(changed.iter().all(|o| phase_of(o) == Phase::Ready));
+
+    // b1 vanishes: only a full relist sees it.
+    world.lock().remove(0);
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    assert!(gone_keys(&h.sink.take()).is_empty());
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let mut gone = gone_keys(&h.sink.take());
+    gone.sort();
+    let c1 = ClusterKey::Id("c1".into());
+    assert_eq!(
+        gone,
+        vec![
+            (c1.clone(), Hop::MaestroBundle, "b1".to_string()),
+            (c1.clone(), Hop::Manifestwork, String::new()),
+            (c1, Hop::HostedCluster, String::new()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn maestro_5xx_keeps_state_and_marks_down() {
+    let h = harness("maestro");
+    let mock = Mock::start(|_| (502, "bad gateway".into())).await;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http: http_config(&mock.base),
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(!m.poll(maestro::PollKind::Full).await);
+    assert_eq!(h.up(), 0);
+    assert_eq!(h.errors(RequestErrorKind::status_5xx), 1);
+    assert!(h.sink.take().is_empty());
+}
+
+// ------------------------------------------------------------------ HTTP client
+
+#[tokio::test]
+async fn bearer_token_file_is_reread_after_change() {
+    let h = harness("clusters_service");
+    let mock = Mock::start(|req| cs_list(req, &[])).await;
+    let dir = std::env::temp_dir().join(format!("hcp-flow-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "first-token\n").unwrap();
+    let mut cfg = cs_config(&mock.base);
+    cfg.http.auth = Auth::BearerTokenFile(token.clone());
+    let mut cs = ClustersServiceSource::new(cfg, h.ctx.clone()).unwrap();
+
+    assert!(cs.poll(PollKind::Full).await);
+    assert!(cs.poll(PollKind::Full).await);
+    // Rotated in place; set the mtime explicitly so the test does not
+    // depend on the file system's timestamp granularity.
+    std::fs::write(&token, "second-token\n").unwrap();
+    let file = std::fs::File::options().write(true).open(&token).unwrap();
+    file.set_modified(SystemTime::now() + Duration::from_secs(60))
+        .unwrap();
+    assert!(cs.poll(PollKind::Full).await);
+    let auth: Vec<String> = mock
+        .take()
+        .into_iter()
+        .map(|r| r.authorization.unwrap())
+        .collect();
+    assert_eq!(
+        auth,
+        [
+            "Bearer first-token",
+            "Bearer first-token",
+            "Bearer second-token"
+        ]
+    );
+
+    std::fs::remove_file(&token).unwrap();
+    assert!(!cs.poll(PollKind::Full).await);
+    assert_eq!(h.errors(RequestErrorKind::credentials), 1);
+    assert!(mock.take().is_empty(), "no request without credentials");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn oversized_body_is_counted() {
+    let h = harness("maestro");
+    let mock = Mock::start(|req| {
+        maestro_list(
+            req,
+            &[maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True")],
+        )
+    })
+    .await;
+    let cfg = http_config(&mock.base);
+    let client = HttpClient::new("maestro", &cfg, h.metrics.clone())
+        .unwrap()
+        .with_body_limit(256);
+    let mut m = MaestroSource::with_client(MaestroConfig { http: cfg }, h.ctx.clone(), client);
+    assert!(!m.poll(maestro::PollKind::Full).await);
+    assert_eq!(h.errors(RequestErrorKind::body_too_large), 1);
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_connect_error() {
+    let h = harness("maestro");
+    // Bind and drop to get a port nobody listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let base = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http: http_config(&base),
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(!m.poll(maestro::PollKind::Full).await);
+    assert_eq!(h.errors(RequestErrorKind::connect), 1);
+    assert_eq!(h.up(), 0);
+}
+
+// ------------------------------------------------------------------ run loops
+
+/// Wait until `mock` has seen `n` requests (or fail after a few seconds).
+async fn wait_for_requests(mock: &Mock, n: usize) -> Vec<Request> {
+    for _ in 0..200 {
+        let reqs = mock.requests();
+        if reqs.len() >= n {
+            return reqs;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("only {} requests seen", mock.requests().len());
+}
+
+fn fast(mut http: HttpSourceConfig) -> HttpSourceConfig {
+    http.fast_poll_interval = Duration::from_millis(30);
+    http.slow_poll_interval = Duration::from_secs(600);
+    http.full_relist_interval = Duration::from_secs(600);
+    http
+}
+
+#[tokio::test]
+async fn run_loops_start_with_a_full_sync_then_poll_fast() {
+    let h = harness("clusters_service");
+    let mock = Mock::start(|req| {
+        if req.path.ends_with("/provision_shard") {
+            (200, shard())
+        } else {
+            cs_list(req, &[cs_cluster("c1", "installing")])
+        }
+    })
+    .await;
+    let mut cfg = cs_config(&mock.base);
+    cfg.http = fast(cfg.http);
+    let task = tokio::spawn(
+        ClustersServiceSource::new(cfg, h.ctx.clone())
+            .unwrap()
+            .run(),
+    );
+    let reqs = wait_for_requests(&mock, 4).await;
+    task.abort();
+    assert!(!reqs[0].query.contains_key("search"), "full sync first");
+    assert!(reqs[1].path.ends_with("/provision_shard"));
+    assert!(
+        reqs[2..]
+            .iter()
+            .all(|r| r.query["search"] == "state not in ('ready','hibernating','error')")
+    );
+    let batches = h.sink.take();
+    assert!(batches[0].initial);
+    assert!(batches[1..].iter().all(|b| !b.initial));
+
+    let h = harness("maestro");
+    let mock = Mock::start(|req| {
+        maestro_list(
+            req,
+            &[maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True")],
+        )
+    })
+    .await;
+    let task = tokio::spawn(
+        MaestroSource::new(
+            MaestroConfig {
+                http: fast(http_config(&mock.base)),
+            },
+            h.ctx.clone(),
+        )
+        .unwrap()
+        .run(),
+    );
+    let reqs = wait_for_requests(&mock, 3).await;
+    task.abort();
+    assert!(!reqs[0].query.contains_key("search"));
+    assert!(
+        reqs[1..]
+            .iter()
+            .all(|r| r.query["search"].starts_with("updated_at > "))
+    );
+
+    // The RP polls a subscription with a cluster in flight at the fast interval.
+    let h = harness("rp_frontend");
+    let mock = Mock::start(|_| {
+        (
+            200,
+            json!({"value": [arm_cluster("a", "Provisioning")]}).to_string(),
+        )
+    })
+    .await;
+    let mut cfg = rp_config(&mock.base);
+    cfg.http = fast(cfg.http);
+    let task = tokio::spawn(RpFrontendSource::new(cfg, h.ctx.clone()).unwrap().run());
+    wait_for_requests(&mock, 3).await;
+    task.abort();
+    assert_eq!(h.up(), 1);
+}
