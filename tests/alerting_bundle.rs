@@ -236,9 +236,9 @@ fn every_alert_is_named_labelled_and_annotated() {
             .annotations
             .get("runbook_url")
             .unwrap_or_else(|| panic!("{file}: {name} has no runbook_url"));
-        let anchor = url
-            .strip_prefix(RUNBOOK_PREFIX)
-            .unwrap_or_else(|| panic!("{file}: {name} runbook_url {url} is not in docs/runbooks.md"));
+        let anchor = url.strip_prefix(RUNBOOK_PREFIX).unwrap_or_else(|| {
+            panic!("{file}: {name} runbook_url {url} is not in docs/runbooks.md")
+        });
         assert_eq!(anchor, name.to_lowercase(), "{file}: {name} runbook anchor");
         assert!(
             anchors.contains(anchor),
@@ -310,28 +310,57 @@ fn alertmanager_routes_each_severity_to_its_receiver() {
     // (labels of an alert, the receivers it must reach)
     let cases: &[(&[&str], &str)] = &[
         (
-            &["alertname=HCPCreationLatencyBudgetBurn", "severity=critical", "slo=latency"],
+            &[
+                "alertname=HCPCreationLatencyBudgetBurn",
+                "severity=critical",
+                "slo=latency",
+            ],
             "hcp-flow-page",
         ),
         (
-            &["alertname=HCPHostedClusterUnavailable", "severity=critical", "cluster_id=c1", "hop=hosted_cluster"],
+            &[
+                "alertname=HCPHostedClusterUnavailable",
+                "severity=critical",
+                "cluster_id=c1",
+                "hop=hosted_cluster",
+            ],
             "hcp-flow-page",
         ),
-        (&["alertname=HCPExporterAbsent", "severity=critical"], "hcp-flow-page"),
         (
-            &["alertname=HCPCreationStuckAtHop", "severity=warning", "cluster_id=c1", "hop=maestro_bundle"],
+            &["alertname=HCPExporterAbsent", "severity=critical"],
+            "hcp-flow-page",
+        ),
+        (
+            &[
+                "alertname=HCPCreationStuckAtHop",
+                "severity=warning",
+                "cluster_id=c1",
+                "hop=maestro_bundle",
+            ],
             "hcp-flow-ticket",
         ),
         (
-            &["alertname=HCPCreationSuccessBudgetBurn", "severity=warning", "slo=success"],
+            &[
+                "alertname=HCPCreationSuccessBudgetBurn",
+                "severity=warning",
+                "slo=success",
+            ],
             "hcp-flow-ticket",
         ),
         (
-            &["alertname=HCPSourceDown", "severity=warning", "source=kube/mc-1"],
+            &[
+                "alertname=HCPSourceDown",
+                "severity=warning",
+                "source=kube/mc-1",
+            ],
             "hcp-flow-ticket",
         ),
         (
-            &["alertname=HCPUnknownUpstreamValues", "severity=info", "source=maestro"],
+            &[
+                "alertname=HCPUnknownUpstreamValues",
+                "severity=info",
+                "source=maestro",
+            ],
             "hcp-flow-quiet",
         ),
         // An alert without a known severity still reaches people.
@@ -354,21 +383,33 @@ fn alertmanager_routes_each_severity_to_its_receiver() {
 
 #[test]
 fn alertmanager_inhibits_what_a_down_source_feeds() {
-    let config: Value = serde_saphyr::from_str(&read(&repo().join("alertmanager/alertmanager.yml")))
-        .unwrap_or_else(|e| panic!("alertmanager.yml: {e}"));
+    let config: Value =
+        serde_saphyr::from_str(&read(&repo().join("alertmanager/alertmanager.yml")))
+            .unwrap_or_else(|e| panic!("alertmanager.yml: {e}"));
     let rules = config["inhibit_rules"].as_array().expect("inhibit_rules");
     let text = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(|m| m.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|m| m.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let has = |source: &str, target: &str| {
         rules.iter().any(|r| {
-            text(&r["source_matchers"]).iter().any(|m| m.contains(source))
-                && text(&r["target_matchers"]).iter().any(|m| m.contains(target))
+            text(&r["source_matchers"])
+                .iter()
+                .any(|m| m.contains(source))
+                && text(&r["target_matchers"])
+                    .iter()
+                    .any(|m| m.contains(target))
         })
     };
-    assert!(has("HCPExporterAbsent", "HCP.+"), "exporter absent inhibits all");
+    assert!(
+        has("HCPExporterAbsent", "HCP.+"),
+        "exporter absent inhibits all"
+    );
     for (source, target) in [
         ("source=\"rp_frontend\"", "hop=\"rp_frontend\""),
         ("source=\"clusters_service\"", "hop=\"clusters_service\""),
@@ -376,7 +417,10 @@ fn alertmanager_inhibits_what_a_down_source_feeds() {
         ("source=\"maestro\"", "via=\"maestro\""),
         ("source=~\"kube/.+\"", "via=\"direct\""),
     ] {
-        assert!(has(source, target), "no inhibition from {source} to {target}");
+        assert!(
+            has(source, target),
+            "no inhibition from {source} to {target}"
+        );
     }
 }
 
@@ -429,7 +473,10 @@ fn dashboards_have_datasource_uid_units_and_rate_intervals() {
             dashboard["schemaVersion"].as_u64().is_some_and(|v| v >= 36),
             "{file}: schemaVersion below 36"
         );
-        let variables = dashboard["templating"]["list"].as_array().cloned().unwrap_or_default();
+        let variables = dashboard["templating"]["list"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         assert!(
             variables.iter().any(|v| v["name"] == "datasource"
                 && v["type"] == "datasource"
@@ -441,7 +488,9 @@ fn dashboards_have_datasource_uid_units_and_rate_intervals() {
         assert!(!all.is_empty(), "{file}: no panels");
         for panel in all.iter().filter(|p| p["type"] != "row") {
             let title = panel["title"].as_str().unwrap_or("(untitled)");
-            let unit = panel["fieldConfig"]["defaults"]["unit"].as_str().unwrap_or_default();
+            let unit = panel["fieldConfig"]["defaults"]["unit"]
+                .as_str()
+                .unwrap_or_default();
             assert!(!unit.is_empty(), "{file}: panel {title:?} has no unit");
             assert_eq!(
                 panel["datasource"]["uid"], "${datasource}",
@@ -451,7 +500,10 @@ fn dashboards_have_datasource_uid_units_and_rate_intervals() {
             assert!(!targets.is_empty(), "{file}: panel {title:?} has no query");
             for target in targets {
                 let expr = target["expr"].as_str().unwrap_or_default();
-                assert!(!expr.is_empty(), "{file}: panel {title:?} has an empty query");
+                assert!(
+                    !expr.is_empty(),
+                    "{file}: panel {title:?} has an empty query"
+                );
                 // rate() always over $__rate_interval; increase() may also
                 // cover the dashboard's whole range.
                 let rates = expr.matches("rate(").count();
