@@ -7,15 +7,18 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::config::{ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, MaestroConfig, RpFrontendConfig};
+use crate::config::{
+    ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, MaestroConfig,
+    RpFrontendConfig,
+};
 use crate::metrics::fleet::RenderConfig;
 use crate::model::ModelConfig;
 use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig};
+use crate::sources::SourceContext;
 use crate::sources::clusters_service::ClustersServiceSource;
 use crate::sources::http::BuildError;
 use crate::sources::maestro::MaestroSource;
 use crate::sources::rp_frontend::RpFrontendSource;
-use crate::sources::SourceContext;
 use crate::store::{Store, StoreConfig};
 
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +86,8 @@ impl Exporter {
             }
         };
         if let Some(cfg) = &config.sources.rp_frontend {
-            let source = RpFrontendSource::new(cfg.clone(), ctx("rp_frontend")).map_err(build_error("rp_frontend"))?;
+            let source = RpFrontendSource::new(cfg.clone(), ctx("rp_frontend"))
+                .map_err(build_error("rp_frontend"))?;
             tasks.push(tokio::spawn(source.run()));
         }
         if let Some(cfg) = &config.sources.clusters_service {
@@ -92,7 +96,8 @@ impl Exporter {
             tasks.push(tokio::spawn(source.run()));
         }
         if let Some(cfg) = &config.sources.maestro {
-            let source = MaestroSource::new(cfg.clone(), ctx("maestro")).map_err(build_error("maestro"))?;
+            let source =
+                MaestroSource::new(cfg.clone(), ctx("maestro")).map_err(build_error("maestro"))?;
             tasks.push(tokio::spawn(source.run()));
         }
         // The model clock: creations in flight become late the moment they
@@ -165,7 +170,10 @@ pub struct Demo {
 /// Start the world on loopback and derive a configuration for it: the same
 /// sources as production, with poll intervals and the SLO target divided by
 /// the speed so every signal shows within minutes.
-pub async fn start_demo_world(settings: &DemoSettings, latency: LatencyModel) -> Result<Demo, AppError> {
+pub async fn start_demo_world(
+    settings: &DemoSettings,
+    latency: LatencyModel,
+) -> Result<Demo, AppError> {
     let world = World::new(
         WorldConfig {
             clusters: settings.clusters,
@@ -188,7 +196,11 @@ pub async fn start_demo_world(settings: &DemoSettings, latency: LatencyModel) ->
 }
 
 pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints) -> Config {
-    let speed = if settings.speed > 0.0 { settings.speed } else { 1.0 };
+    let speed = if settings.speed > 0.0 {
+        settings.speed
+    } else {
+        1.0
+    };
     let scaled = |d: Duration, floor: Duration| (d.div_f64(speed)).max(floor);
     let http = |url: &url::Url| {
         let mut http = HttpSourceConfig::new(url.clone());
@@ -220,9 +232,10 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
 
 /// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
 pub async fn bench(clusters: usize, scrapes: usize) -> Result<String, crate::bench::BenchError> {
-    let exposition = tokio::task::spawn_blocking(move || crate::bench::exposition(clusters, scrapes))
-        .await
-        .map_err(|e| crate::bench::BenchError::Aborted(e.to_string()))?;
+    let exposition =
+        tokio::task::spawn_blocking(move || crate::bench::exposition(clusters, scrapes))
+            .await
+            .map_err(|e| crate::bench::BenchError::Aborted(e.to_string()))?;
     let end_to_end = crate::bench::end_to_end(clusters, scrapes).await?;
     Ok(crate::bench::report(&exposition, &end_to_end))
 }

@@ -292,7 +292,8 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         .as_ref()
         .map(|m| m.http.fast_poll_interval)
         .unwrap_or(Duration::from_secs(15));
-    let yaml = serde_saphyr::to_string(&config).map_err(|e| BenchError::Serialise(e.to_string()))?;
+    let yaml =
+        serde_saphyr::to_string(&config).map_err(|e| BenchError::Serialise(e.to_string()))?;
     let path = std::env::temp_dir().join(format!("hcp-flow-bench-{}.yaml", std::process::id()));
     std::fs::write(&path, yaml).map_err(|cause| BenchError::Config {
         path: path.display().to_string(),
@@ -392,7 +393,10 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
 
 /// The markdown report `hcp-flow bench` prints (or writes to `--output`).
 pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> String {
-    let rss = |v: Option<u64>| v.map(|b| format!("{:.0} MiB", mib(b))).unwrap_or_else(|| "n/a".into());
+    let rss = |v: Option<u64>| {
+        v.map(|b| format!("{:.0} MiB", mib(b)))
+            .unwrap_or_else(|| "n/a".into())
+    };
     let mut out = String::new();
     out.push_str(&format!(
         "## Exposition path ({} synthetic clusters, in process)\n\n\

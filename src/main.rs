@@ -19,11 +19,19 @@ fn main() -> anyhow::Result<ExitCode> {
             let ok = args
                 .run(&mut std::io::stdout(), &mut std::io::stderr())
                 .context("writing the report")?;
-            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Serve(args) => {
             let config = args.load_config().map_err(|e| {
-                let lines: Vec<String> = e.into_field_errors().iter().map(|f| f.to_string()).collect();
+                let lines: Vec<String> = e
+                    .into_field_errors()
+                    .iter()
+                    .map(|f| f.to_string())
+                    .collect();
                 anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
             })?;
             init_logging(config.log_format);
@@ -32,7 +40,7 @@ fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => {
-            init_logging(args.log_format.unwrap_or_default());
+            init_logging(args.log_format);
             let settings = DemoSettings {
                 clusters: args.clusters as usize,
                 speed: args.speed,
@@ -44,8 +52,11 @@ fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(args) => {
-            init_logging(args.log_format.unwrap_or_default());
-            let report = runtime()?.block_on(hcp_flow::app::bench(args.clusters as usize, args.scrapes as usize))?;
+            init_logging(args.log_format);
+            let report = runtime()?.block_on(hcp_flow::app::bench(
+                args.clusters as usize,
+                args.scrapes as usize,
+            ))?;
             match &args.output {
                 Some(path) => std::fs::write(path, &report)
                     .with_context(|| format!("writing {}", path.display()))?,
@@ -90,7 +101,10 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     let listener = app::bind(settings.listen).await?;
     let demo = app::start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
     let exporter = Exporter::start(&demo.config, settings.speed)?;
-    let base = format!("http://{}", listener.local_addr().context("reading the bound address")?);
+    let base = format!(
+        "http://{}",
+        listener.local_addr().context("reading the bound address")?
+    );
     let target = demo.config.slo.creation_target;
     println!(
         "hcp-flow demo: {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\

@@ -52,7 +52,11 @@ impl Process {
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        format!("--- {} log ---\n{}", self.name, lines[lines.len().saturating_sub(30)..].join("\n"))
+        format!(
+            "--- {} log ---\n{}",
+            self.name,
+            lines[lines.len().saturating_sub(30)..].join("\n")
+        )
     }
 }
 
@@ -87,7 +91,11 @@ async fn webhook_receiver() -> (SocketAddr, Received) {
     (addr, received)
 }
 
-async fn wait_for<T>(what: &str, limit: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+async fn wait_for<T>(
+    what: &str,
+    limit: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(v) = probe().await {
@@ -165,7 +173,11 @@ fn dashboard_queries() -> Vec<(String, String, String)> {
         }
         let file = path.file_name().unwrap().to_string_lossy().to_string();
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        walk(&file, doc["panels"].as_array().map(Vec::as_slice).unwrap_or(&[]), &mut out);
+        walk(
+            &file,
+            doc["panels"].as_array().map(Vec::as_slice).unwrap_or(&[]),
+            &mut out,
+        );
     }
     out
 }
@@ -257,17 +269,38 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
     );
     let prometheus = format!("http://127.0.0.1:{prom_port}");
     let client = reqwest::Client::new();
-    let logs = || format!("{}\n{}", prometheus_process.log_tail(), alertmanager.log_tail());
+    let logs = || {
+        format!(
+            "{}\n{}",
+            prometheus_process.log_tail(),
+            alertmanager.log_tail()
+        )
+    };
 
-    let scraped = wait_for("Prometheus to scrape the exporter", Duration::from_secs(60), async || {
-        let r = query(&client, &prometheus, "up{job=\"hcp-flow\"} == 1").await.ok()?;
-        (!r.as_array()?.is_empty()).then_some(())
-    })
+    let scraped = wait_for(
+        "Prometheus to scrape the exporter",
+        Duration::from_secs(60),
+        async || {
+            let r = query(&client, &prometheus, "up{job=\"hcp-flow\"} == 1")
+                .await
+                .ok()?;
+            (!r.as_array()?.is_empty()).then_some(())
+        },
+    )
     .await;
-    assert!(scraped.is_some(), "Prometheus never scraped the exporter\n{}", logs());
+    assert!(
+        scraped.is_some(),
+        "Prometheus never scraped the exporter\n{}",
+        logs()
+    );
 
     // 4. Every metric name used in alerts/ and dashboards/ is in a real scrape.
-    let body = reqwest::get(format!("http://{exporter_addr}/metrics")).await.unwrap().text().await.unwrap();
+    let body = reqwest::get(format!("http://{exporter_addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let exposed: BTreeSet<String> = body
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -285,13 +318,28 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
             !exposed.contains(*name) && !exposed.contains(base)
         })
         .collect();
-    assert!(missing.is_empty(), "used in alerts/ or dashboards/ but not exposed: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "used in alerts/ or dashboards/ but not exposed: {missing:?}"
+    );
 
     // 5. Let creations happen, then evaluate every expression.
-    let cluster_id = wait_for("a completed creation", Duration::from_secs(120), async || {
-        let r = query(&client, &prometheus, "hcpflow_cluster_creation_completed_timestamp_seconds").await.ok()?;
-        r.as_array()?.first()?["metric"]["cluster_id"].as_str().map(str::to_string)
-    })
+    let cluster_id = wait_for(
+        "a completed creation",
+        Duration::from_secs(120),
+        async || {
+            let r = query(
+                &client,
+                &prometheus,
+                "hcpflow_cluster_creation_completed_timestamp_seconds",
+            )
+            .await
+            .ok()?;
+            r.as_array()?.first()?["metric"]["cluster_id"]
+                .as_str()
+                .map(str::to_string)
+        },
+    )
     .await
     .unwrap_or_else(|| panic!("no creation completed\n{}", logs()));
     let mut errors = Vec::new();
@@ -307,40 +355,66 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
             errors.push(format!("{file} / {title}: {e}"));
         }
     }
-    assert!(errors.is_empty(), "expressions failed:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "expressions failed:\n{}",
+        errors.join("\n")
+    );
 
     // 6. The overview panels return data once creations have completed.
-    let overview: Vec<_> = panels.iter().filter(|(f, _, _)| f.contains("overview")).collect();
+    let overview: Vec<_> = panels
+        .iter()
+        .filter(|(f, _, _)| f.contains("overview"))
+        .collect();
     assert!(!overview.is_empty(), "no fleet overview dashboard");
-    let empty = wait_for("every overview panel to return data", Duration::from_secs(120), async || {
-        let mut empty = Vec::new();
-        for (_, title, expr) in &overview {
-            let r = query(&client, &prometheus, &substitute(expr, &cluster_id)).await.ok();
-            if r.as_ref().and_then(Value::as_array).is_none_or(Vec::is_empty) {
-                empty.push(title.clone());
+    let empty = wait_for(
+        "every overview panel to return data",
+        Duration::from_secs(120),
+        async || {
+            let mut empty = Vec::new();
+            for (_, title, expr) in &overview {
+                let r = query(&client, &prometheus, &substitute(expr, &cluster_id))
+                    .await
+                    .ok();
+                if r.as_ref()
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty)
+                {
+                    empty.push(title.clone());
+                }
             }
-        }
-        empty.is_empty().then_some(()).or_else(|| {
-            eprintln!("overview panels still empty: {empty:?}");
-            None
-        })
-    })
+            empty.is_empty().then_some(()).or_else(|| {
+                eprintln!("overview panels still empty: {empty:?}");
+                None
+            })
+        },
+    )
     .await;
-    assert!(empty.is_some(), "some overview panels never returned data\n{}", logs());
+    assert!(
+        empty.is_some(),
+        "some overview panels never returned data\n{}",
+        logs()
+    );
 
     // 7. An injected failure (CS error OCM4001 among the demo's faults) fires
     //    an alert that reaches the webhook naming the cluster and hop.
-    let delivered = wait_for("a failed-hop alert at the webhook", Duration::from_secs(180), async || {
-        let payloads = received.lock().unwrap().clone();
-        payloads.into_iter().find_map(|p| {
-            let alerts = p["alerts"].as_array()?.clone();
-            alerts.into_iter().find(|a| {
-                a["labels"]["cluster_id"].is_string()
-                    && a["labels"]["hop"].is_string()
-                    && a["labels"]["alertname"].as_str().is_some_and(|n| n.contains("Failed"))
+    let delivered = wait_for(
+        "a failed-hop alert at the webhook",
+        Duration::from_secs(180),
+        async || {
+            let payloads = received.lock().unwrap().clone();
+            payloads.into_iter().find_map(|p| {
+                let alerts = p["alerts"].as_array()?.clone();
+                alerts.into_iter().find(|a| {
+                    a["labels"]["cluster_id"].is_string()
+                        && a["labels"]["hop"].is_string()
+                        && a["labels"]["alertname"]
+                            .as_str()
+                            .is_some_and(|n| n.contains("Failed"))
+                })
             })
-        })
-    })
+        },
+    )
     .await;
     let alert = delivered.unwrap_or_else(|| {
         panic!(
@@ -349,9 +423,14 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
             logs()
         )
     });
-    let description = alert["annotations"]["description"].as_str().unwrap_or_default();
+    let description = alert["annotations"]["description"]
+        .as_str()
+        .unwrap_or_default();
     let cluster = alert["labels"]["cluster_id"].as_str().unwrap();
-    assert!(description.contains(cluster), "description does not name the cluster: {description}");
+    assert!(
+        description.contains(cluster),
+        "description does not name the cluster: {description}"
+    );
     assert!(
         description.contains(alert["labels"]["hop"].as_str().unwrap()),
         "description does not name the hop: {description}"
@@ -368,12 +447,14 @@ fn metric_names_used() -> BTreeSet<String> {
         .filter(|n| n.contains(':'))
         .collect();
     let mut names = BTreeSet::new();
-    let exprs = rule_expressions()
-        .into_iter()
-        .map(|(_, e)| e)
-        .chain(dashboard_queries().into_iter().map(|(_, _, e)| substitute(&e, "x")));
+    let exprs = rule_expressions().into_iter().map(|(_, e)| e).chain(
+        dashboard_queries()
+            .into_iter()
+            .map(|(_, _, e)| substitute(&e, "x")),
+    );
     for expr in exprs {
-        let ast = promql_parser::parser::parse(&expr).unwrap_or_else(|e| panic!("not PromQL: {expr}: {e}"));
+        let ast = promql_parser::parser::parse(&expr)
+            .unwrap_or_else(|e| panic!("not PromQL: {expr}: {e}"));
         collect_names(&ast, &mut names);
     }
     names.retain(|n| n.starts_with("hcpflow_") && !recorded.contains(n));
