@@ -373,18 +373,18 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
         async || {
             let mut empty = Vec::new();
             for (_, title, expr) in &overview {
-                let r = query(&client, &prometheus, &substitute(expr, &cluster_id))
-                    .await
-                    .ok();
+                let q = substitute(expr, &cluster_id);
+                let r = query(&client, &prometheus, &q).await;
                 if r.as_ref()
+                    .ok()
                     .and_then(Value::as_array)
                     .is_none_or(Vec::is_empty)
                 {
-                    empty.push(title.clone());
+                    empty.push(format!("{title}: {q} => {r:?}"));
                 }
             }
             empty.is_empty().then_some(()).or_else(|| {
-                eprintln!("overview panels still empty: {empty:?}");
+                eprintln!("overview panels still empty:\n  {}", empty.join("\n  "));
                 None
             })
         },

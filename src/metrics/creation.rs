@@ -11,6 +11,7 @@ use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::metrics::exporter::AlwaysDescribed;
 use crate::model::{Event, Hop, Outcome, SloOutcome};
 use crate::traces::trace_id_hex;
 
@@ -168,12 +169,12 @@ impl CreationMetrics {
         registry.register(
             "hcpflow_creation_duration_seconds",
             "End-to-end creation time, from the earliest upstream creation time to completion or failure; exemplar = trace id",
-            metrics.creation_duration.clone(),
+            AlwaysDescribed(metrics.creation_duration.clone()),
         );
         registry.register(
             "hcpflow_hop_duration_seconds",
             "Time from a hop's start to ready or failed; exemplar = trace id",
-            metrics.hop_duration.clone(),
+            AlwaysDescribed(metrics.hop_duration.clone()),
         );
         registry.register(
             "hcpflow_creation_slo_events",
@@ -188,7 +189,7 @@ impl CreationMetrics {
         registry.register(
             "hcpflow_tracked_clusters",
             "Clusters this instance follows, by scope",
-            metrics.tracked_clusters.clone(),
+            AlwaysDescribed(metrics.tracked_clusters.clone()),
         );
         registry.register(
             "hcpflow_build_info",

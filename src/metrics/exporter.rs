@@ -1,7 +1,8 @@
 //! The exporter's own metrics: how each source is doing, what could not be
 //! read, and what the fleet-level counters and histograms say.
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -55,6 +56,22 @@ pub struct WatchEventLabels {
     pub event: String,
 }
 
+/// A family that always writes its `# HELP`/`# TYPE` lines, even before its
+/// first sample: prometheus-client omits empty families, and then an alert
+/// or dashboard on, say, request errors names a metric no scrape shows.
+#[derive(Debug)]
+pub struct AlwaysDescribed<M>(pub M);
+
+impl<M: EncodeMetric> EncodeMetric for AlwaysDescribed<M> {
+    fn encode(&self, encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+}
+
 /// Registered once; cloned handles are cheap (every family is an `Arc` inside).
 #[derive(Clone, Debug)]
 pub struct ExporterMetrics {
@@ -83,37 +100,37 @@ impl ExporterMetrics {
         registry.register(
             "hcpflow_source_up",
             "1 if the last sync of the source succeeded, 0 if it failed (the last good state is kept)",
-            metrics.source_up.clone(),
+            AlwaysDescribed(metrics.source_up.clone()),
         );
         registry.register(
             "hcpflow_source_last_success_timestamp_seconds",
             "Unix time of the source's last successful sync",
-            metrics.source_last_success.clone(),
+            AlwaysDescribed(metrics.source_last_success.clone()),
         );
         registry.register(
             "hcpflow_source_requests",
             "Upstream calls made to the source",
-            metrics.source_requests.clone(),
+            AlwaysDescribed(metrics.source_requests.clone()),
         );
         registry.register(
             "hcpflow_source_request_errors",
             "Upstream calls to the source that failed, by kind",
-            metrics.source_request_errors.clone(),
+            AlwaysDescribed(metrics.source_request_errors.clone()),
         );
         registry.register(
             "hcpflow_source_request_duration_seconds",
             "Duration of upstream calls to the source",
-            metrics.source_request_duration.clone(),
+            AlwaysDescribed(metrics.source_request_duration.clone()),
         );
         registry.register(
             "hcpflow_watch_events",
             "Kubernetes watch events received, by event type",
-            metrics.watch_events.clone(),
+            AlwaysDescribed(metrics.watch_events.clone()),
         );
         registry.register(
             "hcpflow_unknown_values",
             "Upstream values the exporter did not recognise (mapped to phase unknown or skipped), by field",
-            metrics.unknown_values.clone(),
+            AlwaysDescribed(metrics.unknown_values.clone()),
         );
         metrics
     }

@@ -23,6 +23,9 @@ const INITIAL_SPREAD_S: f64 = 40.0 * MINUTE;
 /// With churn, a cluster is deleted this long after its creation (uniform).
 const LIFETIME_S: (f64, f64) = (40.0 * MINUTE, 50.0 * MINUTE);
 const LIFETIME_MEAN_S: f64 = (LIFETIME_S.0 + LIFETIME_S.1) / 2.0;
+/// A cluster whose creation went wrong lingers until someone looks at it and
+/// deletes it: long enough for its alerts to fire (and, in the demo, to see them).
+const FAULTY_LIFETIME_S: (f64, f64) = (180.0 * MINUTE, 240.0 * MINUTE);
 
 pub(crate) const REGION: &str = "westus3";
 pub(crate) const ENV: &str = "sim";
@@ -280,7 +283,12 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
     let cs_error = at(cs_installing, 30.0, 300.0);
     let rp_failed = at(cs_error, 5.0, 30.0);
     let hc_invalid_image = at(bundle_applied, 10.0, 60.0);
-    let delete_requested = at(created, LIFETIME_S.0, LIFETIME_S.1);
+    let lifetime = if fault.is_some() {
+        FAULTY_LIFETIME_S
+    } else {
+        LIFETIME_S
+    };
+    let delete_requested = at(created, lifetime.0, lifetime.1);
     let cs_uninstalling = at(delete_requested, 2.0, 10.0);
     let bundle_deleted = at(cs_uninstalling, 30.0, 120.0);
     let bundle_gone = at(bundle_deleted, 10.0, 60.0);
