@@ -11,4 +11,5 @@ pub mod server;
 pub mod sim;
 pub mod sources;
 pub mod store;
+pub mod telemetry;
 pub mod traces;
