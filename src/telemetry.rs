@@ -188,6 +188,7 @@ impl Injector for HeaderInjector<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use opentelemetry::trace::TraceContextExt;
 

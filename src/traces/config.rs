@@ -125,7 +125,10 @@ impl OtlpConfig {
 
         let (protocol_var, protocol) = match get(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) {
             Some(p) => (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, Some(p)),
-            None => (OTEL_EXPORTER_OTLP_PROTOCOL, get(OTEL_EXPORTER_OTLP_PROTOCOL)),
+            None => (
+                OTEL_EXPORTER_OTLP_PROTOCOL,
+                get(OTEL_EXPORTER_OTLP_PROTOCOL),
+            ),
         };
         // The specification's default transport.
         let protocol = match protocol {
@@ -176,8 +179,8 @@ impl OtlpConfig {
         let batch = BatchSettings {
             max_queue: number_or(OTEL_BSP_MAX_QUEUE_SIZE, defaults.max_queue as u64)?.max(1)
                 as usize,
-            max_batch: number_or(OTEL_BSP_MAX_EXPORT_BATCH_SIZE, defaults.max_batch as u64)?
-                .max(1) as usize,
+            max_batch: number_or(OTEL_BSP_MAX_EXPORT_BATCH_SIZE, defaults.max_batch as u64)?.max(1)
+                as usize,
             delay: Duration::from_millis(number_or(
                 OTEL_BSP_SCHEDULE_DELAY,
                 defaults.delay.as_millis() as u64,
@@ -259,7 +262,10 @@ fn parse_number(var: &'static str, value: &str) -> Result<u64, OtlpConfigError> 
 
 /// The W3C baggage-like list both `*_HEADERS` and `OTEL_RESOURCE_ATTRIBUTES`
 /// use: `key=value` pairs separated by commas, values percent-encoded.
-fn parse_pairs(var: &'static str, value: &str) -> Result<BTreeMap<String, String>, OtlpConfigError> {
+fn parse_pairs(
+    var: &'static str,
+    value: &str,
+) -> Result<BTreeMap<String, String>, OtlpConfigError> {
     let mut pairs = BTreeMap::new();
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let Some((key, value)) = entry.split_once('=') else {
@@ -283,6 +289,7 @@ fn parse_pairs(var: &'static str, value: &str) -> Result<BTreeMap<String, String
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -319,7 +326,10 @@ mod tests {
 
         let signal = env(&[
             (OTEL_EXPORTER_OTLP_ENDPOINT, "http://ignored:4318"),
-            (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "https://tempo:8443/otlp/traces"),
+            (
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+                "https://tempo:8443/otlp/traces",
+            ),
         ]);
         let config = OtlpConfig::from_env(&signal).unwrap().unwrap();
         assert_eq!(config.endpoint.as_str(), "https://tempo:8443/otlp/traces");
@@ -369,7 +379,10 @@ mod tests {
             (OTEL_EXPORTER_OTLP_PROTOCOL, "http/json"),
         ]);
         let err = OtlpConfig::from_env(&json).unwrap_err();
-        assert!(err.to_string().contains(OTEL_EXPORTER_OTLP_PROTOCOL), "{err}");
+        assert!(
+            err.to_string().contains(OTEL_EXPORTER_OTLP_PROTOCOL),
+            "{err}"
+        );
 
         let bad_url = env(&[(OTEL_EXPORTER_OTLP_ENDPOINT, "collector:4318")]);
         assert!(matches!(

@@ -46,7 +46,9 @@ pub enum ExportError {
 }
 
 /// Why a span was not delivered.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelValue)]
+#[derive(
+    Clone, Copy, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelValue,
+)]
 #[allow(non_camel_case_types)]
 pub enum DropReason {
     /// The queue was full: the backend is slower than the fleet.
@@ -130,6 +132,10 @@ impl OtlpTransport {
             endpoint: config.endpoint.to_string(),
             cause,
         };
+        // reqwest is built without a default TLS provider; main installs
+        // one, and this keeps the exporter usable when it did not (yet).
+        // Installing twice is a harmless error.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let (mut exporter, runtime) = match config.protocol {
             Protocol::HttpProtobuf => {
                 let headers: HashMap<String, String> = config
@@ -163,7 +169,9 @@ impl OtlpTransport {
                         (Ok(key), Ok(value)) => {
                             headers.insert(key, value);
                         }
-                        _ => tracing::warn!(header = %key, "OTLP header skipped: not valid gRPC metadata"),
+                        _ => {
+                            tracing::warn!(header = %key, "OTLP header skipped: not valid gRPC metadata")
+                        }
                     }
                 }
                 let metadata = MetadataMap::from_headers(headers);
@@ -291,9 +299,7 @@ impl SpanQueue {
         match self.tx.try_send(Command::Span(Box::new(span))) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => self.metrics.drop_spans(DropReason::queue_full, 1),
-            Err(TrySendError::Disconnected(_)) => {
-                self.metrics.drop_spans(DropReason::shut_down, 1)
-            }
+            Err(TrySendError::Disconnected(_)) => self.metrics.drop_spans(DropReason::shut_down, 1),
         }
     }
 
@@ -313,7 +319,9 @@ impl SpanQueue {
         if self.tx.send(Command::Shutdown(ack_tx)).is_ok()
             && ack_rx.recv_timeout(SHUTDOWN_WAIT).is_err()
         {
-            tracing::warn!("trace export did not finish within {SHUTDOWN_WAIT:?}; spans may be lost");
+            tracing::warn!(
+                "trace export did not finish within {SHUTDOWN_WAIT:?}; spans may be lost"
+            );
             return;
         }
         if let Some(thread) = self.thread.lock().take() {
@@ -386,11 +394,14 @@ fn run<T: Transport>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::Arc;
 
-    use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState};
     use opentelemetry::InstrumentationScope;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    };
     use opentelemetry_sdk::trace::{SpanEvents, SpanLinks};
 
     use super::*;
@@ -499,7 +510,10 @@ mod tests {
         let started = Instant::now();
         while metrics.dropped(DropReason::queue_full) == 0 {
             queue.push(span(9));
-            assert!(started.elapsed() < Duration::from_secs(10), "push blocked or never dropped");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "push blocked or never dropped"
+            );
         }
         for _ in 0..10 {
             gate_tx.send(()).unwrap();
@@ -507,8 +521,11 @@ mod tests {
         queue.shutdown();
         let exported = metrics.exported.get();
         let dropped = metrics.dropped(DropReason::queue_full);
-        assert!(exported >= 1 && exported <= 3, "{exported}");
-        assert_eq!(got.lock().iter().map(Vec::len).sum::<usize>() as u64, exported);
+        assert!((1..=3).contains(&exported), "{exported}");
+        assert_eq!(
+            got.lock().iter().map(Vec::len).sum::<usize>() as u64,
+            exported
+        );
         assert!(dropped >= 1);
     }
 
@@ -537,7 +554,10 @@ mod tests {
         metrics.exported.inc();
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        assert!(text.contains("hcpflow_trace_spans_exported_total 1"), "{text}");
+        assert!(
+            text.contains("hcpflow_trace_spans_exported_total 1"),
+            "{text}"
+        );
         assert!(
             text.contains("hcpflow_trace_spans_dropped_total{reason=\"queue_full\"} 0"),
             "{text}"

@@ -132,7 +132,8 @@ impl CreationTracer {
             "exporting creation traces over OTLP"
         );
         let batch = config.batch;
-        let queue = export::SpanQueue::start(batch, metrics, move || OtlpTransport::build(&config))?;
+        let queue =
+            export::SpanQueue::start(batch, metrics, move || OtlpTransport::build(&config))?;
         Ok(CreationTracer {
             queue,
             options: TracerOptions::default(),
@@ -223,9 +224,12 @@ impl CreationTracer {
                     // is dated by when the exporter saw it.
                     let started = last.created_at.at;
                     let ended = jiff::Timestamp::now().max(started);
-                    let mut span = root_span(cluster_id, last, CreationEnd::Deleted, started, ended);
-                    span.attributes
-                        .push(opentelemetry::KeyValue::new("hcp.creation.end_observed", true));
+                    let mut span =
+                        root_span(cluster_id, last, CreationEnd::Deleted, started, ended);
+                    span.attributes.push(opentelemetry::KeyValue::new(
+                        "hcp.creation.end_observed",
+                        true,
+                    ));
                     self.queue.push(span);
                 }
                 self.exported.lock().remove(cluster_id);
@@ -244,6 +248,7 @@ impl EventListener for CreationTracer {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -145,8 +145,8 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd) -> S
         }
         events = condition_events(hop, end.started, end.ended);
         if end.outcome == Outcome::Failed {
-            let (code, message) = failure_reason(hop)
-                .unwrap_or_else(|| (hop.state.clone(), String::new()));
+            let (code, message) =
+                failure_reason(hop).unwrap_or_else(|| (hop.state.clone(), String::new()));
             attributes.push(KeyValue::new("error.type", code.clone()));
             status = error_status(&code, &message);
         }
