@@ -263,5 +263,23 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_worked_example_of_docs_traces_md_holds() {
+        assert_eq!(trace_id_hex("2f8a1c"), "146d347c53f06b77ec6f196d44cf72e7");
+        assert_eq!(hex::encode(span_id("2f8a1c", None)), "2615d52725aef81d");
+        assert_eq!(
+            hex::encode(span_id("2f8a1c", Some(Hop::ClustersService))),
+            "b8efbc8f0199aab2"
+        );
+        assert_eq!(
+            hex::encode(span_id_of("2f8a1c", Some(Hop::HostedCluster), Via::Maestro)),
+            "89115303413c7396"
+        );
+        assert_eq!(
+            span_id_of("2f8a1c", Some(Hop::HostedCluster), Via::Direct),
+            span_id("2f8a1c", Some(Hop::HostedCluster))
+        );
+    }
+
     const EXPECTED_ABC: &str = "b5b726468cd96d6f947e49a384df83ed";
 }
