@@ -14,4 +14,5 @@ pub mod server;
 pub mod sim;
 pub mod sources;
 pub mod store;
+pub mod telemetry;
 pub mod traces;

@@ -1,0 +1,285 @@
+//! One OpenTelemetry trace per cluster creation (DESIGN section 4).
+//!
+//! Ids are derived from the cluster id, so every instance and every restart
+//! agrees on them and spans from the service and management sides land in one
+//! trace without coordination. [`CreationTracer`] hears the store's events,
+//! builds spans from the timeline under the store lock, and hands them to a
+//! bounded queue drained by its own export thread.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use sha2::{Digest, Sha256};
+
+use crate::model::{CreationOutcome, Event, Fleet, Hop, Outcome, Via};
+use crate::store::EventListener;
+
+pub mod config;
+pub mod export;
+pub mod spans;
+
+pub use config::{BatchSettings, OtlpConfig, OtlpConfigError, Protocol};
+pub use export::{DropReason, ExportError, OtlpTransport, TraceMetrics};
+pub use spans::{CreationEnd, HopEnd, ROOT_SPAN_NAME, hop_span, hop_span_name, root_span};
+
+/// First 16 bytes of SHA-256 of `"hcp-flow/" + cluster_id`.
+pub fn trace_id(cluster_id: &str) -> [u8; 16] {
+    let digest = Sha256::digest(format!("hcp-flow/{cluster_id}").as_bytes());
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
+
+/// The trace id as 32 lower-case hex digits (the W3C and exemplar form).
+pub fn trace_id_hex(cluster_id: &str) -> String {
+    hex::encode(trace_id(cluster_id))
+}
+
+/// First 8 bytes of SHA-256 of `<trace id hex> + "/" + <hop>`; the root span
+/// uses the hop name `root`.
+pub fn span_id(cluster_id: &str, hop: Option<Hop>) -> [u8; 8] {
+    let name = hop.map(Hop::as_str).unwrap_or("root");
+    let digest = Sha256::digest(format!("{}/{name}", trace_id_hex(cluster_id)).as_bytes());
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    id
+}
+
+/// The span id of a hop as seen through `via`: [`span_id`] for the direct
+/// view; for the view through Maestro's status feedback, the same derivation
+/// over `<hop>/maestro`, so a service-scope and a management-scope instance
+/// never export two different spans under one id.
+pub fn span_id_of(cluster_id: &str, hop: Option<Hop>, via: Via) -> [u8; 8] {
+    match (hop, via) {
+        (Some(hop), Via::Maestro) => {
+            let name = format!("{}/{}/maestro", trace_id_hex(cluster_id), hop.as_str());
+            let digest = Sha256::digest(name.as_bytes());
+            let mut id = [0u8; 8];
+            id.copy_from_slice(&digest[..8]);
+            id
+        }
+        _ => span_id(cluster_id, hop),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TracesError {
+    #[error("invalid OpenTelemetry export settings")]
+    Config(#[from] OtlpConfigError),
+    #[error("the creation trace exporter could not start")]
+    Export(#[from] ExportError),
+}
+
+/// Which spans of a creation this instance exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracerOptions {
+    /// Export the root span. In a split deployment (a service-scope instance
+    /// and management-scope ones) only the service side should: both see the
+    /// creation end, and two roots under one id confuse trace backends.
+    pub root_spans: bool,
+}
+
+impl Default for TracerOptions {
+    fn default() -> Self {
+        TracerOptions { root_spans: true }
+    }
+}
+
+/// Bits of the per-cluster "already exported" mask: one per hop and view,
+/// one for the root.
+fn span_bit(hop: Option<Hop>, via: Via) -> u32 {
+    match (hop, via) {
+        (None, _) => 1 << 16,
+        (Some(hop), Via::Direct) => 1 << hop.index(),
+        (Some(hop), Via::Maestro) => 1 << (8 + hop.index()),
+    }
+}
+
+/// Turns model events into creation spans and exports them over OTLP.
+pub struct CreationTracer {
+    queue: export::SpanQueue,
+    options: TracerOptions,
+    /// cluster id → spans exported by this process. The model already emits
+    /// each end once; this also holds when a hop's objects vanish and come
+    /// back. Forgotten when the cluster is removed.
+    exported: Mutex<HashMap<String, u32>>,
+}
+
+impl CreationTracer {
+    /// Built from the process environment; `None` when no OTLP endpoint is set.
+    pub fn from_env(metrics: TraceMetrics) -> Result<Option<CreationTracer>, TracesError> {
+        CreationTracer::from_env_map(&config::process_env(), metrics)
+    }
+
+    /// Built from `env` (the standard `OTEL_*` variables); `None` when no
+    /// endpoint is set.
+    pub fn from_env_map(
+        env: &HashMap<String, String>,
+        metrics: TraceMetrics,
+    ) -> Result<Option<CreationTracer>, TracesError> {
+        match OtlpConfig::from_env(env)? {
+            Some(config) => Ok(Some(CreationTracer::new(config, metrics)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Start the export thread; the OTLP exporter is built on it.
+    pub fn new(config: OtlpConfig, metrics: TraceMetrics) -> Result<CreationTracer, TracesError> {
+        tracing::info!(
+            protocol = config.protocol.as_str(),
+            endpoint = %config.endpoint,
+            service = config.service_name(),
+            "exporting creation traces over OTLP"
+        );
+        let batch = config.batch;
+        let queue =
+            export::SpanQueue::start(batch, metrics, move || OtlpTransport::build(&config))?;
+        Ok(CreationTracer {
+            queue,
+            options: TracerOptions::default(),
+            exported: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn with_options(mut self, options: TracerOptions) -> CreationTracer {
+        self.options = options;
+        self
+    }
+
+    /// Export every queued span now and wait for it (tests, and before exit).
+    pub fn flush(&self) {
+        self.queue.flush();
+    }
+
+    /// Export what is queued and stop; later spans are dropped. Call on SIGTERM.
+    pub fn shutdown(&self) {
+        self.queue.shutdown();
+    }
+
+    /// True the first time a span is claimed for this cluster.
+    fn claim(&self, cluster_id: &str, hop: Option<Hop>, via: Via) -> bool {
+        let bit = span_bit(hop, via);
+        let mut exported = self.exported.lock();
+        let mask = exported.entry(cluster_id.to_string()).or_default();
+        let first = *mask & bit == 0;
+        *mask |= bit;
+        first
+    }
+
+    fn on_event(&self, event: &Event, fleet: &Fleet) {
+        match event {
+            Event::HopEnded {
+                cluster_id,
+                hop,
+                outcome,
+                started,
+                ended,
+            } => {
+                let timeline = fleet.get(cluster_id);
+                let via = timeline
+                    .and_then(|t| t.hop(*hop))
+                    .map_or(Via::Direct, |h| h.via);
+                if self.claim(cluster_id, Some(*hop), via) {
+                    let end = HopEnd {
+                        hop: *hop,
+                        outcome: *outcome,
+                        started: *started,
+                        ended: *ended,
+                    };
+                    self.queue.push(hop_span(cluster_id, timeline, end));
+                }
+            }
+            Event::CreationEnded {
+                cluster_id,
+                outcome,
+                started,
+                ended,
+                ..
+            } => {
+                let Some(timeline) = fleet.get(cluster_id) else {
+                    return;
+                };
+                if self.options.root_spans && self.claim(cluster_id, None, Via::Direct) {
+                    let end = match outcome {
+                        Outcome::Succeeded => CreationEnd::Succeeded,
+                        Outcome::Failed => CreationEnd::Failed,
+                    };
+                    self.queue
+                        .push(root_span(cluster_id, timeline, end, *started, *ended));
+                }
+            }
+            Event::ClusterRemoved {
+                cluster_id,
+                in_flight,
+                last,
+            } => {
+                // A deletion first turns an in-flight creation `Deleted`, then
+                // removes it: both mean it never completed.
+                let unfinished = *in_flight || last.outcome == CreationOutcome::Deleted;
+                if unfinished
+                    && self.options.root_spans
+                    && self.claim(cluster_id, None, Via::Direct)
+                {
+                    // The removed timeline keeps no hop times; the deletion
+                    // is dated by when the exporter saw it.
+                    let started = last.created_at.at;
+                    let ended = jiff::Timestamp::now().max(started);
+                    let mut span =
+                        root_span(cluster_id, last, CreationEnd::Deleted, started, ended);
+                    span.attributes.push(opentelemetry::KeyValue::new(
+                        "hcp.creation.end_observed",
+                        true,
+                    ));
+                    self.queue.push(span);
+                }
+                self.exported.lock().remove(cluster_id);
+            }
+            Event::Slo { .. } => {}
+        }
+    }
+}
+
+impl EventListener for CreationTracer {
+    fn on_events(&self, events: &[Event], fleet: &Fleet) {
+        for event in events {
+            self.on_event(event, fleet);
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_id_is_the_truncated_sha256_of_the_prefixed_cluster_id() {
+        // Independently computed: printf 'hcp-flow/abc' | sha256sum | cut -c1-32
+        assert_eq!(trace_id_hex("abc"), EXPECTED_ABC);
+        assert_ne!(span_id("abc", None), span_id("abc", Some(Hop::RpFrontend)));
+        assert_eq!(
+            span_id("abc", Some(Hop::NodePool)),
+            span_id("abc", Some(Hop::NodePool))
+        );
+    }
+
+    #[test]
+    fn the_worked_example_of_docs_traces_md_holds() {
+        assert_eq!(trace_id_hex("2f8a1c"), "146d347c53f06b77ec6f196d44cf72e7");
+        assert_eq!(hex::encode(span_id("2f8a1c", None)), "2615d52725aef81d");
+        assert_eq!(
+            hex::encode(span_id("2f8a1c", Some(Hop::ClustersService))),
+            "b8efbc8f0199aab2"
+        );
+        assert_eq!(
+            hex::encode(span_id_of("2f8a1c", Some(Hop::HostedCluster), Via::Maestro)),
+            "89115303413c7396"
+        );
+        assert_eq!(
+            span_id_of("2f8a1c", Some(Hop::HostedCluster), Via::Direct),
+            span_id("2f8a1c", Some(Hop::HostedCluster))
+        );
+    }
+
+    const EXPECTED_ABC: &str = "b5b726468cd96d6f947e49a384df83ed";
+}

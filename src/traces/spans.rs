@@ -1,0 +1,270 @@
+//! Creation spans built from a cluster's timeline: pure, no clock, no I/O.
+
+use std::borrow::Cow;
+use std::time::SystemTime;
+
+use jiff::Timestamp;
+use opentelemetry::trace::{
+    Event as SpanEvent, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+};
+use opentelemetry::{InstrumentationScope, KeyValue};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+
+use super::{span_id_of, trace_id};
+use crate::model::{ConditionStatus, Hop, HopTimeline, Outcome, Phase, Timeline, Via};
+
+/// The root span's name.
+pub const ROOT_SPAN_NAME: &str = "hcp.cluster.create";
+
+/// Messages are free text from upstream; a span carries a bounded slice.
+const MAX_MESSAGE_LEN: usize = 512;
+
+/// How a creation ended, as the root span tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreationEnd {
+    Succeeded,
+    Failed,
+    /// Deleted before it completed or failed.
+    Deleted,
+}
+
+impl CreationEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CreationEnd::Succeeded => "succeeded",
+            CreationEnd::Failed => "failed",
+            CreationEnd::Deleted => "deleted",
+        }
+    }
+}
+
+/// The name of a hop's span; a hop seen through Maestro's status feedback
+/// gets its own span (and id) so it never collides with the same hop read
+/// directly by a management-scope instance.
+pub fn hop_span_name(hop: Hop, via: Via) -> String {
+    match via {
+        Via::Direct => format!("hcp.hop.{hop}"),
+        Via::Maestro => format!("hcp.hop.{hop}.via_maestro"),
+    }
+}
+
+fn scope() -> InstrumentationScope {
+    InstrumentationScope::builder("hcp-flow/creation")
+        .with_version(env!("CARGO_PKG_VERSION"))
+        .build()
+}
+
+fn context(cluster_id: &str, span: [u8; 8]) -> SpanContext {
+    SpanContext::new(
+        TraceId::from_bytes(trace_id(cluster_id)),
+        SpanId::from_bytes(span),
+        TraceFlags::SAMPLED,
+        false,
+        TraceState::default(),
+    )
+}
+
+fn system_time(at: Timestamp) -> SystemTime {
+    SystemTime::from(at)
+}
+
+fn bounded(s: &str) -> String {
+    match s.char_indices().nth(MAX_MESSAGE_LEN) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s.to_string(),
+    }
+}
+
+/// `hcp.cluster.id` and the identities the timeline knows (empty ones left out).
+fn identity_attributes(cluster_id: &str, timeline: Option<&Timeline>) -> Vec<KeyValue> {
+    let mut attributes = vec![KeyValue::new("hcp.cluster.id", cluster_id.to_string())];
+    if let Some(timeline) = timeline {
+        let identity = &timeline.identity;
+        for (key, value) in [
+            ("hcp.cluster.name", &identity.name),
+            ("cloud.resource_id", &identity.resource_id),
+            ("hcp.mgmt_cluster", &identity.mgmt_cluster),
+            ("hcp.platform", &identity.platform),
+            ("hcp.cluster.version", &identity.version),
+        ] {
+            if !value.is_empty() {
+                attributes.push(KeyValue::new(key, value.clone()));
+            }
+        }
+    }
+    attributes
+}
+
+/// Why a hop failed: the upstream error (a provision error code) when there
+/// is one, else the reason of its most recently changed condition.
+pub fn failure_reason(hop: &HopTimeline) -> Option<(String, String)> {
+    if let Some(error) = hop.error() {
+        return Some((error.code.clone(), bounded(&error.message)));
+    }
+    hop.conditions()
+        .filter(|(_, c)| !c.reason.is_empty())
+        .max_by_key(|(_, c)| c.last_transition)
+        .map(|(_, c)| (c.reason.clone(), bounded(&c.message)))
+}
+
+fn error_status(code: &str, message: &str) -> Status {
+    if message.is_empty() {
+        Status::error(code.to_string())
+    } else {
+        Status::error(format!("{code}: {message}"))
+    }
+}
+
+/// What a hop span needs from the event that ended it.
+#[derive(Clone, Copy, Debug)]
+pub struct HopEnd {
+    pub hop: Hop,
+    pub outcome: Outcome,
+    pub started: Timestamp,
+    pub ended: Timestamp,
+}
+
+/// The child span of one hop: from the hop's start to the time it became
+/// ready or failed (both upstream times), with its condition changes inside
+/// that window as events.
+pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd) -> SpanData {
+    let hop_state = timeline.and_then(|t| t.hop(end.hop));
+    let via = hop_state.map_or(Via::Direct, |h| h.via);
+    let mut attributes = identity_attributes(cluster_id, timeline);
+    attributes.push(KeyValue::new("hcp.hop", end.hop.as_str()));
+    attributes.push(KeyValue::new("hcp.hop.via", via.as_str()));
+    attributes.push(KeyValue::new("hcp.hop.outcome", end.outcome.as_str()));
+    let mut events = Vec::new();
+    let mut status = Status::Unset;
+    if let Some(hop) = hop_state {
+        attributes.push(KeyValue::new("hcp.hop.state", hop.state.clone()));
+        attributes.push(KeyValue::new("hcp.hop.phase", hop.phase.as_str()));
+        if hop.since.observed {
+            // Upstream gave no time: the end is when the exporter saw it.
+            attributes.push(KeyValue::new("hcp.hop.end_observed", true));
+        }
+        events = condition_events(hop, end.started, end.ended);
+        if end.outcome == Outcome::Failed {
+            let (code, message) =
+                failure_reason(hop).unwrap_or_else(|| (hop.state.clone(), String::new()));
+            attributes.push(KeyValue::new("error.type", code.clone()));
+            status = error_status(&code, &message);
+        }
+    } else if end.outcome == Outcome::Failed {
+        status = Status::error("failed");
+    }
+    SpanData {
+        span_context: context(cluster_id, span_id_of(cluster_id, Some(end.hop), via)),
+        parent_span_id: SpanId::from_bytes(span_id_of(cluster_id, None, Via::Direct)),
+        parent_span_is_remote: false,
+        span_kind: SpanKind::Internal,
+        name: Cow::Owned(hop_span_name(end.hop, via)),
+        start_time: system_time(end.started),
+        end_time: system_time(end.ended.max(end.started)),
+        attributes,
+        dropped_attributes_count: 0,
+        events: span_events(events),
+        links: SpanLinks::default(),
+        status,
+        instrumentation_scope: scope(),
+    }
+}
+
+fn span_events(events: Vec<SpanEvent>) -> SpanEvents {
+    let mut span_events = SpanEvents::default();
+    span_events.events = events;
+    span_events
+}
+
+/// One event per condition of the hop whose last transition falls within
+/// the span (the timeline keeps each condition's latest transition).
+fn condition_events(hop: &HopTimeline, from: Timestamp, to: Timestamp) -> Vec<SpanEvent> {
+    let mut events: Vec<SpanEvent> = hop
+        .conditions()
+        .filter_map(|(object, c)| {
+            let at = c.last_transition?;
+            if at < from || at > to {
+                return None;
+            }
+            let status = match c.status {
+                ConditionStatus::True => "True",
+                ConditionStatus::False => "False",
+                ConditionStatus::Unknown => "Unknown",
+            };
+            let mut attributes = vec![
+                KeyValue::new("hcp.condition.type", c.kind.clone()),
+                KeyValue::new("hcp.condition.status", status),
+            ];
+            if !c.reason.is_empty() {
+                attributes.push(KeyValue::new("hcp.condition.reason", c.reason.clone()));
+            }
+            if !c.message.is_empty() {
+                attributes.push(KeyValue::new("hcp.condition.message", bounded(&c.message)));
+            }
+            if !object.is_empty() {
+                attributes.push(KeyValue::new("hcp.object", object.to_string()));
+            }
+            Some(SpanEvent::new(
+                format!("{}={status}", c.kind),
+                system_time(at),
+                attributes,
+                0,
+            ))
+        })
+        .collect();
+    events.sort_by_key(|e| e.timestamp);
+    events
+}
+
+/// The root span of a creation, from its earliest upstream creation time to
+/// completion, failure or deletion.
+pub fn root_span(
+    cluster_id: &str,
+    timeline: &Timeline,
+    end: CreationEnd,
+    started: Timestamp,
+    ended: Timestamp,
+) -> SpanData {
+    let mut attributes = identity_attributes(cluster_id, Some(timeline));
+    attributes.push(KeyValue::new("hcp.creation.outcome", end.as_str()));
+    if let Some(slo) = timeline.slo {
+        attributes.push(KeyValue::new("hcp.slo.outcome", slo.as_str()));
+    }
+    if timeline.created_at.observed {
+        attributes.push(KeyValue::new("hcp.creation.start_observed", true));
+    }
+    let mut status = Status::Unset;
+    if end == CreationEnd::Failed {
+        // The earliest failed hop is the one that broke the creation.
+        let failed = timeline
+            .hops
+            .iter()
+            .filter(|(_, h)| h.phase == Phase::Failed)
+            .min_by_key(|(_, h)| h.since.at);
+        match failed {
+            Some((hop, h)) => {
+                let (code, message) =
+                    failure_reason(h).unwrap_or_else(|| (h.state.clone(), String::new()));
+                attributes.push(KeyValue::new("hcp.failed_hop", hop.as_str()));
+                attributes.push(KeyValue::new("error.type", code.clone()));
+                status = error_status(&format!("{hop}: {code}"), &message);
+            }
+            None => status = Status::error("failed"),
+        }
+    }
+    SpanData {
+        span_context: context(cluster_id, span_id_of(cluster_id, None, Via::Direct)),
+        parent_span_id: SpanId::INVALID,
+        parent_span_is_remote: false,
+        span_kind: SpanKind::Internal,
+        name: Cow::Borrowed(ROOT_SPAN_NAME),
+        start_time: system_time(started),
+        end_time: system_time(ended.max(started)),
+        attributes,
+        dropped_attributes_count: 0,
+        events: SpanEvents::default(),
+        links: SpanLinks::default(),
+        status,
+        instrumentation_scope: scope(),
+    }
+}

@@ -1,0 +1,696 @@
+//! Creation traces end to end: a store fed observations, the tracer listening,
+//! and an in-process OTLP receiver (gRPC through the opentelemetry-proto tonic
+//! service, HTTP/protobuf through an axum route) checking what arrives.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap (house rules)
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hcp_flow::metrics::exposition::Format;
+use hcp_flow::metrics::fleet::RenderConfig;
+use hcp_flow::model::testing::{Obs, batch, obs};
+use hcp_flow::model::{ConditionStatus, Hop, ModelConfig, Phase, Via};
+use hcp_flow::store::{Store, StoreConfig};
+use hcp_flow::traces::{
+    CreationTracer, ROOT_SPAN_NAME, TraceMetrics, TracerOptions, span_id, span_id_of, trace_id,
+    trace_id_hex,
+};
+use jiff::Timestamp;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use prost::Message;
+
+fn t(minutes: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
+}
+
+fn nanos(at: Timestamp) -> u64 {
+    at.as_nanosecond() as u64
+}
+
+const RID: &str = "/subscriptions/sub-1/resourcegroups/rg-1/providers/microsoft.redhatopenshift/hcpopenshiftclusters/alpha";
+
+/// A span as received, with the service name of the resource it came under.
+#[derive(Clone, Debug)]
+struct Got {
+    service: String,
+    span: Span,
+}
+
+impl Got {
+    fn attr(&self, key: &str) -> Option<String> {
+        attr(&self.span.attributes, key)
+    }
+}
+
+fn attr(
+    attributes: &[opentelemetry_proto::tonic::common::v1::KeyValue],
+    key: &str,
+) -> Option<String> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
+        .map(|v| match v {
+            Value::StringValue(s) => s.clone(),
+            Value::BoolValue(b) => b.to_string(),
+            Value::IntValue(i) => i.to_string(),
+            other => format!("{other:?}"),
+        })
+}
+
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<Got>>>);
+
+impl Received {
+    fn record(&self, request: ExportTraceServiceRequest) {
+        let mut got = self.0.lock().unwrap();
+        for resource_spans in request.resource_spans {
+            let service = resource_spans
+                .resource
+                .as_ref()
+                .and_then(|r| attr(&r.attributes, "service.name"))
+                .unwrap_or_default();
+            for scope_spans in resource_spans.scope_spans {
+                for span in scope_spans.spans {
+                    got.push(Got {
+                        service: service.clone(),
+                        span,
+                    });
+                }
+            }
+        }
+    }
+
+    fn spans(&self) -> Vec<Got> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn by_name(&self) -> BTreeMap<String, Got> {
+        self.spans()
+            .into_iter()
+            .map(|g| (g.span.name.clone(), g))
+            .collect()
+    }
+}
+
+#[tonic::async_trait]
+impl TraceService for Received {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.record(request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+/// Serve on loopback from a thread of its own, so tests stay synchronous
+/// (the tracer's flush blocks).
+fn serve_in_background<F, Fut>(serve: F) -> SocketAddr
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            serve(listener).await;
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap()
+}
+
+fn grpc_receiver() -> (Received, HashMap<String, String>) {
+    let received = Received::default();
+    let service = TraceServiceServer::new(received.clone());
+    let addr = serve_in_background(move |listener| async move {
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+            .await
+            .unwrap();
+    });
+    let env = HashMap::from([
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
+            format!("http://{addr}"),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL".to_string(),
+            "grpc".to_string(),
+        ),
+    ]);
+    (received, env)
+}
+
+fn http_receiver() -> (Received, HashMap<String, String>) {
+    use axum::body::Bytes;
+    use axum::extract::State;
+    use axum::http::{HeaderMap, StatusCode as HttpStatus, header};
+
+    async fn traces(
+        State(received): State<Received>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> (HttpStatus, [(header::HeaderName, &'static str); 1], Vec<u8>) {
+        let content_type = [(header::CONTENT_TYPE, "application/x-protobuf")];
+        if headers.get("x-tenant").and_then(|v| v.to_str().ok()) != Some("ops team") {
+            return (HttpStatus::UNAUTHORIZED, content_type, Vec::new());
+        }
+        match ExportTraceServiceRequest::decode(body) {
+            Ok(request) => {
+                received.record(request);
+                let response = ExportTraceServiceResponse::default().encode_to_vec();
+                (HttpStatus::OK, content_type, response)
+            }
+            Err(_) => (HttpStatus::BAD_REQUEST, content_type, Vec::new()),
+        }
+    }
+
+    let received = Received::default();
+    let router = axum::Router::new()
+        .route("/v1/traces", axum::routing::post(traces))
+        .with_state(received.clone());
+    let addr = serve_in_background(move |listener| async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    let env = HashMap::from([
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
+            format!("http://{addr}"),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL".to_string(),
+            "http/protobuf".to_string(),
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS".to_string(),
+            "x-tenant=ops%20team".to_string(),
+        ),
+    ]);
+    (received, env)
+}
+
+fn new_store() -> Arc<Store> {
+    Store::new(StoreConfig {
+        model: ModelConfig {
+            creation_target: Duration::from_secs(1200),
+            terminal_hops: vec![Hop::HostedCluster],
+            shard: None,
+        },
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: Vec::new(),
+    })
+}
+
+/// A store with a tracer exporting to `env`'s endpoint.
+fn traced_store(
+    env: &HashMap<String, String>,
+    service: &str,
+    options: TracerOptions,
+) -> (Arc<Store>, Arc<CreationTracer>, TraceMetrics) {
+    let mut env = env.clone();
+    env.insert("OTEL_SERVICE_NAME".to_string(), service.to_string());
+    let metrics = TraceMetrics::default();
+    let tracer = CreationTracer::from_env_map(&env, metrics.clone())
+        .unwrap()
+        .expect("an endpoint is set")
+        .with_options(options);
+    let tracer = Arc::new(tracer);
+    let store = new_store();
+    store.add_listener(tracer.clone());
+    // The first sync of the source: nothing seen yet.
+    store.apply_at(batch(true, t(0), vec![]), t(0));
+    (store, tracer, metrics)
+}
+
+fn apply(store: &Store, at: i64, observations: Vec<Obs>) {
+    store.apply_at(batch(false, t(at), observations), t(at));
+}
+
+/// The service side of creation `id`: Clusters Service ready at 5 min, the
+/// Maestro bundle applied (2) and available (3).
+fn service_side(store: &Store, id: &str) {
+    let cs = || {
+        obs(id, Hop::ClustersService)
+            .created(t(0))
+            .resource_id(RID)
+            .name("alpha")
+            .platform("azure")
+            .mgmt_cluster("mgmt-1")
+    };
+    apply(
+        store,
+        1,
+        vec![cs().state("installing", Phase::Progressing).since(t(0))],
+    );
+    apply(
+        store,
+        3,
+        vec![
+            obs(id, Hop::MaestroBundle)
+                .object("bundle-1")
+                .state("Available", Phase::Ready)
+                .created(t(1))
+                .since(t(3))
+                .condition(
+                    "Applied",
+                    ConditionStatus::True,
+                    "AppliedManifestWorkComplete",
+                    t(2),
+                )
+                .condition(
+                    "Available",
+                    ConditionStatus::True,
+                    "ResourcesAvailable",
+                    t(3),
+                ),
+        ],
+    );
+    apply(
+        store,
+        5,
+        vec![cs().state("ready", Phase::Ready).since(t(5))],
+    );
+}
+
+/// The HostedCluster becoming Available at 12 min, read through `via`.
+fn hosted_cluster_ready(store: &Store, id: &str, via: Via) {
+    let hc = || obs(id, Hop::HostedCluster).via(via).created(t(4));
+    apply(
+        store,
+        6,
+        vec![hc().state("Progressing", Phase::Progressing).since(t(4))],
+    );
+    apply(
+        store,
+        12,
+        vec![
+            hc().state("Available", Phase::Ready)
+                .since(t(12))
+                .condition("Available", ConditionStatus::True, "AsExpected", t(12))
+                .condition("Degraded", ConditionStatus::False, "AsExpected", t(4)),
+        ],
+    );
+}
+
+#[test]
+fn one_trace_per_creation_over_grpc_with_upstream_times() {
+    let (received, env) = grpc_receiver();
+    let (store, tracer, metrics) = traced_store(&env, "hcp-flow-test", TracerOptions::default());
+    service_side(&store, "c-1");
+    hosted_cluster_ready(&store, "c-1", Via::Direct);
+    tracer.flush();
+
+    let spans = received.by_name();
+    assert_eq!(
+        spans.keys().cloned().collect::<Vec<_>>(),
+        vec![
+            ROOT_SPAN_NAME.to_string(),
+            "hcp.hop.clusters_service".to_string(),
+            "hcp.hop.hosted_cluster".to_string(),
+            "hcp.hop.maestro_bundle".to_string(),
+        ]
+    );
+    assert_eq!(metrics.exported.get(), 4);
+    let trace = trace_id("c-1").to_vec();
+    let root = &spans[ROOT_SPAN_NAME];
+    assert_eq!(root.service, "hcp-flow-test");
+    assert!(spans.values().all(|g| g.span.trace_id == trace));
+    assert_eq!(root.span.span_id, span_id("c-1", None).to_vec());
+    assert!(root.span.parent_span_id.is_empty());
+    assert_eq!(root.span.start_time_unix_nano, nanos(t(0)));
+    assert_eq!(root.span.end_time_unix_nano, nanos(t(12)));
+    assert_eq!(
+        root.attr("hcp.creation.outcome").as_deref(),
+        Some("succeeded")
+    );
+    assert_eq!(root.attr("hcp.slo.outcome").as_deref(), Some("good"));
+    for (key, value) in [
+        ("hcp.cluster.id", "c-1"),
+        ("hcp.cluster.name", "alpha"),
+        ("cloud.resource_id", RID),
+        ("hcp.mgmt_cluster", "mgmt-1"),
+        ("hcp.platform", "azure"),
+    ] {
+        assert_eq!(root.attr(key).as_deref(), Some(value), "root {key}");
+    }
+
+    let expected = [
+        (Hop::ClustersService, 0, 5, "ready"),
+        (Hop::MaestroBundle, 1, 3, "Available"),
+        (Hop::HostedCluster, 4, 12, "Available"),
+    ];
+    for (hop, start, end, state) in expected {
+        let got = &spans[&format!("hcp.hop.{hop}")];
+        assert_eq!(
+            got.span.span_id,
+            span_id("c-1", Some(hop)).to_vec(),
+            "{hop}"
+        );
+        assert_eq!(got.span.parent_span_id, root.span.span_id, "{hop}");
+        assert_eq!(got.span.start_time_unix_nano, nanos(t(start)), "{hop}");
+        assert_eq!(got.span.end_time_unix_nano, nanos(t(end)), "{hop}");
+        assert_eq!(got.attr("hcp.hop").as_deref(), Some(hop.as_str()));
+        assert_eq!(got.attr("hcp.hop.state").as_deref(), Some(state));
+        assert_eq!(got.attr("hcp.cluster.id").as_deref(), Some("c-1"));
+        assert_eq!(got.attr("cloud.resource_id").as_deref(), Some(RID));
+        let status = got.span.status.clone().unwrap_or_default();
+        assert_ne!(status.code, StatusCode::Error as i32, "{hop}");
+    }
+
+    // Condition changes inside the span are events at their transition time;
+    // the Degraded=False from the hop's very start is inside too.
+    let bundle = &spans["hcp.hop.maestro_bundle"];
+    let events: Vec<(String, u64)> = bundle
+        .span
+        .events
+        .iter()
+        .map(|e| (e.name.clone(), e.time_unix_nano))
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            ("Applied=True".to_string(), nanos(t(2))),
+            ("Available=True".to_string(), nanos(t(3))),
+        ]
+    );
+    let reason = attr(&bundle.span.events[0].attributes, "hcp.condition.reason");
+    assert_eq!(reason.as_deref(), Some("AppliedManifestWorkComplete"));
+    let hc_events: Vec<String> = spans["hcp.hop.hosted_cluster"]
+        .span
+        .events
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    assert_eq!(hc_events, vec!["Degraded=False", "Available=True"]);
+
+    // Exemplars on the OpenMetrics scrape carry the same trace id.
+    let scrape = store.scrape(Format::OpenMetrics);
+    let exemplar = format!("trace_id=\"{}\"", trace_id_hex("c-1"));
+    for family in [
+        "hcpflow_creation_duration_seconds_bucket",
+        "hcpflow_hop_duration_seconds_bucket",
+    ] {
+        assert!(
+            scrape
+                .lines()
+                .any(|l| l.starts_with(family) && l.contains(&exemplar)),
+            "{family} has no exemplar {exemplar}:\n{scrape}"
+        );
+    }
+    assert_eq!(hex_of(&root.span.trace_id), trace_id_hex("c-1"));
+    tracer.shutdown();
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_failed_hop_sets_error_status_with_its_reason_over_http() {
+    let (received, env) = http_receiver();
+    let (store, tracer, metrics) = traced_store(&env, "hcp-flow-test", TracerOptions::default());
+    apply(
+        &store,
+        1,
+        vec![
+            obs("c-fail", Hop::ClustersService)
+                .created(t(0))
+                .state("installing", Phase::Progressing)
+                .since(t(0)),
+        ],
+    );
+    apply(
+        &store,
+        4,
+        vec![
+            obs("c-fail", Hop::ClustersService)
+                .created(t(0))
+                .state("error", Phase::Failed)
+                .since(t(4))
+                .error("OCM4001", "the subnet has no free addresses"),
+        ],
+    );
+    tracer.flush();
+
+    let spans = received.by_name();
+    assert_eq!(spans.len(), 2, "{:?}", spans.keys());
+    assert_eq!(metrics.exported.get(), 2);
+    let hop = &spans["hcp.hop.clusters_service"];
+    let status = hop.span.status.clone().unwrap_or_default();
+    assert_eq!(status.code, StatusCode::Error as i32);
+    assert_eq!(status.message, "OCM4001: the subnet has no free addresses");
+    assert_eq!(hop.attr("error.type").as_deref(), Some("OCM4001"));
+    assert_eq!(hop.attr("hcp.hop.outcome").as_deref(), Some("failed"));
+    assert_eq!(hop.span.start_time_unix_nano, nanos(t(0)));
+    assert_eq!(hop.span.end_time_unix_nano, nanos(t(4)));
+
+    let root = &spans[ROOT_SPAN_NAME];
+    let status = root.span.status.clone().unwrap_or_default();
+    assert_eq!(status.code, StatusCode::Error as i32);
+    assert!(
+        status.message.starts_with("clusters_service: OCM4001"),
+        "{}",
+        status.message
+    );
+    assert_eq!(
+        root.attr("hcp.failed_hop").as_deref(),
+        Some("clusters_service")
+    );
+    assert_eq!(root.span.end_time_unix_nano, nanos(t(4)));
+
+    // A condition reason explains a failure when upstream gives no error code.
+    apply(
+        &store,
+        6,
+        vec![
+            obs("c-bad", Hop::HostedCluster)
+                .created(t(5))
+                .state("ValidReleaseImage=False", Phase::Failed)
+                .since(t(6))
+                .condition(
+                    "ValidReleaseImage",
+                    ConditionStatus::False,
+                    "InvalidImage",
+                    t(6),
+                ),
+        ],
+    );
+    tracer.flush();
+    let bad: Vec<Got> = received
+        .spans()
+        .into_iter()
+        .filter(|g| g.attr("hcp.cluster.id").as_deref() == Some("c-bad"))
+        .collect();
+    let hop = bad
+        .iter()
+        .find(|g| g.span.name == "hcp.hop.hosted_cluster")
+        .expect("hosted_cluster span");
+    let status = hop.span.status.clone().unwrap_or_default();
+    assert_eq!(status.code, StatusCode::Error as i32);
+    assert_eq!(status.message, "InvalidImage");
+    tracer.shutdown();
+}
+
+#[test]
+fn a_restart_exports_nothing_for_creations_that_ended_before_it() {
+    let (received, env) = grpc_receiver();
+    let (store, tracer, _) = traced_store(&env, "first", TracerOptions::default());
+    service_side(&store, "c-1");
+    hosted_cluster_ready(&store, "c-1", Via::Direct);
+    tracer.flush();
+    let before = received.spans().len();
+    assert_eq!(before, 4);
+    tracer.shutdown();
+
+    // The restarted exporter loads the same state in its first sync.
+    let (restarted, second, metrics) = {
+        let mut env = env.clone();
+        env.insert("OTEL_SERVICE_NAME".to_string(), "second".to_string());
+        let metrics = TraceMetrics::default();
+        let tracer = Arc::new(
+            CreationTracer::from_env_map(&env, metrics.clone())
+                .unwrap()
+                .unwrap(),
+        );
+        let store = new_store();
+        store.add_listener(tracer.clone());
+        (store, tracer, metrics)
+    };
+    let final_state = vec![
+        obs("c-1", Hop::ClustersService)
+            .created(t(0))
+            .state("ready", Phase::Ready)
+            .since(t(5)),
+        obs("c-1", Hop::MaestroBundle)
+            .object("bundle-1")
+            .created(t(1))
+            .state("Available", Phase::Ready)
+            .since(t(3)),
+        obs("c-1", Hop::HostedCluster)
+            .created(t(4))
+            .state("Available", Phase::Ready)
+            .since(t(12)),
+    ];
+    restarted.apply_at(batch(true, t(30), final_state.clone()), t(30));
+    // A later poll that sees the same state changes nothing either.
+    restarted.apply_at(batch(false, t(31), final_state), t(31));
+    second.flush();
+    assert_eq!(received.spans().len(), before);
+    assert!(received.spans().iter().all(|g| g.service == "first"));
+    assert_eq!(metrics.exported.get(), 0);
+    second.shutdown();
+}
+
+#[test]
+fn service_and_management_instances_build_one_trace() {
+    let (received, env) = http_receiver();
+    let (service, service_tracer, _) =
+        traced_store(&env, "hcp-flow-service", TracerOptions::default());
+    let (management, management_tracer, _) =
+        traced_store(&env, "hcp-flow-mgmt-1", TracerOptions { root_spans: false });
+
+    service_side(&service, "c-2");
+    // The service side also sees the HostedCluster through Maestro feedback.
+    hosted_cluster_ready(&service, "c-2", Via::Maestro);
+    // The management side reads it directly, and the node pool.
+    hosted_cluster_ready(&management, "c-2", Via::Direct);
+    apply(
+        &management,
+        14,
+        vec![
+            obs("c-2", Hop::NodePool)
+                .object("np-1")
+                .created(t(12))
+                .state("Ready", Phase::Ready)
+                .since(t(14))
+                .replicas(2, 2, 2),
+        ],
+    );
+    service_tracer.flush();
+    management_tracer.flush();
+
+    let spans = received.spans();
+    let trace = trace_id("c-2").to_vec();
+    assert!(spans.iter().all(|g| g.span.trace_id == trace));
+    let root_id = span_id("c-2", None).to_vec();
+    let roots: Vec<&Got> = spans
+        .iter()
+        .filter(|g| g.span.name == ROOT_SPAN_NAME)
+        .collect();
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0].service, "hcp-flow-service");
+    assert_eq!(roots[0].span.span_id, root_id);
+
+    let mut by_service: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for g in &spans {
+        by_service
+            .entry(g.service.clone())
+            .or_default()
+            .push(g.span.name.clone());
+        if g.span.name != ROOT_SPAN_NAME {
+            assert_eq!(g.span.parent_span_id, root_id, "{}", g.span.name);
+        }
+    }
+    for names in by_service.values_mut() {
+        names.sort();
+    }
+    assert_eq!(
+        by_service["hcp-flow-mgmt-1"],
+        vec!["hcp.hop.hosted_cluster", "hcp.hop.node_pool"]
+    );
+    assert_eq!(
+        by_service["hcp-flow-service"],
+        vec![
+            ROOT_SPAN_NAME,
+            "hcp.hop.clusters_service",
+            "hcp.hop.hosted_cluster.via_maestro",
+            "hcp.hop.maestro_bundle",
+        ]
+    );
+    // Same hop, two views, two ids: never one id for two different spans.
+    let mut ids: Vec<Vec<u8>> = spans.iter().map(|g| g.span.span_id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), spans.len());
+    let via_maestro = spans
+        .iter()
+        .find(|g| g.span.name == "hcp.hop.hosted_cluster.via_maestro")
+        .expect("maestro view span");
+    assert_eq!(
+        via_maestro.span.span_id,
+        span_id_of("c-2", Some(Hop::HostedCluster), Via::Maestro).to_vec()
+    );
+    service_tracer.shutdown();
+    management_tracer.shutdown();
+}
+
+#[test]
+fn a_creation_deleted_in_flight_closes_its_trace() {
+    let (received, env) = grpc_receiver();
+    let (store, tracer, _) = traced_store(&env, "hcp-flow-test", TracerOptions::default());
+    let cs = || {
+        obs("c-del", Hop::ClustersService)
+            .created(t(0))
+            .name("doomed")
+    };
+    apply(
+        &store,
+        1,
+        vec![cs().state("installing", Phase::Progressing).since(t(0))],
+    );
+    apply(
+        &store,
+        3,
+        vec![cs().state("uninstalling", Phase::Deleting).since(t(3))],
+    );
+    tracer.flush();
+    assert!(received.spans().is_empty(), "nothing ended yet");
+    apply(&store, 4, vec![obs("c-del", Hop::ClustersService).gone()]);
+    tracer.flush();
+
+    let spans = received.spans();
+    assert_eq!(spans.len(), 1);
+    let root = &spans[0];
+    assert_eq!(root.span.name, ROOT_SPAN_NAME);
+    assert_eq!(
+        root.attr("hcp.creation.outcome").as_deref(),
+        Some("deleted")
+    );
+    assert_eq!(root.attr("hcp.cluster.name").as_deref(), Some("doomed"));
+    assert_eq!(root.span.start_time_unix_nano, nanos(t(0)));
+    assert!(root.span.end_time_unix_nano >= root.span.start_time_unix_nano);
+    let status = root.span.status.clone().unwrap_or_default();
+    assert_ne!(status.code, StatusCode::Error as i32);
+    tracer.shutdown();
+}
+
+#[test]
+fn no_endpoint_means_no_tracer() {
+    let env = HashMap::from([("OTEL_SERVICE_NAME".to_string(), "x".to_string())]);
+    assert!(
+        CreationTracer::from_env_map(&env, TraceMetrics::default())
+            .unwrap()
+            .is_none()
+    );
+}
