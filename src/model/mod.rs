@@ -3,6 +3,7 @@
 mod fleet;
 mod hop;
 mod observation;
+pub mod phase_map;
 pub mod testing;
 mod timeline;
 
