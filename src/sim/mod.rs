@@ -1,1 +1,2 @@
 //! The simulated world (sim helper).
+pub mod kube;

@@ -1,0 +1,1 @@
+//! A simulated Kubernetes API server (list/watch) for the management-side hops.
