@@ -391,6 +391,9 @@ async fn watch_kind(shared: Arc<Shared>, cfg: KubeSourceConfig, client: Client, 
     }
 }
 
+/// Objects read so far in a relist, and every name seen (parsable or not).
+type Relist = (Vec<(ObjRef, Facts)>, BTreeSet<ObjRef>);
+
 /// Keep one kind watched forever: a fresh watcher (list, then watch) after
 /// every error, with backoff.
 async fn watch_loop<K>(
@@ -414,7 +417,7 @@ async fn watch_loop<K>(
                 }
             })
             .boxed();
-        let mut relist: Option<(Vec<(ObjRef, Facts)>, BTreeSet<ObjRef>)> = None;
+        let mut relist: Option<Relist> = None;
         let error = loop {
             let Some(next) = stream.next().await else {
                 break None;
