@@ -65,7 +65,12 @@ fn new_fleet() -> Fleet {
 }
 
 /// Feed everything `objects_at` draws at `now`, as one non-initial batch.
-fn observe(mapper: &mut Mapper, fleet: &mut Fleet, objs: &[Value], now: Timestamp) -> Vec<Observation> {
+fn observe(
+    mapper: &mut Mapper,
+    fleet: &mut Fleet,
+    objs: &[Value],
+    now: Timestamp,
+) -> Vec<Observation> {
     let cfg = mapper.config().clone();
     for obj in objs {
         let (_, at, facts) = facts_of(obj, &cfg);
@@ -103,7 +108,13 @@ fn a_healthy_aro_creation_reaches_every_management_hop_with_identity() {
     assert_eq!(tl.phase(Hop::Manifestwork), Some(Phase::Ready));
     assert_eq!(tl.phase(Hop::HostedCluster), Some(Phase::Progressing));
     assert_eq!(tl.phase(Hop::ControlPlane), Some(Phase::Progressing));
-    assert_eq!(tl.hop(Hop::ControlPlane).unwrap().pods().map(|p| (p.ready, p.not_ready)), Some((1, 3)));
+    assert_eq!(
+        tl.hop(Hop::ControlPlane)
+            .unwrap()
+            .pods()
+            .map(|p| (p.ready, p.not_ready)),
+        Some((1, 3))
+    );
     assert_eq!(tl.phase(Hop::ManagedCluster), Some(Phase::Progressing));
     assert_eq!(tl.phase(Hop::NodePool), Some(Phase::Progressing));
 
@@ -125,10 +136,20 @@ fn a_healthy_aro_creation_reaches_every_management_hop_with_identity() {
         .collect();
     assert_eq!(
         replicas,
-        vec![("name-abc123-workers".to_string(), Replicas { desired: 3, current: 3, ready: 3 })]
+        vec![(
+            "name-abc123-workers".to_string(),
+            Replicas {
+                desired: 3,
+                current: 3,
+                ready: 3
+            }
+        )]
     );
     assert_eq!(tl.hop(Hop::HostedCluster).unwrap().ready_at, Some(t(8)));
-    assert!(!tl.in_flight(), "hosted_cluster Available completes the creation");
+    assert!(
+        !tl.in_flight(),
+        "hosted_cluster Available completes the creation"
+    );
 }
 
 #[test]
@@ -150,7 +171,11 @@ fn each_management_side_fault_shows_in_its_hop() {
     };
 
     // Never applied: the work is pending and nothing reached the management cluster.
-    let s = spec("never", KubeMode::Aro, faults(|f| f.manifestwork_never_applied = true));
+    let s = spec(
+        "never",
+        KubeMode::Aro,
+        faults(|f| f.manifestwork_never_applied = true),
+    );
     let (mut mapper, mut fleet) = (Mapper::new(mapper_config(KubeMode::Aro)), new_fleet());
     observe(&mut mapper, &mut fleet, &objects_at(&s, at), at);
     let tl = fleet.get("never").unwrap();
@@ -159,19 +184,41 @@ fn each_management_side_fault_shows_in_its_hop() {
     assert_eq!(tl.phase(Hop::HostedCluster), None);
 
     // Degraded: progressing within the budget, failed past it.
-    let s = spec("degraded", KubeMode::Aro, faults(|f| f.hosted_cluster_degraded = true));
+    let s = spec(
+        "degraded",
+        KubeMode::Aro,
+        faults(|f| f.hosted_cluster_degraded = true),
+    );
     let (mut mapper, mut fleet) = (Mapper::new(mapper_config(KubeMode::Aro)), new_fleet());
     observe(&mut mapper, &mut fleet, &objects_at(&s, t(5)), t(5));
-    assert_eq!(fleet.get("degraded").unwrap().phase(Hop::HostedCluster), Some(Phase::Progressing));
-    assert_eq!(fleet.get("degraded").unwrap().hop(Hop::HostedCluster).unwrap().state, "Degraded");
+    assert_eq!(
+        fleet.get("degraded").unwrap().phase(Hop::HostedCluster),
+        Some(Phase::Progressing)
+    );
+    assert_eq!(
+        fleet
+            .get("degraded")
+            .unwrap()
+            .hop(Hop::HostedCluster)
+            .unwrap()
+            .state,
+        "Degraded"
+    );
     // Nothing changes upstream; only time passes (degraded at t(2), budget 10 min).
     observe(&mut mapper, &mut fleet, &[], t(12));
     let tl = fleet.get("degraded").unwrap();
     assert_eq!(tl.phase(Hop::HostedCluster), Some(Phase::Failed));
-    assert_eq!(tl.hop(Hop::HostedCluster).unwrap().error().unwrap().code, "ComponentsNotAvailable");
+    assert_eq!(
+        tl.hop(Hop::HostedCluster).unwrap().error().unwrap().code,
+        "ComponentsNotAvailable"
+    );
 
     // Never joins: accepted, progressing forever.
-    let s = spec("nojoin", KubeMode::Aro, faults(|f| f.managed_cluster_never_joins = true));
+    let s = spec(
+        "nojoin",
+        KubeMode::Aro,
+        faults(|f| f.managed_cluster_never_joins = true),
+    );
     let (mut mapper, mut fleet) = (Mapper::new(mapper_config(KubeMode::Aro)), new_fleet());
     observe(&mut mapper, &mut fleet, &objects_at(&s, at), at);
     let tl = fleet.get("nojoin").unwrap();
@@ -180,28 +227,54 @@ fn each_management_side_fault_shows_in_its_hop() {
     assert_eq!(tl.phase(Hop::HostedCluster), Some(Phase::Ready));
 
     // Stuck at zero nodes.
-    let s = spec("stuck", KubeMode::Aro, faults(|f| f.node_pool_stuck_at_zero = true));
+    let s = spec(
+        "stuck",
+        KubeMode::Aro,
+        faults(|f| f.node_pool_stuck_at_zero = true),
+    );
     let (mut mapper, mut fleet) = (Mapper::new(mapper_config(KubeMode::Aro)), new_fleet());
     observe(&mut mapper, &mut fleet, &objects_at(&s, at), at);
     let tl = fleet.get("stuck").unwrap();
     assert_eq!(tl.phase(Hop::NodePool), Some(Phase::Progressing));
-    let r: Vec<Replicas> = tl.hop(Hop::NodePool).unwrap().replicas().map(|(_, r)| r).collect();
-    assert_eq!(r, vec![Replicas { desired: 3, current: 0, ready: 0 }]);
+    let r: Vec<Replicas> = tl
+        .hop(Hop::NodePool)
+        .unwrap()
+        .replicas()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(
+        r,
+        vec![Replicas {
+            desired: 3,
+            current: 0,
+            ready: 0
+        }]
+    );
 }
 
 #[test]
 fn self_managed_objects_before_their_hosted_cluster_wait_and_then_land() {
     let cfg = mapper_config(KubeMode::SelfManaged);
-    let s = spec("11111111-2222-4333-8444-555555555555", KubeMode::SelfManaged, KubeClusterFaults::default());
+    let s = spec(
+        "11111111-2222-4333-8444-555555555555",
+        KubeMode::SelfManaged,
+        KubeClusterFaults::default(),
+    );
     let objs = objects_at(&s, t(15));
-    let (hc, others): (Vec<Value>, Vec<Value>) = objs.into_iter().partition(|o| o["kind"] == "HostedCluster");
+    let (hc, others): (Vec<Value>, Vec<Value>) =
+        objs.into_iter().partition(|o| o["kind"] == "HostedCluster");
     let mut mapper = Mapper::new(cfg.clone());
     let mut fleet = new_fleet();
     // Pods, HostedControlPlane, ManagedCluster, NodePool first: no cluster to land on yet.
     assert!(observe(&mut mapper, &mut fleet, &others, t(15)).is_empty());
     observe(&mut mapper, &mut fleet, &hc, t(15));
     let tl = fleet.get(&s.cluster_id).unwrap();
-    for hop in [Hop::HostedCluster, Hop::ControlPlane, Hop::ManagedCluster, Hop::NodePool] {
+    for hop in [
+        Hop::HostedCluster,
+        Hop::ControlPlane,
+        Hop::ManagedCluster,
+        Hop::NodePool,
+    ] {
         assert_eq!(tl.phase(hop), Some(Phase::Ready), "{hop}");
     }
     assert_eq!(tl.phase(Hop::Manifestwork), None);
@@ -213,13 +286,21 @@ fn self_managed_objects_before_their_hosted_cluster_wait_and_then_land() {
     let (_, at, _) = facts_of(&hc[0], &cfg);
     mapper.delete(WatchKind::HostedCluster, &at);
     let out = mapper.flush(t(16));
-    let gone: Vec<Hop> = out.iter().filter(|o| matches!(o.change, Change::Gone)).map(|o| o.hop).collect();
+    let gone: Vec<Hop> = out
+        .iter()
+        .filter(|o| matches!(o.change, Change::Gone))
+        .map(|o| o.hop)
+        .collect();
     assert_eq!(gone.len(), 4, "{gone:?}");
 }
 
 #[test]
 fn self_managed_without_cluster_id_uses_namespace_slash_name() {
-    let s = spec("unused", KubeMode::SelfManaged, KubeClusterFaults::default());
+    let s = spec(
+        "unused",
+        KubeMode::SelfManaged,
+        KubeClusterFaults::default(),
+    );
     let mut objs = objects_at(&s, t(15));
     for o in &mut objs {
         if o["kind"] == "HostedCluster" {
@@ -239,7 +320,12 @@ fn aro_control_plane_and_managed_cluster_resolve_without_their_hosted_cluster() 
     let s = spec("early", KubeMode::Aro, KubeClusterFaults::default());
     let objs: Vec<Value> = objects_at(&s, t(15))
         .into_iter()
-        .filter(|o| matches!(o["kind"].as_str(), Some("Pod" | "HostedControlPlane" | "ManagedCluster")))
+        .filter(|o| {
+            matches!(
+                o["kind"].as_str(),
+                Some("Pod" | "HostedControlPlane" | "ManagedCluster")
+            )
+        })
         .collect();
     let mut mapper = Mapper::new(mapper_config(KubeMode::Aro));
     let mut fleet = new_fleet();
@@ -268,16 +354,30 @@ fn a_real_node_pool_with_status_parses_to_ready_replicas() {
     let np: objects::NodePool = serde_json::from_str(&raw).unwrap();
     let mut mapper = Mapper::new(mapper_config(KubeMode::Aro));
     let facts = np.facts(mapper.config());
-    let Facts::NodePool(f) = &facts else { panic!("{facts:?}") };
+    let Facts::NodePool(f) = &facts else {
+        panic!("{facts:?}")
+    };
     assert_eq!((f.desired, f.current, f.ready), (Some(3), 3, 3));
     assert!(f.deleting, "the fixture was captured while deleting");
-    assert_eq!(f.label_id.as_deref(), Some("2qrppk0otds3rdmdcojqcqkqq8f0s591"));
+    assert_eq!(
+        f.label_id.as_deref(),
+        Some("2qrppk0otds3rdmdcojqcqkqq8f0s591")
+    );
     mapper.upsert(ObjRef::of(&np.metadata), facts);
     let out = mapper.flush(t(0));
     assert_eq!(out.len(), 1);
-    let Change::Upsert(view) = &out[0].change else { panic!() };
+    let Change::Upsert(view) = &out[0].change else {
+        panic!()
+    };
     assert_eq!(view.phase, Phase::Deleting);
-    assert_eq!(view.replicas, Some(Replicas { desired: 3, current: 3, ready: 3 }));
+    assert_eq!(
+        view.replicas,
+        Some(Replicas {
+            desired: 3,
+            current: 3,
+            ready: 3
+        })
+    );
     assert_eq!(out[0].object, np.metadata.name.clone().unwrap());
 }
 
@@ -295,14 +395,36 @@ fn the_example_agent_parses() {
 #[test]
 fn degraded_budget_is_measured_from_the_degraded_transition() {
     // Guard against a clock mix-up: the degraded transition is start + 60 s.
-    let s = spec("budget", KubeMode::Aro, KubeClusterFaults { hosted_cluster_degraded: true, ..Default::default() });
+    let s = spec(
+        "budget",
+        KubeMode::Aro,
+        KubeClusterFaults {
+            hosted_cluster_degraded: true,
+            ..Default::default()
+        },
+    );
     let degraded_at = t(1).checked_add(SignedDuration::from_secs(60)).unwrap();
     let mut mapper = Mapper::new(mapper_config(KubeMode::Aro));
     let mut fleet = new_fleet();
-    let just_before = degraded_at.checked_add(SignedDuration::from_secs(599)).unwrap();
-    observe(&mut mapper, &mut fleet, &objects_at(&s, just_before), just_before);
-    assert_eq!(fleet.get("budget").unwrap().phase(Hop::HostedCluster), Some(Phase::Progressing));
-    let at = degraded_at.checked_add(SignedDuration::from_secs(600)).unwrap();
+    let just_before = degraded_at
+        .checked_add(SignedDuration::from_secs(599))
+        .unwrap();
+    observe(
+        &mut mapper,
+        &mut fleet,
+        &objects_at(&s, just_before),
+        just_before,
+    );
+    assert_eq!(
+        fleet.get("budget").unwrap().phase(Hop::HostedCluster),
+        Some(Phase::Progressing)
+    );
+    let at = degraded_at
+        .checked_add(SignedDuration::from_secs(600))
+        .unwrap();
     observe(&mut mapper, &mut fleet, &[], at);
-    assert_eq!(fleet.get("budget").unwrap().phase(Hop::HostedCluster), Some(Phase::Failed));
+    assert_eq!(
+        fleet.get("budget").unwrap().phase(Hop::HostedCluster),
+        Some(Phase::Failed)
+    );
 }

@@ -413,6 +413,9 @@ impl KubeApiHandle {
         {
             let mut store = self.inner.store.lock();
             store.history.clear();
+            // Other writes move a real server's revision on; every version a
+            // client holds is now older than the compaction.
+            store.rv += 1;
             store.compacted_to = store.rv;
         }
         self.close_watches();
@@ -447,6 +450,9 @@ impl KubeApiHandle {
         {
             let mut store = self.inner.store.lock();
             store.history.clear();
+            // Other writes move a real server's revision on; every version a
+            // client holds is now older than the compaction.
+            store.rv += 1;
             store.compacted_to = store.rv;
         }
         let listener = tokio::net::TcpListener::bind(self.addr).await?;
