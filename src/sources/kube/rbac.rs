@@ -1,9 +1,9 @@
-//! The exact RBAC the watchers need: get/list/watch of the watched kinds,
+//! The exact RBAC the watchers need: list and watch of the watched kinds,
 //! nothing else. `docs/rbac.md` is generated from (and tested against) these rows.
 
 use super::config::WatchKind;
 
-pub const VERBS: [&str; 3] = ["get", "list", "watch"];
+pub const VERBS: [&str; 2] = ["list", "watch"];
 
 /// API group and resource of a watched kind (`""` is the core group).
 pub fn group_resource(kind: WatchKind) -> (&'static str, &'static str) {
@@ -56,11 +56,11 @@ pub fn markdown_rows() -> Vec<String> {
         .into_iter()
         .map(|(group, resource, verbs)| {
             let group = if group.is_empty() {
-                "\"\" (core)"
+                "`\"\"` (core)".to_string()
             } else {
-                group
+                format!("`{group}`")
             };
-            format!("| `{group}` | `{resource}` | {} |", verbs.join(", "))
+            format!("| {group} | `{resource}` | {} |", verbs.join(", "))
         })
         .collect()
 }
