@@ -1,6 +1,8 @@
 //! The kube mapping without a server: simulated objects and real fixtures
 //! through the partial types and the mapper into the model.
 
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use hcp_flow::model::{Batch, Change, Fleet, Hop, ModelConfig, Observation, Phase, Replicas};

@@ -1,6 +1,8 @@
 //! docs/rbac.md lists exactly the rules the watchers need, and its ClusterRole
 //! is the one generated from them.
 
+#![allow(clippy::unwrap_used)]
+
 use hcp_flow::sources::kube::config::WatchKind;
 use hcp_flow::sources::kube::rbac::{cluster_role_yaml, markdown_rows, rbac_rules};
 
@@ -39,6 +41,10 @@ fn rules_cover_every_watched_kind_with_read_verbs_only() {
     let rules = rbac_rules();
     assert_eq!(rules.len(), WatchKind::ALL.len());
     for (_, _, verbs) in &rules {
-        assert_eq!(verbs, &vec!["list", "watch"], "read-only, and only what a watcher issues");
+        assert_eq!(
+            verbs,
+            &vec!["list", "watch"],
+            "read-only, and only what a watcher issues"
+        );
     }
 }

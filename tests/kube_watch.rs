@@ -1,6 +1,8 @@
 //! Watch semantics end to end: the simulated API server, the real kube
 //! client and the exporter's watchers, into the fleet store.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

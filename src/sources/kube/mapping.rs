@@ -457,6 +457,8 @@ pub struct Mapper {
     cfg: MapperConfig,
     manifestworks: BTreeMap<ObjRef, ManifestWorkFacts>,
     hosted_clusters: BTreeMap<ObjRef, HostedClusterFacts>,
+    /// HostedClusters by name: a self-managed ManagedCluster is named like one.
+    hosted_clusters_by_name: BTreeMap<String, BTreeSet<ObjRef>>,
     node_pools: BTreeMap<ObjRef, NodePoolFacts>,
     control_planes: BTreeMap<ObjRef, HostedControlPlaneFacts>,
     pods: BTreeMap<ObjRef, Option<bool>>,
@@ -473,6 +475,7 @@ impl Mapper {
             cfg,
             manifestworks: BTreeMap::new(),
             hosted_clusters: BTreeMap::new(),
+            hosted_clusters_by_name: BTreeMap::new(),
             node_pools: BTreeMap::new(),
             control_planes: BTreeMap::new(),
             pods: BTreeMap::new(),
@@ -518,6 +521,10 @@ impl Mapper {
             }
             Facts::HostedCluster(f) => {
                 self.hosted_cluster_touched(&at);
+                self.hosted_clusters_by_name
+                    .entry(at.name.clone())
+                    .or_default()
+                    .insert(at.clone());
                 self.hosted_clusters.insert(at, *f);
             }
             Facts::NodePool(f) => {
@@ -557,6 +564,12 @@ impl Mapper {
             WatchKind::HostedCluster => {
                 self.hosted_cluster_touched(at);
                 self.hosted_clusters.remove(at);
+                if let Some(refs) = self.hosted_clusters_by_name.get_mut(&at.name) {
+                    refs.remove(at);
+                    if refs.is_empty() {
+                        self.hosted_clusters_by_name.remove(&at.name);
+                    }
+                }
             }
             WatchKind::NodePool => {
                 self.node_pools.remove(at);
@@ -945,10 +958,11 @@ impl Mapper {
                     .then(|| name.to_string())
             }),
             KubeMode::SelfManaged => self
-                .hosted_clusters
-                .iter()
-                .filter(|(k, _)| k.name == name)
-                .find_map(|(k, hf)| self.hosted_cluster_id(k, hf)),
+                .hosted_clusters_by_name
+                .get(name)
+                .into_iter()
+                .flatten()
+                .find_map(|k| self.hosted_cluster_id(k, self.hosted_clusters.get(k)?)),
         }?;
         let conds = &f.conditions;
         let phase = phase_map::managed_cluster(conds, f.deleting);
