@@ -498,3 +498,45 @@ async fn self_managed_hub_reports_mce_phase_and_agents() {
         "only the current phase has a series"
     );
 }
+
+fn slo_events(h: &Harness) -> u64 {
+    let text = h.store.scrape(hcp_flow::metrics::exposition::Format::Text);
+    text.lines()
+        .filter(|l| l.starts_with("hcpflow_creation_slo_events_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_exporter_counts_no_old_creation_again() {
+    let (server, url) = KubeApiServer::start().await.unwrap();
+    apply_at(&server, &aro_spec("old"), t(15));
+    let mut h = harness("restart-safety");
+    h.start(&[("mgmt-a", &url, KubeMode::Aro)], |_| {}).await;
+    eventually("old loaded", || {
+        h.phase("old", Hop::HostedCluster) == Some(Phase::Ready)
+    })
+    .await;
+    eventually("source up", || h.up("kube/mgmt-a") == 1).await;
+    assert_eq!(
+        slo_events(&h),
+        0,
+        "a creation completed before the first sync is not counted"
+    );
+
+    // An outage and relist does not count it either.
+    server.restart().await.unwrap();
+    eventually("relisted", || h.events("kube/mgmt-a", "init_done") >= 12).await;
+    assert_eq!(slo_events(&h), 0);
+
+    // A creation witnessed live is counted once.
+    let fresh = aro_spec("fresh");
+    apply_at(&server, &fresh, t(3));
+    eventually("fresh seen", || {
+        h.phase("fresh", Hop::HostedCluster) == Some(Phase::Progressing)
+    })
+    .await;
+    apply_at(&server, &fresh, t(15));
+    eventually("fresh counted", || slo_events(&h) == 1).await;
+}

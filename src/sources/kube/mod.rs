@@ -253,6 +253,16 @@ impl Shared {
         }
     }
 
+    /// A live event proves the watch is alive: keep the last-success time
+    /// fresh, but never turn a failing source up (only a relist does).
+    fn refresh_health(&self, inner: &Inner) {
+        if inner.healthy.values().all(|ok| *ok) {
+            self.ctx
+                .metrics
+                .sync_succeeded(&self.source, Timestamp::now());
+        }
+    }
+
     fn relisted(
         &self,
         kind: WatchKind,
@@ -281,12 +291,14 @@ impl Shared {
         let mut inner = self.inner.lock();
         inner.mapper.upsert(at, facts);
         self.emit(&mut inner, false, kind);
+        self.refresh_health(&inner);
     }
 
     fn deleted(&self, kind: WatchKind, at: &ObjRef) {
         let mut inner = self.inner.lock();
         inner.mapper.delete(kind, at);
         self.emit(&mut inner, false, kind);
+        self.refresh_health(&inner);
     }
 
     fn failed(&self, kind: WatchKind, error: &watcher::Error) {
