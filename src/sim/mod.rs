@@ -20,7 +20,8 @@
 //! Completed 1–4 min later; NodePools ready 1.5–5 min after that; CS ready
 //! 10–60 s after the HostedCluster is Available and the RP Succeeded 5–30 s
 //! after CS. With churn each cluster is deleted 40–50 world-minutes after its
-//! creation (RP Deleting, CS uninstalling, bundle `deleted_at`, then gone) and
+//! creation (clusters with a fault linger 3-4 world-hours, as failed clusters do
+//! until someone deletes them) (RP Deleting, CS uninstalling, bundle `deleted_at`, then gone) and
 //! new creations arrive at a steady rate keeping the population near
 //! `clusters`.
 
@@ -33,6 +34,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::model::{Hop, Phase};
 
 pub mod clock;
+pub mod kube;
 mod plan;
 mod search;
 mod server;

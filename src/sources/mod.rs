@@ -9,6 +9,7 @@ use crate::model::{Batch, Observation};
 
 pub mod clusters_service;
 pub mod http;
+pub mod kube;
 pub mod maestro;
 pub mod rp_frontend;
 

@@ -1,0 +1,424 @@
+//! Management-side objects of one simulated creation at a point in time,
+//! shaped like the CRDs in the reference (status conditions carry
+//! `lastTransitionTime`). The fleet plan decides the times; this only draws
+//! the objects a management cluster would hold at `now`.
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use crate::sources::kube::config::KubeMode;
+
+/// Release every simulated cluster runs.
+pub const SIM_VERSION: &str = "4.20.0";
+/// Label every control-plane pod carries (the watcher's pod selector).
+pub const CONTROL_PLANE_POD_LABEL: &str = "hypershift.openshift.io/hosted-control-plane";
+/// Namespace of self-managed HostedClusters.
+pub const SELF_MANAGED_NAMESPACE: &str = "clusters";
+/// How long after its start a `hosted_cluster_degraded` cluster turns Degraded.
+pub const DEGRADED_AFTER: SignedDuration = SignedDuration::from_secs(60);
+
+const POD_NAMES: [&str; 4] = [
+    "etcd-0",
+    "kube-apiserver-0",
+    "openshift-apiserver-0",
+    "cluster-version-operator-0",
+];
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KubeClusterFaults {
+    /// The ManifestWork never gets a status: nothing reaches the management cluster.
+    pub manifestwork_never_applied: bool,
+    /// The HostedCluster turns Degraded and never Available.
+    pub hosted_cluster_degraded: bool,
+    /// The ManagedCluster is accepted but never joins.
+    pub managed_cluster_never_joins: bool,
+    /// Every NodePool stays at 0 nodes, never Ready.
+    pub node_pool_stuck_at_zero: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubeClusterSpec {
+    pub cluster_id: String,
+    pub name: String,
+    /// The `<env>` of `ocm-<env>-<id>` (ARO mode).
+    pub env: String,
+    pub mode: KubeMode,
+    pub created_at: Timestamp,
+    pub manifestwork_applied_at: Option<Timestamp>,
+    pub hosted_cluster_available_at: Option<Timestamp>,
+    pub control_plane_ready_at: Option<Timestamp>,
+    pub managed_cluster_joined_at: Option<Timestamp>,
+    /// (pool name, desired replicas, when all its nodes are ready).
+    pub node_pools: Vec<(String, u32, Option<Timestamp>)>,
+    pub faults: KubeClusterFaults,
+}
+
+impl KubeClusterSpec {
+    pub fn hosted_cluster_namespace(&self) -> String {
+        match self.mode {
+            KubeMode::Aro => format!("ocm-{}-{}", self.env, self.cluster_id),
+            KubeMode::SelfManaged => SELF_MANAGED_NAMESPACE.to_string(),
+        }
+    }
+
+    pub fn control_plane_namespace(&self) -> String {
+        format!("{}-{}", self.hosted_cluster_namespace(), self.name)
+    }
+
+    pub fn managed_cluster_name(&self) -> String {
+        match self.mode {
+            KubeMode::Aro => self.cluster_id.clone(),
+            KubeMode::SelfManaged => self.name.clone(),
+        }
+    }
+
+    /// Name of a pool's NodePool object (unique in a shared namespace).
+    pub fn node_pool_object_name(&self, pool: &str) -> String {
+        format!("{}-{}", self.name, pool)
+    }
+
+    /// When the management side starts: the ManifestWork applied (ARO), or
+    /// the HostedCluster created (self-managed).
+    fn started_at(&self) -> Option<Timestamp> {
+        match self.mode {
+            KubeMode::Aro if self.faults.manifestwork_never_applied => None,
+            KubeMode::Aro => self.manifestwork_applied_at,
+            KubeMode::SelfManaged => Some(self.created_at),
+        }
+    }
+
+    fn aro_labels(&self) -> Value {
+        match self.mode {
+            KubeMode::Aro => json!({
+                "api.openshift.com/id": self.cluster_id,
+                "api.openshift.com/name": self.name,
+                "api.openshift.com/environment": self.env,
+            }),
+            KubeMode::SelfManaged => json!({}),
+        }
+    }
+}
+
+fn reached(at: Option<Timestamp>, now: Timestamp) -> Option<Timestamp> {
+    at.filter(|t| *t <= now)
+}
+
+fn condition(kind: &str, status: bool, reason: &str, message: &str, at: Timestamp) -> Value {
+    json!({
+        "type": kind,
+        "status": if status { "True" } else { "False" },
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": at.to_string(),
+        "observedGeneration": 1,
+    })
+}
+
+fn metadata(name: &str, namespace: Option<&str>, labels: &Value, created: Timestamp) -> Value {
+    let mut meta =
+        json!({"name": name, "labels": labels, "creationTimestamp": created.to_string()});
+    if let Some(ns) = namespace {
+        meta["namespace"] = json!(ns);
+    }
+    meta
+}
+
+/// The objects of `spec` that exist at `now`, with their status at `now`.
+pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
+    let mut out = Vec::new();
+    if now < spec.created_at {
+        return out;
+    }
+    let labels = spec.aro_labels();
+    if spec.mode == KubeMode::Aro {
+        let applied = reached(spec.started_at(), now);
+        let status = match applied {
+            Some(at) => json!({"conditions": [
+                condition("Applied", true, "AppliedManifestWorkComplete", "Apply manifest work complete", at),
+                condition("Available", true, "ResourcesAvailable", "All resources are available", at),
+            ]}),
+            None => json!({}),
+        };
+        out.push(json!({
+            "apiVersion": "work.open-cluster-management.io/v1",
+            "kind": "ManifestWork",
+            "metadata": metadata(&spec.cluster_id, Some("local-cluster"), &labels, spec.created_at),
+            "spec": {"workload": {"manifests": []}},
+            "status": status,
+        }));
+    }
+    let Some(start) = reached(spec.started_at(), now) else {
+        return out;
+    };
+    out.push(hosted_cluster(spec, &labels, start, now));
+    out.extend(control_plane(spec, start, now));
+    out.push(managed_cluster(spec, start, now));
+    for (pool, desired, ready_at) in &spec.node_pools {
+        out.push(node_pool(
+            spec, &labels, pool, *desired, *ready_at, start, now,
+        ));
+    }
+    out
+}
+
+fn hosted_cluster(
+    spec: &KubeClusterSpec,
+    labels: &Value,
+    start: Timestamp,
+    now: Timestamp,
+) -> Value {
+    let platform = match spec.mode {
+        KubeMode::Aro => "Azure",
+        KubeMode::SelfManaged => "Agent",
+    };
+    let available = reached(spec.hosted_cluster_available_at, now)
+        .filter(|_| !spec.faults.hosted_cluster_degraded);
+    let degraded_at = start
+        .checked_add(DEGRADED_AFTER)
+        .ok()
+        .filter(|t| spec.faults.hosted_cluster_degraded && *t <= now);
+    let mut annotations = json!({});
+    let (conditions, history) = match (available, degraded_at) {
+        (Some(at), _) => {
+            annotations["hypershift.openshift.io/HasBeenAvailable"] = json!("true");
+            (
+                vec![
+                    condition(
+                        "Available",
+                        true,
+                        "AsExpected",
+                        "The hosted control plane is available",
+                        at,
+                    ),
+                    condition(
+                        "Progressing",
+                        false,
+                        "AsExpected",
+                        "HostedCluster is at expected version",
+                        at,
+                    ),
+                    condition("Degraded", false, "AsExpected", "All is well", start),
+                    condition(
+                        "ValidConfiguration",
+                        true,
+                        "AsExpected",
+                        "Configuration passes validation",
+                        start,
+                    ),
+                    condition(
+                        "ValidReleaseImage",
+                        true,
+                        "AsExpected",
+                        "Release image is valid",
+                        start,
+                    ),
+                ],
+                json!([{"state": "Completed", "version": SIM_VERSION, "image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi", "startedTime": start.to_string(), "completionTime": at.to_string(), "verified": true}]),
+            )
+        }
+        (None, degraded) => (
+            vec![
+                condition(
+                    "Available",
+                    false,
+                    "WaitingForAvailable",
+                    "Waiting for hosted control plane to be healthy",
+                    start,
+                ),
+                condition(
+                    "Progressing",
+                    true,
+                    "WaitingForAvailable",
+                    "HostedCluster is deploying",
+                    start,
+                ),
+                match degraded {
+                    Some(at) => condition(
+                        "Degraded",
+                        true,
+                        "ComponentsNotAvailable",
+                        "kube-apiserver deployment has 0 available replicas",
+                        at,
+                    ),
+                    None => condition("Degraded", false, "AsExpected", "All is well", start),
+                },
+                condition(
+                    "ValidConfiguration",
+                    true,
+                    "AsExpected",
+                    "Configuration passes validation",
+                    start,
+                ),
+                condition(
+                    "ValidReleaseImage",
+                    true,
+                    "AsExpected",
+                    "Release image is valid",
+                    start,
+                ),
+            ],
+            json!([{"state": "Partial", "version": SIM_VERSION, "image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi", "startedTime": start.to_string(), "completionTime": null, "verified": true}]),
+        ),
+    };
+    let ns = spec.hosted_cluster_namespace();
+    let mut meta = metadata(&spec.name, Some(&ns), labels, start);
+    meta["annotations"] = annotations;
+    json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "HostedCluster",
+        "metadata": meta,
+        "spec": {
+            "clusterID": spec.cluster_id,
+            "platform": {"type": platform},
+            "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi"},
+        },
+        "status": {
+            "conditions": conditions,
+            "version": {"desired": {"version": SIM_VERSION}, "history": history, "observedGeneration": 1},
+        },
+    })
+}
+
+fn control_plane(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
+    let ns = spec.control_plane_namespace();
+    let ready_at = reached(spec.control_plane_ready_at, now);
+    let mut out = vec![json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "HostedControlPlane",
+        "metadata": metadata(&spec.name, Some(&ns), &json!({}), start),
+        "spec": {},
+        "status": {
+            "ready": ready_at.is_some(),
+            "initialized": true,
+            "conditions": [match ready_at {
+                Some(at) => condition("Available", true, "AsExpected", "", at),
+                None => condition("Available", false, "WaitingForAvailable", "", start),
+            }],
+        },
+    })];
+    for (i, pod) in POD_NAMES.iter().enumerate() {
+        // Before the control plane is ready only etcd is up.
+        let ready = ready_at.is_some() || i == 0;
+        let at = ready_at.unwrap_or(start);
+        out.push(json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": metadata(pod, Some(&ns), &json!({CONTROL_PLANE_POD_LABEL: ns}), start),
+            "spec": {"containers": [{"name": pod.trim_end_matches("-0"), "image": "registry.example/sim"}]},
+            "status": {
+                "phase": "Running",
+                "conditions": [
+                    {"type": "Ready", "status": if ready { "True" } else { "False" }, "lastTransitionTime": at.to_string()},
+                    {"type": "ContainersReady", "status": if ready { "True" } else { "False" }, "lastTransitionTime": at.to_string()},
+                ],
+            },
+        }));
+    }
+    out
+}
+
+fn managed_cluster(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Value {
+    let joined = reached(spec.managed_cluster_joined_at, now)
+        .filter(|_| !spec.faults.managed_cluster_never_joins);
+    let mut conditions = vec![condition(
+        "HubAcceptedManagedCluster",
+        true,
+        "HubClusterAdminAccepted",
+        "Accepted by hub cluster admin",
+        start,
+    )];
+    match joined {
+        Some(at) => conditions.extend([
+            condition(
+                "ManagedClusterJoined",
+                true,
+                "ManagedClusterJoined",
+                "Managed cluster joined",
+                at,
+            ),
+            condition(
+                "ManagedClusterConditionAvailable",
+                true,
+                "ManagedClusterAvailable",
+                "Managed cluster is available",
+                at,
+            ),
+            condition(
+                "ManagedClusterImportSucceeded",
+                true,
+                "ManagedClusterImported",
+                "Import succeeded",
+                at,
+            ),
+        ]),
+        None => conditions.push(condition(
+            "ManagedClusterImportSucceeded",
+            false,
+            "ManagedClusterWaitForImporting",
+            "Wait for importing",
+            start,
+        )),
+    }
+    json!({
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": metadata(&spec.managed_cluster_name(), None, &json!({}), start),
+        "spec": {"hubAcceptsClient": true},
+        "status": {"conditions": conditions},
+    })
+}
+
+fn node_pool(
+    spec: &KubeClusterSpec,
+    labels: &Value,
+    pool: &str,
+    desired: u32,
+    ready_at: Option<Timestamp>,
+    start: Timestamp,
+    now: Timestamp,
+) -> Value {
+    let ready = reached(ready_at, now).filter(|_| !spec.faults.node_pool_stuck_at_zero);
+    let (replicas, conditions) = match ready {
+        Some(at) => (
+            desired,
+            vec![
+                condition("Ready", true, "AsExpected", "", at),
+                condition("AllMachinesReady", true, "AsExpected", "All is well", at),
+                condition("AllNodesHealthy", true, "AsExpected", "All is well", at),
+                condition("ValidReleaseImage", true, "AsExpected", "", start),
+            ],
+        ),
+        None => (
+            0,
+            vec![
+                condition(
+                    "Ready",
+                    false,
+                    "WaitingForNodes",
+                    "Waiting for nodes to become ready",
+                    start,
+                ),
+                condition(
+                    "AllMachinesReady",
+                    false,
+                    "WaitingForNodes",
+                    "0 of desired machines are ready",
+                    start,
+                ),
+                condition("AllNodesHealthy", false, "WaitingForNodes", "", start),
+                condition("ValidReleaseImage", true, "AsExpected", "", start),
+            ],
+        ),
+    };
+    json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "NodePool",
+        "metadata": metadata(&spec.node_pool_object_name(pool), Some(&spec.hosted_cluster_namespace()), labels, start),
+        "spec": {"clusterName": spec.name, "replicas": desired, "management": {"upgradeType": "Replace"}},
+        "status": {
+            "replicas": replicas,
+            "conditions": conditions,
+            "nodesInfo": {"nodeVersions": [{"ocpVersion": SIM_VERSION, "readyNodeCount": replicas, "unreadyNodeCount": desired - replicas}]},
+        },
+    })
+}

@@ -1,0 +1,210 @@
+//! Settings of one management (or MCE hub) cluster's watcher set. The lead
+//! folds a list of these into the main config; each entry is its own source
+//! `kube/<mgmt_cluster>`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How HostedClusters map to cluster ids (DESIGN section 1).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum KubeMode {
+    /// ARO HCP: ids come from label `api.openshift.com/id`, namespaces are
+    /// `ocm-<env>-<id>` / `ocm-<env>-<id>-<name>`, ManagedClusters are named by the id.
+    #[default]
+    Aro,
+    /// Self-managed MCE: `spec.clusterID`, else `<namespace>/<name>`;
+    /// ManagedCluster named like the HostedCluster; control plane ns `<ns>-<name>`.
+    SelfManaged,
+}
+
+/// The kinds a watcher set can watch.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchKind {
+    ManifestWork,
+    HostedCluster,
+    NodePool,
+    HostedControlPlane,
+    ManagedCluster,
+    ControlPlanePod,
+    MultiClusterEngine,
+    Agent,
+}
+
+impl WatchKind {
+    pub const ALL: [WatchKind; 8] = [
+        WatchKind::ManifestWork,
+        WatchKind::HostedCluster,
+        WatchKind::NodePool,
+        WatchKind::HostedControlPlane,
+        WatchKind::ManagedCluster,
+        WatchKind::ControlPlanePod,
+        WatchKind::MultiClusterEngine,
+        WatchKind::Agent,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchKind::ManifestWork => "manifestwork",
+            WatchKind::HostedCluster => "hostedcluster",
+            WatchKind::NodePool => "nodepool",
+            WatchKind::HostedControlPlane => "hostedcontrolplane",
+            WatchKind::ManagedCluster => "managedcluster",
+            WatchKind::ControlPlanePod => "pod",
+            WatchKind::MultiClusterEngine => "multiclusterengine",
+            WatchKind::Agent => "agent",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubeSourceConfig {
+    /// The `mgmt_cluster` label value; the source is `kube/<mgmt_cluster>`.
+    pub mgmt_cluster: String,
+    /// Kubeconfig file; unset with `in_cluster` false: the usual inference
+    /// (`KUBECONFIG`, `~/.kube/config`, then in-cluster).
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Context in the kubeconfig; unset: its current context.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Use the pod's service account.
+    #[serde(default)]
+    pub in_cluster: bool,
+    #[serde(default)]
+    pub mode: KubeMode,
+    /// The `<env>` of `ocm-<env>-<id>` namespaces (ARO mode).
+    #[serde(default)]
+    pub environment: String,
+    /// Namespace of the ManifestWorks; empty watches all namespaces.
+    #[serde(default = "defaults::manifestwork_namespace")]
+    pub manifestwork_namespace: String,
+    /// Label carrying the cluster id on ManifestWorks, HostedClusters and NodePools.
+    #[serde(default = "defaults::manifestwork_label")]
+    pub manifestwork_label: String,
+    /// Label carrying the cluster name (ARO mode).
+    #[serde(default = "defaults::name_label")]
+    pub name_label: String,
+    /// Label every control-plane pod carries (value: its namespace); pods are
+    /// watched by its existence, so other pods are never listed.
+    #[serde(default = "defaults::control_plane_pod_label")]
+    pub control_plane_pod_label: String,
+    /// What to watch; unset: the mode's default (see [`KubeSourceConfig::kinds`]).
+    #[serde(default)]
+    pub watch: Option<Vec<WatchKind>>,
+    /// A HostedCluster Degraded this long and never Available is `failed`.
+    #[serde(default = "defaults::degraded_budget", with = "humantime_serde")]
+    pub degraded_budget: Duration,
+    /// How often time-dependent phases (the degraded budget) are looked at again.
+    #[serde(default = "defaults::reevaluate_interval", with = "humantime_serde")]
+    pub reevaluate_interval: Duration,
+    /// Server-side timeout of one watch call.
+    #[serde(default = "defaults::watch_timeout", with = "humantime_serde")]
+    pub watch_timeout: Duration,
+    /// First wait after a watch error; doubles up to `max_backoff`.
+    #[serde(default = "defaults::min_backoff", with = "humantime_serde")]
+    pub min_backoff: Duration,
+    #[serde(default = "defaults::max_backoff", with = "humantime_serde")]
+    pub max_backoff: Duration,
+    /// Objects per list page on (re)list.
+    #[serde(default = "defaults::page_size")]
+    pub page_size: u32,
+}
+
+pub mod defaults {
+    use std::time::Duration;
+
+    pub fn manifestwork_namespace() -> String {
+        "local-cluster".to_string()
+    }
+    pub fn manifestwork_label() -> String {
+        "api.openshift.com/id".to_string()
+    }
+    pub fn name_label() -> String {
+        "api.openshift.com/name".to_string()
+    }
+    pub fn control_plane_pod_label() -> String {
+        "hypershift.openshift.io/hosted-control-plane".to_string()
+    }
+    pub fn degraded_budget() -> Duration {
+        crate::model::phase_map::DEFAULT_DEGRADED_BUDGET
+    }
+    pub fn reevaluate_interval() -> Duration {
+        Duration::from_secs(30)
+    }
+    pub fn watch_timeout() -> Duration {
+        Duration::from_secs(290)
+    }
+    pub fn min_backoff() -> Duration {
+        Duration::from_millis(500)
+    }
+    pub fn max_backoff() -> Duration {
+        Duration::from_secs(60)
+    }
+    pub fn page_size() -> u32 {
+        500
+    }
+}
+
+impl KubeSourceConfig {
+    /// A config with every default, for `mgmt_cluster` in `mode`.
+    pub fn new(mgmt_cluster: &str, mode: KubeMode) -> KubeSourceConfig {
+        KubeSourceConfig {
+            mgmt_cluster: mgmt_cluster.to_string(),
+            kubeconfig: None,
+            context: None,
+            in_cluster: false,
+            mode,
+            environment: String::new(),
+            manifestwork_namespace: defaults::manifestwork_namespace(),
+            manifestwork_label: defaults::manifestwork_label(),
+            name_label: defaults::name_label(),
+            control_plane_pod_label: defaults::control_plane_pod_label(),
+            watch: None,
+            degraded_budget: defaults::degraded_budget(),
+            reevaluate_interval: defaults::reevaluate_interval(),
+            watch_timeout: defaults::watch_timeout(),
+            min_backoff: defaults::min_backoff(),
+            max_backoff: defaults::max_backoff(),
+            page_size: defaults::page_size(),
+        }
+    }
+
+    /// The `source` label value.
+    pub fn source_name(&self) -> String {
+        format!("kube/{}", self.mgmt_cluster)
+    }
+
+    /// What this watcher set watches. ARO management clusters have
+    /// ManifestWorks but no MCE/Agent CRDs worth watching; self-managed hubs
+    /// have no ARO ManifestWorks, and their MCE and Agents are what the SRE
+    /// owns. Watching a kind whose CRD is absent would keep the source down.
+    pub fn kinds(&self) -> Vec<WatchKind> {
+        if let Some(kinds) = &self.watch {
+            let mut kinds = kinds.clone();
+            kinds.sort();
+            kinds.dedup();
+            return kinds;
+        }
+        let common = [
+            WatchKind::HostedCluster,
+            WatchKind::NodePool,
+            WatchKind::HostedControlPlane,
+            WatchKind::ManagedCluster,
+            WatchKind::ControlPlanePod,
+        ];
+        let mut kinds = common.to_vec();
+        match self.mode {
+            KubeMode::Aro => kinds.push(WatchKind::ManifestWork),
+            KubeMode::SelfManaged => {
+                kinds.extend([WatchKind::MultiClusterEngine, WatchKind::Agent]);
+            }
+        }
+        kinds.sort();
+        kinds
+    }
+}
