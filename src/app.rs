@@ -17,9 +17,12 @@ use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig};
 use crate::sources::SourceContext;
 use crate::sources::clusters_service::ClustersServiceSource;
 use crate::sources::http::BuildError;
+use crate::sources::http::{HttpClient, RequestHook};
 use crate::sources::maestro::MaestroSource;
 use crate::sources::rp_frontend::RpFrontendSource;
 use crate::store::{Store, StoreConfig};
+use crate::telemetry::TraceparentHook;
+use crate::traces::{CreationTracer, TraceMetrics, TracesError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -39,11 +42,14 @@ pub enum AppError {
     World(#[source] std::io::Error),
     #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
+    #[error("the OTLP trace export is misconfigured")]
+    Traces(#[source] TracesError),
 }
 
 /// A running exporter: the store and the tasks that feed it.
 pub struct Exporter {
     pub store: Arc<Store>,
+    tracer: Option<Arc<CreationTracer>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -62,43 +68,66 @@ impl Exporter {
             source_names.push("maestro".to_string());
         }
         let shard = (config.shard.total > 1).then_some((config.shard.index, config.shard.total));
-        let store = Store::new(StoreConfig {
-            model: ModelConfig {
-                creation_target: config.slo.creation_target,
-                terminal_hops: config.terminal_hops(),
-                shard,
+        let mut registry = prometheus_client::registry::Registry::default();
+        let trace_metrics = TraceMetrics::register(&mut registry);
+        let store = Store::with_registry(
+            StoreConfig {
+                model: ModelConfig {
+                    creation_target: config.slo.creation_target,
+                    terminal_hops: config.terminal_hops(),
+                    shard,
+                },
+                render: RenderConfig::default(),
+                time_scale,
+                sources: source_names,
             },
-            render: RenderConfig::default(),
-            time_scale,
-            sources: source_names,
-        });
+            registry,
+        );
+        // One trace per creation over OTLP, when OTEL_EXPORTER_OTLP_* says where.
+        let tracer = CreationTracer::from_env(trace_metrics)
+            .map_err(AppError::Traces)?
+            .map(Arc::new);
+        if let Some(tracer) = &tracer {
+            store.add_listener(tracer.clone());
+            tracing::info!("exporting one trace per creation over OTLP");
+        }
+        let hook: Arc<dyn RequestHook> = Arc::new(TraceparentHook);
+        let client = |name: &str,
+                      http: &HttpSourceConfig,
+                      metrics: crate::metrics::exporter::ExporterMetrics| {
+            HttpClient::new(name, http, metrics)
+                .map(|c| c.with_request_hook(hook.clone()))
+                .map_err(|cause| AppError::Source {
+                    source_name: name.to_string(),
+                    cause,
+                })
+        };
         let ctx = |name: &str| SourceContext {
             name: name.to_string(),
             sink: store.clone(),
             metrics: store.exporter_metrics(),
         };
         let mut tasks = Vec::new();
-        let build_error = |name: &str| {
-            let name = name.to_string();
-            move |cause| AppError::Source {
-                source_name: name,
-                cause,
-            }
-        };
         if let Some(cfg) = &config.sources.rp_frontend {
-            let source = RpFrontendSource::new(cfg.clone(), ctx("rp_frontend"))
-                .map_err(build_error("rp_frontend"))?;
-            tasks.push(tokio::spawn(source.run()));
+            let ctx = ctx("rp_frontend");
+            let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
+            tasks.push(tokio::spawn(
+                RpFrontendSource::with_client(cfg.clone(), ctx, http).run(),
+            ));
         }
         if let Some(cfg) = &config.sources.clusters_service {
-            let source = ClustersServiceSource::new(cfg.clone(), ctx("clusters_service"))
-                .map_err(build_error("clusters_service"))?;
-            tasks.push(tokio::spawn(source.run()));
+            let ctx = ctx("clusters_service");
+            let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
+            tasks.push(tokio::spawn(
+                ClustersServiceSource::with_client(cfg.clone(), ctx, http).run(),
+            ));
         }
         if let Some(cfg) = &config.sources.maestro {
-            let source =
-                MaestroSource::new(cfg.clone(), ctx("maestro")).map_err(build_error("maestro"))?;
-            tasks.push(tokio::spawn(source.run()));
+            let ctx = ctx("maestro");
+            let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
+            tasks.push(tokio::spawn(
+                MaestroSource::with_client(cfg.clone(), ctx, http).run(),
+            ));
         }
         // The model clock: creations in flight become late the moment they
         // pass the target, even when no source reports anything.
@@ -112,7 +141,11 @@ impl Exporter {
                 ticking.tick_at(jiff::Timestamp::now());
             }
         }));
-        Ok(Exporter { store, tasks })
+        Ok(Exporter {
+            store,
+            tracer,
+            tasks,
+        })
     }
 
     /// Serve HTTP on `listener` until `shutdown` resolves, then stop the sources.
@@ -123,6 +156,10 @@ impl Exporter {
     ) -> Result<(), AppError> {
         let result = crate::server::serve(listener, self.store.clone(), shutdown).await;
         self.stop();
+        // Spans still queued go out before the process exits (SIGTERM).
+        if let Some(tracer) = self.tracer.clone() {
+            let _ = tokio::task::spawn_blocking(move || tracer.shutdown()).await;
+        }
         result.map_err(AppError::Serve)
     }
 

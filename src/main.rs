@@ -34,13 +34,14 @@ fn main() -> anyhow::Result<ExitCode> {
                     .collect();
                 anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
             })?;
-            init_logging(config.log_format);
+            let telemetry = init_logging(config.log_format)?;
             config.log_warnings();
             runtime()?.block_on(serve(config))?;
+            telemetry.shutdown();
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => {
-            init_logging(args.log_format);
+            let telemetry = init_logging(args.log_format)?;
             let settings = DemoSettings {
                 clusters: args.clusters as usize,
                 speed: args.speed,
@@ -49,10 +50,11 @@ fn main() -> anyhow::Result<ExitCode> {
                 listen: args.listen,
             };
             runtime()?.block_on(demo(settings))?;
+            telemetry.shutdown();
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(args) => {
-            init_logging(args.log_format);
+            let _telemetry = init_logging(args.log_format)?;
             let report = runtime()?.block_on(hcp_flow::app::bench(
                 args.clusters as usize,
                 args.scrapes as usize,
@@ -74,14 +76,10 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
-    }
+/// Logs (text or JSON) and, when OTEL_EXPORTER_OTLP_* is set, the exporter's
+/// own spans over OTLP. The returned guard flushes them on drop paths.
+fn init_logging(format: LogFormat) -> anyhow::Result<hcp_flow::telemetry::Telemetry> {
+    hcp_flow::telemetry::init(format).context("setting up logging and telemetry")
 }
 
 async fn serve(config: hcp_flow::config::Config) -> anyhow::Result<()> {

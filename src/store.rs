@@ -69,7 +69,12 @@ pub struct Store {
 
 impl Store {
     pub fn new(config: StoreConfig) -> Arc<Store> {
-        let mut registry = Registry::default();
+        Store::with_registry(config, Registry::default())
+    }
+
+    /// A store whose registry already holds other parts' families (traces,
+    /// kube), so one `/metrics` shows them all.
+    pub fn with_registry(config: StoreConfig, mut registry: Registry) -> Arc<Store> {
         let exporter = ExporterMetrics::register(&mut registry);
         let target = config.model.creation_target.as_secs_f64();
         let creation = CreationMetrics::register(&mut registry, target, config.time_scale);

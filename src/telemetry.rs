@@ -241,3 +241,9 @@ mod tests {
         assert!(!is_export_internals("hyperion"));
     }
 }
+
+impl crate::sources::http::RequestHook for TraceparentHook {
+    fn add_headers(&self, headers: &mut HeaderMap) {
+        TraceparentHook::add_headers(self, headers);
+    }
+}
