@@ -88,7 +88,11 @@ fn synthetic_cluster(i: usize, at: Timestamp) -> Vec<Obs> {
             .resource_id(&rid)
             .name(&name)
             .platform("azure")
-            .mgmt_cluster(if i % 2 == 0 { "mgmt-1" } else { "mgmt-2" }),
+            .mgmt_cluster(if i.is_multiple_of(2) {
+                "mgmt-1"
+            } else {
+                "mgmt-2"
+            }),
         rp(&rid).state("Succeeded", Phase::Ready).created(created),
         obs(&id, Hop::MaestroBundle)
             .object(&format!("bundle-{i}"))

@@ -187,6 +187,12 @@ impl Injector for HeaderInjector<'_> {
     }
 }
 
+impl crate::sources::http::RequestHook for TraceparentHook {
+    fn add_headers(&self, headers: &mut HeaderMap) {
+        TraceparentHook::add_headers(self, headers);
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -239,11 +245,5 @@ mod tests {
         assert!(is_export_internals("opentelemetry_sdk"));
         assert!(!is_export_internals("hcp_flow::sources::maestro"));
         assert!(!is_export_internals("hyperion"));
-    }
-}
-
-impl crate::sources::http::RequestHook for TraceparentHook {
-    fn add_headers(&self, headers: &mut HeaderMap) {
-        TraceparentHook::add_headers(self, headers);
     }
 }

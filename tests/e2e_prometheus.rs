@@ -8,6 +8,8 @@
 //! installs them). Processes run on loopback with temporary storage and are
 //! killed by pid when the test ends.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

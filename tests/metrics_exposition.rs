@@ -1,6 +1,8 @@
 //! Exposition: golden per-cluster text, the series budget, both formats'
 //! types, and docs/metrics.md against a real scrape.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 

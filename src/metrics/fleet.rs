@@ -379,7 +379,7 @@ fn bounded_code(code: &str) -> &str {
 /// exponent, so the text stays what both exposition formats expect.
 pub fn seconds(at: Timestamp) -> String {
     let ms = at.as_millisecond();
-    if ms % 1000 == 0 {
+    if ms.rem_euclid(1000) == 0 {
         format!("{}", ms / 1000)
     } else {
         format!("{}", ms as f64 / 1000.0)

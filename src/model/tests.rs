@@ -1,5 +1,7 @@
 //! Unit tests of the timeline model, driven by an explicit clock.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
