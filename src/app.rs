@@ -46,6 +46,21 @@ pub enum AppError {
     Traces(#[source] TracesError),
 }
 
+/// Handles of the families other parts register next to the store's.
+pub struct RegistryParts {
+    pub traces: TraceMetrics,
+    pub kube: crate::sources::kube::metrics::KubeMetrics,
+}
+
+/// The exporter's registry before the store adds its own families: every
+/// family `/metrics` can show (docs/metrics.md is checked against it).
+pub fn exporter_registry() -> (prometheus_client::registry::Registry, RegistryParts) {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let traces = TraceMetrics::register(&mut registry);
+    let kube = crate::sources::kube::metrics::KubeMetrics::register(&mut registry);
+    (registry, RegistryParts { traces, kube })
+}
+
 /// A running exporter: the store and the tasks that feed it.
 pub struct Exporter {
     pub store: Arc<Store>,
@@ -68,8 +83,8 @@ impl Exporter {
             source_names.push("maestro".to_string());
         }
         let shard = (config.shard.total > 1).then_some((config.shard.index, config.shard.total));
-        let mut registry = prometheus_client::registry::Registry::default();
-        let trace_metrics = TraceMetrics::register(&mut registry);
+        let (registry, parts) = exporter_registry();
+        let trace_metrics = parts.traces;
         let store = Store::with_registry(
             StoreConfig {
                 model: ModelConfig {

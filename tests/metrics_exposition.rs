@@ -233,12 +233,18 @@ fn series_budget_per_cluster_is_at_most_40() {
 }
 
 fn populated_store() -> std::sync::Arc<Store> {
-    let store = Store::new(StoreConfig {
-        model: model(),
-        render: RenderConfig::default(),
-        time_scale: 1.0,
-        sources: vec!["test".to_string()],
-    });
+    // The registry the exporter really uses, so the doc check sees every family.
+    let (registry, parts) = hcp_flow::app::exporter_registry();
+    let store = Store::with_registry(
+        StoreConfig {
+            model: model(),
+            render: RenderConfig::default(),
+            time_scale: 1.0,
+            sources: vec!["test".to_string()],
+        },
+        registry,
+    );
+    drop(parts);
     store.apply_at(batch(true, t(0), vec![]), t(0));
     let mut observations = completed_cluster();
     observations.extend(failed_cluster());

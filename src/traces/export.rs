@@ -89,7 +89,7 @@ impl TraceMetrics {
         registry.register(
             "hcpflow_trace_spans_dropped",
             "Creation spans lost, by reason: queue_full (never blocks the sources), export_failed, shut_down",
-            metrics.dropped.clone(),
+            crate::metrics::exporter::AlwaysDescribed(metrics.dropped.clone()),
         );
         metrics
     }

@@ -86,12 +86,12 @@ impl KubeMetrics {
         registry.register(
             "hcpflow_mce_phase",
             "Current status.phase of the management cluster's MultiClusterEngine (value 1; other for an unknown phase, none before the first report). Cached state refreshed in the background",
-            metrics.mce_phase.clone(),
+            crate::metrics::exporter::AlwaysDescribed(metrics.mce_phase.clone()),
         );
         registry.register(
             "hcpflow_agents",
             "Agents (agent-install.openshift.io) on the management cluster by approval and installation stage (other for an unknown stage). Cached state refreshed in the background",
-            metrics.agents.clone(),
+            crate::metrics::exporter::AlwaysDescribed(metrics.agents.clone()),
         );
         metrics
     }
