@@ -438,3 +438,19 @@ fn docs_metrics_md_matches_a_real_scrape() {
         }
     }
 }
+
+/// DESIGN section 1: ACM's collector rewrites series carrying `_id` (and drops
+/// the batch when the id is unknown), and `cluster` is the multi-cluster
+/// target label. Neither may appear.
+#[test]
+fn no_label_is_named_cluster_or_underscore_id() {
+    let body = populated_store().scrape(Format::OpenMetrics);
+    for line in body.lines().filter(|l| !l.starts_with('#')) {
+        let Some((_, labels)) = line.split_once('{') else { continue };
+        let labels = labels.split('}').next().unwrap_or_default();
+        for pair in labels.split("\",") {
+            let name = pair.split('=').next().unwrap_or_default().trim_start_matches(',');
+            assert!(name != "cluster" && name != "_id", "forbidden label {name} in {line}");
+        }
+    }
+}
