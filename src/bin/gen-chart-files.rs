@@ -101,7 +101,9 @@ fn series_names(metrics_md: &str, path: &Path) -> Result<Vec<String>, GenError> 
             other => {
                 return Err(GenError::Content {
                     path: path.to_path_buf(),
-                    message: format!("family {name} has type {other:?}, not gauge/counter/histogram"),
+                    message: format!(
+                        "family {name} has type {other:?}, not gauge/counter/histogram"
+                    ),
                 });
             }
         }
@@ -181,7 +183,10 @@ fn present(root: &Path) -> Result<Vec<PathBuf>, GenError> {
 }
 
 /// What differs: (path, why) for each stale, missing or extra file.
-fn stale(root: &Path, want: &BTreeMap<PathBuf, String>) -> Result<Vec<(PathBuf, &'static str)>, GenError> {
+fn stale(
+    root: &Path,
+    want: &BTreeMap<PathBuf, String>,
+) -> Result<Vec<(PathBuf, &'static str)>, GenError> {
     let mut out = Vec::new();
     for (rel, content) in want {
         match std::fs::read_to_string(root.join(rel)) {
