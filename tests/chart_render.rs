@@ -933,6 +933,25 @@ fn acm_bundle_names_only_emitted_metrics_and_every_dashboard_metric() {
 }
 
 #[test]
+fn no_metric_label_is_named_id_or_cluster() {
+    let doc = std::fs::read_to_string(Path::new(ROOT).join("docs/metrics.md")).unwrap();
+    let rows: Vec<&str> = doc
+        .lines()
+        .filter(|l| l.starts_with("| `hcpflow_"))
+        .collect();
+    assert!(rows.len() > 20);
+    for row in rows {
+        let labels = row.split('|').nth(3).unwrap();
+        for label in labels.split(',').map(|l| l.trim().trim_matches('`')) {
+            assert!(
+                label != "_id" && label != "cluster",
+                "ACM's collector owns `{label}`: {row}"
+            );
+        }
+    }
+}
+
+#[test]
 fn generated_chart_files_are_fresh() {
     let out = Command::new(env!("CARGO_BIN_EXE_gen-chart-files"))
         .arg("--check")
