@@ -446,11 +446,20 @@ fn docs_metrics_md_matches_a_real_scrape() {
 fn no_label_is_named_cluster_or_underscore_id() {
     let body = populated_store().scrape(Format::OpenMetrics);
     for line in body.lines().filter(|l| !l.starts_with('#')) {
-        let Some((_, labels)) = line.split_once('{') else { continue };
+        let Some((_, labels)) = line.split_once('{') else {
+            continue;
+        };
         let labels = labels.split('}').next().unwrap_or_default();
         for pair in labels.split("\",") {
-            let name = pair.split('=').next().unwrap_or_default().trim_start_matches(',');
-            assert!(name != "cluster" && name != "_id", "forbidden label {name} in {line}");
+            let name = pair
+                .split('=')
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches(',');
+            assert!(
+                name != "cluster" && name != "_id",
+                "forbidden label {name} in {line}"
+            );
         }
     }
 }

@@ -147,7 +147,7 @@ fn rp_unknown_provisioning_state_is_counted_not_fatal() {
 #[test]
 fn cs_fixture_without_status_is_still_observed() {
     let parsed = clusters_service::parse_items(
-        vec![fixture("cs-cluster-creating.json")],
+        raws(vec![fixture("cs-cluster-creating.json")]),
         ClustersServiceApi::AroHcpV1alpha1,
         |_| Some("mgmt-cluster".to_string()),
     );
@@ -188,7 +188,7 @@ fn cs_state_and_error_fields() {
     item["creation_timestamp"] = json!("2026-02-02T10:21:43.084787Z");
     item["cloud_provider"] = json!({"id": "azure"});
     let parsed = clusters_service::parse_items(
-        vec![item.clone()],
+        raws(vec![item.clone()]),
         ClustersServiceApi::ClustersMgmtV1,
         |_| None,
     );
@@ -208,7 +208,7 @@ fn cs_state_and_error_fields() {
     item["status"] = json!({"state": "error", "description": "Inflight checks failed",
         "provision_error_code": "OCM4001", "provision_error_message": "subnet has no NSG"});
     let parsed = clusters_service::parse_items(
-        vec![item.clone()],
+        raws(vec![item.clone()]),
         ClustersServiceApi::AroHcpV1alpha1,
         |_| None,
     );
@@ -226,7 +226,9 @@ fn cs_state_and_error_fields() {
 
     item["status"] = json!({"state": "error", "description": "Inflight checks failed"});
     let parsed =
-        clusters_service::parse_items(vec![item], ClustersServiceApi::AroHcpV1alpha1, |_| None);
+        clusters_service::parse_items(raws(vec![item]), ClustersServiceApi::AroHcpV1alpha1, |_| {
+            None
+        });
     let err = view(&parsed.observations[0]).error.clone().unwrap();
     assert_eq!(
         (err.code.as_str(), err.message.as_str()),
@@ -237,7 +239,10 @@ fn cs_state_and_error_fields() {
 #[test]
 fn cs_item_without_id_is_skipped_and_counted() {
     let parsed = clusters_service::parse_items(
-        vec![json!({"kind": "Cluster", "name": "x"}), json!("garbage")],
+        raws(vec![
+            json!({"kind": "Cluster", "name": "x"}),
+            json!("garbage"),
+        ]),
         ClustersServiceApi::AroHcpV1alpha1,
         |_| None,
     );
@@ -330,7 +335,7 @@ fn bundle_status(work_status: &Value) -> Value {
 
 fn parse_one(b: Value) -> (Vec<Observation>, Vec<&'static str>) {
     let parsed = maestro::parse_items(
-        vec![b],
+        raws(vec![b]),
         ts("2026-06-10T23:30:00Z"),
         Duration::from_secs(1200),
     );
@@ -590,4 +595,12 @@ fn maestro_incremental_search_overlaps_the_newest_update() {
         maestro::updated_since_search(ts("2026-06-10T23:20:00.5Z")),
         "updated_at > '2026-06-10T23:19:58.5Z'"
     );
+}
+
+/// List items as the sources receive them: raw JSON text.
+fn raws(items: Vec<Value>) -> Vec<hcp_flow::sources::http::RawItem> {
+    items
+        .iter()
+        .map(|v| serde_json::value::to_raw_value(v).unwrap())
+        .collect()
 }

@@ -153,7 +153,7 @@ impl CsCluster {
 
 /// Decode one list item into a cluster with an id, or count it.
 pub fn decode_cluster(
-    item: serde_json::Value,
+    item: &serde_json::value::RawValue,
     unknown: &mut Vec<UnknownValue>,
 ) -> Option<CsCluster> {
     let mut cluster = http::decode_item::<CsCluster>(item, "items[]", unknown)?;
@@ -295,13 +295,13 @@ pub fn parse_cluster(
 /// Turn one list's raw items into observations; `mgmt_for` gives the cached
 /// management cluster of a cluster id.
 pub fn parse_items(
-    items: Vec<serde_json::Value>,
+    items: Vec<http::RawItem>,
     api: ClustersServiceApi,
     mgmt_for: impl Fn(&str) -> Option<String>,
 ) -> Parsed {
     let mut parsed = Parsed::default();
     for item in items {
-        if let Some(c) = decode_cluster(item, &mut parsed.unknown) {
+        if let Some(c) = decode_cluster(&item, &mut parsed.unknown) {
             let mgmt = mgmt_for(&c.id);
             let obs = parse_cluster(&c, api, mgmt, &mut parsed.unknown);
             parsed.observations.push(obs);
@@ -465,17 +465,17 @@ impl ClustersServiceSource {
         unknown: &mut Vec<UnknownValue>,
     ) -> Result<Vec<CsCluster>, SourceError> {
         let params: Vec<(&str, &str)> = search.map(|s| ("search", s)).into_iter().collect();
-        let items = http::list_pages(
-            &self.client,
-            &self.clusters_path(),
-            &params,
-            self.cfg.http.page_size,
-        )
-        .await?;
-        Ok(items
-            .into_iter()
-            .filter_map(|item| decode_cluster(item, unknown))
-            .collect())
+        let path = self.clusters_path();
+        let mut pager = http::Pager::new(&path, &params, self.cfg.http.page_size);
+        let mut clusters = Vec::new();
+        while let Some(items) = pager.next(&self.client).await? {
+            clusters.extend(
+                items
+                    .iter()
+                    .filter_map(|item| decode_cluster(item, unknown)),
+            );
+        }
+        Ok(clusters)
     }
 
     /// Returns whether every provision shard read succeeded (list failures

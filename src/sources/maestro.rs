@@ -567,15 +567,11 @@ pub fn parse_bundle(
 }
 
 /// Parse a list of raw bundles (pure; for tests and one-shot reads).
-pub fn parse_items(
-    items: Vec<serde_json::Value>,
-    now: Timestamp,
-    degraded_budget: Duration,
-) -> Parsed {
+pub fn parse_items(items: Vec<http::RawItem>, now: Timestamp, degraded_budget: Duration) -> Parsed {
     let mut parsed = Parsed::default();
     for item in items {
         if let Some(bundle) =
-            http::decode_item::<ResourceBundle>(item, "items[]", &mut parsed.unknown)
+            http::decode_item::<ResourceBundle>(&item, "items[]", &mut parsed.unknown)
         {
             let b = parse_bundle(&bundle, now, degraded_budget, &mut parsed.unknown);
             parsed.observations.extend(b.observations);
@@ -690,21 +686,6 @@ impl MaestroSource {
             .map(|s| ("search", s))
             .into_iter()
             .collect();
-        let items = match http::list_pages(
-            &self.client,
-            BUNDLES_PATH,
-            &params,
-            self.cfg.http.page_size,
-        )
-        .await
-        {
-            Ok(items) => items,
-            Err(err) => {
-                tracing::warn!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
-                self.ctx.metrics.sync_failed(&self.ctx.name);
-                return false;
-            }
-        };
         let now = Timestamp::now();
         let mut out = Vec::new();
         let mut unknown = Vec::new();
@@ -713,13 +694,35 @@ impl MaestroSource {
             send_all: kind == PollKind::Full,
             partial: false,
         };
-        for item in items {
-            let Some(bundle) = http::decode_item::<ResourceBundle>(item, "items[]", &mut unknown)
-            else {
-                continue;
+        // Page by page: each bundle becomes observations (and its nested JSON
+        // is dropped) before the next page is fetched.
+        let mut pager = http::Pager::new(BUNDLES_PATH, &params, self.cfg.http.page_size);
+        loop {
+            let items = match pager.next(&self.client).await {
+                Ok(Some(items)) => items,
+                Ok(None) => break,
+                Err(err) => {
+                    tracing::warn!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
+                    // Pages read before the failure already moved the change
+                    // tracker: deliver what they said, or it would count as
+                    // sent. (A first sync delivers nothing: its retry is a
+                    // full list that sends everything.)
+                    if !initial {
+                        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+                    }
+                    self.ctx.metrics.sync_failed(&self.ctx.name);
+                    return false;
+                }
             };
-            seen.insert(bundle.id.clone());
-            self.accept(bundle, now, mode, &mut out, &mut unknown);
+            for item in items {
+                let Some(bundle) =
+                    http::decode_item::<ResourceBundle>(&item, "items[]", &mut unknown)
+                else {
+                    continue;
+                };
+                seen.insert(bundle.id.clone());
+                self.accept(bundle, now, mode, &mut out, &mut unknown);
+            }
         }
         if kind == PollKind::Full {
             let vanished: Vec<String> = self

@@ -46,7 +46,7 @@ const PROVIDER_PATH: &str = "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftCl
 #[serde(rename_all = "camelCase")]
 pub struct ArmList {
     #[serde(default, deserialize_with = "null_default")]
-    pub value: Vec<serde_json::Value>,
+    pub value: Vec<http::RawItem>,
     #[serde(default)]
     pub next_link: Option<String>,
 }
@@ -236,7 +236,7 @@ pub fn parse_list(list: ArmList) -> (Vec<ParsedCluster>, Vec<UnknownValue>) {
     let mut unknown = Vec::new();
     let mut clusters = Vec::with_capacity(list.value.len());
     for item in list.value {
-        if let Some(c) = http::decode_item::<HcpOpenShiftCluster>(item, "value[]", &mut unknown) {
+        if let Some(c) = http::decode_item::<HcpOpenShiftCluster>(&item, "value[]", &mut unknown) {
             clusters.push(parse_cluster(&c, &mut unknown));
         }
     }
