@@ -107,7 +107,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     println!(
         "hcp-flow demo: {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\
          \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets divided by {speed} too\n\
-         \x20 simulated upstreams: RP frontend {rp}, Clusters Service {cs}, Maestro {maestro}\n\
+         \x20 simulated upstreams: {upstreams}\n\
          \x20 open:\n\
          \x20   {base}/metrics            Prometheus metrics\n\
          \x20   {base}/api/v1/clusters    every creation's timeline (JSON)\n\
@@ -118,9 +118,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
         speed = settings.speed,
         seed = settings.seed,
         faults = if settings.faults { "on" } else { "off" },
-        rp = demo.endpoints.rp_frontend,
-        cs = demo.endpoints.clusters_service,
-        maestro = demo.endpoints.maestro,
+        upstreams = demo.describe_upstreams(),
     );
     exporter.serve(listener, shutdown_signal()).await?;
     Ok(())
