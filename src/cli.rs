@@ -167,19 +167,32 @@ pub struct KubeFlags {
     /// Watch the cluster this pod runs in (its service account), labelled
     /// mgmt_cluster=NAME. Config keys: sources.kube[].in_cluster and
     /// sources.kube[].mgmt_cluster.
-    #[arg(long = "kube-in-cluster", env = "HCPFLOW_KUBE_IN_CLUSTER", value_name = "NAME")]
+    #[arg(
+        long = "kube-in-cluster",
+        env = "HCPFLOW_KUBE_IN_CLUSTER",
+        value_name = "NAME"
+    )]
     pub in_cluster: Option<String>,
 
     /// How management-cluster objects map to cluster ids: aro (label
     /// api.openshift.com/id, ocm-<env>-<id> namespaces) or self_managed (MCE:
     /// spec.clusterID, else <namespace>/<name>). Default: aro. Config key:
     /// sources.kube[].mode.
-    #[arg(long = "kube-mode", env = "HCPFLOW_KUBE_MODE", value_enum, value_name = "MODE")]
+    #[arg(
+        long = "kube-mode",
+        env = "HCPFLOW_KUBE_MODE",
+        value_enum,
+        value_name = "MODE"
+    )]
     pub mode: Option<crate::sources::kube::KubeMode>,
 
     /// The <env> of ARO ocm-<env>-<id> namespaces (e.g. int, stg, prod);
     /// required in aro mode. Config key: sources.kube[].environment.
-    #[arg(long = "kube-environment", env = "HCPFLOW_KUBE_ENVIRONMENT", value_name = "ENV")]
+    #[arg(
+        long = "kube-environment",
+        env = "HCPFLOW_KUBE_ENVIRONMENT",
+        value_name = "ENV"
+    )]
     pub environment: Option<String>,
 }
 

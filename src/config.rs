@@ -1463,9 +1463,11 @@ fn current_context(path: &Path) -> Result<String, String> {
 /// and made of the characters Kubernetes allows in names.
 fn check_mgmt_cluster(name: &str) -> Result<(), String> {
     if name.is_empty() {
-        return Err("required: the management cluster's name (the mgmt_cluster label \
+        return Err(
+            "required: the management cluster's name (the mgmt_cluster label \
                     value); set it, or a context whose name is used"
-            .to_string());
+                .to_string(),
+        );
     }
     if name.len() > 253 {
         return Err(format!("is {} characters long; at most 253", name.len()));
@@ -1558,7 +1560,9 @@ fn validate_kube(list: &[KubeSourceConfig], errors: &mut Vec<FieldError>) {
                  prod); without it control planes cannot be matched to their clusters",
             ));
         }
-        if k.environment.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+        if k.environment
+            .contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        {
             errors.push(FieldError::new(
                 at("environment"),
                 format!(

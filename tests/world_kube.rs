@@ -95,7 +95,12 @@ async fn persistent_mismatches(
         compared = truth
             .clusters
             .iter()
-            .map(|c| Hop::ALL.iter().filter(|h| c.expected(**h).is_some()).count())
+            .map(|c| {
+                Hop::ALL
+                    .iter()
+                    .filter(|h| c.expected(**h).is_some())
+                    .count()
+            })
             .sum();
         let now = mismatches(store, &truth);
         always = Some(match always {
@@ -110,10 +115,7 @@ async fn persistent_mismatches(
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    (
-        always.unwrap_or_default().into_values().collect(),
-        compared,
-    )
+    (always.unwrap_or_default().into_values().collect(), compared)
 }
 
 async fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
@@ -158,9 +160,8 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
         Duration::from_secs(40),
         || {
             let truth = world.truth();
-            let any = |f: &dyn Fn(&hcp_flow::sim::TruthCluster) -> bool| {
-                truth.clusters.iter().any(f)
-            };
+            let any =
+                |f: &dyn Fn(&hcp_flow::sim::TruthCluster) -> bool| truth.clusters.iter().any(f);
             any(&|c| {
                 c.management_faults.hosted_cluster_degraded
                     && c.management.get(&Hop::HostedCluster).map(|h| h.phase) == Some(Phase::Failed)
@@ -180,10 +181,16 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
     )
     .await;
 
-    let (wrong, compared) =
-        persistent_mismatches(&store, &world, Duration::from_secs(6)).await;
-    assert!(compared > 200, "only {compared} (cluster, hop) pairs compared");
-    assert!(wrong.is_empty(), "exporter disagrees with truth:\n{}", wrong.join("\n"));
+    let (wrong, compared) = persistent_mismatches(&store, &world, Duration::from_secs(6)).await;
+    assert!(
+        compared > 200,
+        "only {compared} (cluster, hop) pairs compared"
+    );
+    assert!(
+        wrong.is_empty(),
+        "exporter disagrees with truth:\n{}",
+        wrong.join("\n")
+    );
 
     // Every fault as the exporter shows it, through the direct view.
     let truth = world.truth();
@@ -199,7 +206,10 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
             .iter()
             .filter(|id| exported(&store, id, hop) == Some((phase, Via::Direct)))
             .count();
-        assert!(shown > 0, "no faulted cluster shows {hop} {phase:?} directly");
+        assert!(
+            shown > 0,
+            "no faulted cluster shows {hop} {phase:?} directly"
+        );
     };
     faulted(
         |c| c.management_faults.hosted_cluster_degraded,
@@ -251,19 +261,31 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
         .unwrap();
     let id = stuck.cluster_id.as_str();
     assert_eq!(
-        sample(&body, "hcpflow_node_pool_replicas", &[("cluster_id", id), ("kind", "current")]),
+        sample(
+            &body,
+            "hcpflow_node_pool_replicas",
+            &[("cluster_id", id), ("kind", "current")]
+        ),
         Some(0.0)
     );
     assert!(
-        sample(&body, "hcpflow_node_pool_replicas", &[("cluster_id", id), ("kind", "desired")])
-            .unwrap()
+        sample(
+            &body,
+            "hcpflow_node_pool_replicas",
+            &[("cluster_id", id), ("kind", "desired")]
+        )
+        .unwrap()
             > 0.0
     );
     // The one malformed object is counted, and the rest of that cluster flows.
     let first = format!("kube/{}", names[0]);
     assert!(
-        sample(&body, "hcpflow_unknown_values_total", &[("source", &first), ("field", "object")])
-            .unwrap_or(0.0)
+        sample(
+            &body,
+            "hcpflow_unknown_values_total",
+            &[("source", &first), ("field", "object")]
+        )
+        .unwrap_or(0.0)
             >= 1.0,
         "the malformed object was not counted"
     );
@@ -275,19 +297,28 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
     let down_source = format!("kube/{down_name}");
     let down_api = world.kube_api(down_name).unwrap();
     down_api.stop().await;
-    let source_up = |source: &str| sample(&scrape(&store), "hcpflow_source_up", &[("source", source)]);
-    wait_for("the stopped cluster's source down", Duration::from_secs(15), || {
-        source_up(&down_source) == Some(0.0)
-    })
+    let source_up =
+        |source: &str| sample(&scrape(&store), "hcpflow_source_up", &[("source", source)]);
+    wait_for(
+        "the stopped cluster's source down",
+        Duration::from_secs(15),
+        || source_up(&down_source) == Some(0.0),
+    )
     .await;
     let events = |source: &str| {
-        sample(&scrape(&store), "hcpflow_watch_events_total", &[("source", source), ("event", "apply")])
-            .unwrap_or(0.0)
+        sample(
+            &scrape(&store),
+            "hcpflow_watch_events_total",
+            &[("source", source), ("event", "apply")],
+        )
+        .unwrap_or(0.0)
     };
     let before = events(&up_source);
-    wait_for("the other cluster still updating", Duration::from_secs(10), || {
-        events(&up_source) > before
-    })
+    wait_for(
+        "the other cluster still updating",
+        Duration::from_secs(10),
+        || events(&up_source) > before,
+    )
     .await;
     assert_eq!(source_up(&up_source), Some(1.0));
     let still_down = source_up(&down_source);
@@ -295,9 +326,11 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
 
     // It comes back on the same address: the watchers relist, no restart.
     down_api.restart().await.unwrap();
-    wait_for("the restarted cluster's source up", Duration::from_secs(20), || {
-        source_up(&down_source) == Some(1.0)
-    })
+    wait_for(
+        "the restarted cluster's source up",
+        Duration::from_secs(20),
+        || source_up(&down_source) == Some(1.0),
+    )
     .await;
     let (wrong, _) = persistent_mismatches(&store, &world, Duration::from_secs(6)).await;
     assert!(
@@ -311,9 +344,11 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
     let first_before = slo_events(&store);
     assert!(first_before > 0.0, "the first exporter counted nothing yet");
     let second = Exporter::start(&demo.config, SPEED).unwrap();
-    wait_for("the second exporter synced", Duration::from_secs(20), || {
-        second.store.ready()
-    })
+    wait_for(
+        "the second exporter synced",
+        Duration::from_secs(20),
+        || second.store.ready(),
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let second_count = slo_events(&second.store);

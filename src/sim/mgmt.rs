@@ -93,16 +93,19 @@ impl World {
         {
             // Valid JSON and metadata, a status that matches no schema: the
             // watcher must count and skip it, never stall on it.
-            if let Err(e) =
-                first
-                    .api
-                    .insert_raw_malformed("HostedCluster", Some(MALFORMED_NAMESPACE), "malformed")
-            {
+            if let Err(e) = first.api.insert_raw_malformed(
+                "HostedCluster",
+                Some(MALFORMED_NAMESPACE),
+                "malformed",
+            ) {
                 tracing::warn!(error = %e, "could not store the malformed HostedCluster");
             }
         }
         let world = Arc::new(KubeWorld {
-            applied: clusters.iter().map(|_| Mutex::new(HashMap::new())).collect(),
+            applied: clusters
+                .iter()
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
             clusters: clusters.clone(),
         });
         {

@@ -351,8 +351,10 @@ impl World {
         let mut truth = truth::truth(&plans, now);
         if self.kube_served() {
             let budget = self.kube_degraded_budget();
-            let by_id: std::collections::HashMap<&str, &Plan> =
-                plans.iter().map(|p| (p.cluster_id.as_str(), &**p)).collect();
+            let by_id: std::collections::HashMap<&str, &Plan> = plans
+                .iter()
+                .map(|p| (p.cluster_id.as_str(), &**p))
+                .collect();
             for c in &mut truth.clusters {
                 let Some(spec) = by_id
                     .get(c.cluster_id.as_str())

@@ -330,7 +330,8 @@ pub(crate) fn management(
 
     hops.insert(
         Hop::ManagedCluster,
-        match reached(spec.managed_cluster_joined_at).filter(|_| !faults.managed_cluster_never_joins)
+        match reached(spec.managed_cluster_joined_at)
+            .filter(|_| !faults.managed_cluster_never_joins)
         {
             Some(at) => hop(Phase::Ready, "Joined", Some(at)),
             None => hop(Phase::Progressing, "Accepted", None),

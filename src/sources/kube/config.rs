@@ -251,10 +251,10 @@ impl KubeSourceConfig {
         if self.in_cluster {
             return "in-cluster service account".to_string();
         }
-        let file = self
-            .kubeconfig
-            .as_ref()
-            .map_or_else(|| "the default kubeconfig".to_string(), |p| p.display().to_string());
+        let file = self.kubeconfig.as_ref().map_or_else(
+            || "the default kubeconfig".to_string(),
+            |p| p.display().to_string(),
+        );
         match &self.context {
             Some(context) => format!("context {context} of {file}"),
             None => format!("current context of {file}"),

@@ -52,7 +52,9 @@ pub enum KubeSourceError {
         #[source]
         cause: kube::config::KubeconfigError,
     },
-    #[error("management cluster {mgmt_cluster}: cannot use context {context} of the default kubeconfig")]
+    #[error(
+        "management cluster {mgmt_cluster}: cannot use context {context} of the default kubeconfig"
+    )]
     Context {
         mgmt_cluster: String,
         context: String,
