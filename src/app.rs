@@ -458,3 +458,13 @@ pub async fn bench(clusters: usize, scrapes: usize) -> Result<String, crate::ben
     let end_to_end = crate::bench::end_to_end(clusters, scrapes).await?;
     Ok(crate::bench::report(&exposition, &end_to_end))
 }
+
+/// `hcp-flow bench --kube`: the management-side benchmark, as the markdown
+/// docs/performance-kube.md quotes (100 timed changes).
+pub async fn bench_kube(
+    clusters: usize,
+    scrapes: usize,
+) -> Result<String, crate::bench::BenchError> {
+    let figures = crate::bench::kube(clusters, scrapes, 100).await?;
+    Ok(crate::bench::report_kube(&figures))
+}

@@ -55,10 +55,12 @@ fn main() -> anyhow::Result<ExitCode> {
         }
         Command::Bench(args) => {
             let _telemetry = init_logging(args.log_format)?;
-            let report = runtime()?.block_on(hcp_flow::app::bench(
-                args.clusters as usize,
-                args.scrapes as usize,
-            ))?;
+            let (clusters, scrapes) = (args.clusters as usize, args.scrapes as usize);
+            let report = if args.kube {
+                runtime()?.block_on(hcp_flow::app::bench_kube(clusters, scrapes))?
+            } else {
+                runtime()?.block_on(hcp_flow::app::bench(clusters, scrapes))?
+            };
             match &args.output {
                 Some(path) => std::fs::write(path, &report)
                     .with_context(|| format!("writing {}", path.display()))?,
