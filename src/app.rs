@@ -13,16 +13,18 @@ use crate::config::{
 };
 use crate::metrics::fleet::RenderConfig;
 use crate::model::ModelConfig;
+use crate::sim::mgmt::MgmtCluster;
 use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig};
 use crate::sources::SourceContext;
 use crate::sources::clusters_service::ClustersServiceSource;
 use crate::sources::http::BuildError;
 use crate::sources::http::{HttpClient, RequestHook};
+use crate::sources::kube::{KubeMetrics, KubeMode, KubeSource, KubeSourceConfig};
 use crate::sources::maestro::MaestroSource;
 use crate::sources::rp_frontend::RpFrontendSource;
 use crate::store::{Store, StoreConfig};
 use crate::telemetry::TraceparentHook;
-use crate::traces::{CreationTracer, TraceMetrics, TracesError};
+use crate::traces::{CreationTracer, TraceMetrics, TracerOptions, TracesError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -44,6 +46,10 @@ pub enum AppError {
     Serve(#[source] std::io::Error),
     #[error("the OTLP trace export is misconfigured")]
     Traces(#[source] TracesError),
+    #[error("the simulated management clusters could not start")]
+    KubeWorld(#[source] std::io::Error),
+    #[error("the demo kubeconfig could not be written")]
+    Kubeconfig(#[source] crate::sim::kube::KubeSimError),
 }
 
 /// Handles of the families other parts register next to the store's.
@@ -82,9 +88,12 @@ impl Exporter {
         if config.sources.maestro.is_some() {
             source_names.push("maestro".to_string());
         }
+        // /readyz waits for every management cluster's first full list too.
+        source_names.extend(config.sources.kube.iter().map(|k| k.source_name()));
         let shard = (config.shard.total > 1).then_some((config.shard.index, config.shard.total));
         let (registry, parts) = exporter_registry();
         let trace_metrics = parts.traces;
+        let kube_metrics = parts.kube;
         let store = Store::with_registry(
             StoreConfig {
                 model: ModelConfig {
@@ -99,8 +108,16 @@ impl Exporter {
             registry,
         );
         // One trace per creation over OTLP, when OTEL_EXPORTER_OTLP_* says where.
+        // A management-only instance sees a creation end too, but the root
+        // span belongs to the service side's instance (one root per trace).
+        let management_only = !config.sources.kube.is_empty() && !config.sources.has_service_side();
         let tracer = CreationTracer::from_env(trace_metrics)
             .map_err(AppError::Traces)?
+            .map(|t| {
+                t.with_options(TracerOptions {
+                    root_spans: !management_only,
+                })
+            })
             .map(Arc::new);
         if let Some(tracer) = &tracer {
             store.add_listener(tracer.clone());
@@ -143,6 +160,14 @@ impl Exporter {
             tasks.push(tokio::spawn(
                 MaestroSource::with_client(cfg.clone(), ctx, http).run(),
             ));
+        }
+        for cfg in &config.sources.kube {
+            let ctx = ctx(&cfg.source_name());
+            tasks.push(tokio::spawn(run_kube_source(
+                cfg.clone(),
+                ctx,
+                kube_metrics.clone(),
+            )));
         }
         // The model clock: creations in flight become late the moment they
         // pass the target, even when no source reports anything.
@@ -191,6 +216,49 @@ impl Drop for Exporter {
     }
 }
 
+/// One management cluster's watches. Building the client can fail where the
+/// config check could not tell (no service account outside a pod, an exec
+/// credential plugin failing): the source then stays down, says why, and
+/// tries again with backoff, while the other clusters carry on.
+async fn run_kube_source(cfg: KubeSourceConfig, ctx: SourceContext, metrics: KubeMetrics) {
+    let source = cfg.source_name();
+    let mut backoff = cfg.min_backoff.max(Duration::from_secs(1));
+    let max = cfg.max_backoff.max(backoff);
+    loop {
+        match KubeSource::new(cfg.clone(), ctx.clone(), metrics.clone()).await {
+            Ok(watches) => return watches.run().await,
+            Err(error) => {
+                tracing::error!(
+                    source = %source,
+                    error = %error_chain(&error),
+                    retry_in = ?backoff,
+                    "cannot build the Kubernetes client of this management cluster"
+                );
+                ctx.metrics.declare_source(&source);
+                ctx.metrics.request_failed(
+                    &source,
+                    crate::metrics::exporter::RequestErrorKind::credentials,
+                );
+                ctx.metrics.sync_failed(&source);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(max);
+            }
+        }
+    }
+}
+
+/// An error and its causes on one line (`a: b: c`).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        cause = e.source();
+    }
+    out
+}
+
 /// Late verdicts are at most 1% of the target (and at most a second) late.
 fn tick_interval(target: Duration) -> Duration {
     (target / 100).clamp(Duration::from_millis(50), Duration::from_secs(1))
@@ -216,7 +284,67 @@ pub struct DemoSettings {
 pub struct Demo {
     pub world: World,
     pub endpoints: Endpoints,
+    /// The world's management clusters (one simulated Kubernetes API server
+    /// each), watched through `kubeconfig`.
+    pub mgmt_clusters: Vec<MgmtCluster>,
+    pub kubeconfig: DemoKubeconfig,
     pub config: Config,
+}
+
+impl Demo {
+    /// What the demo banner says about the simulated upstreams.
+    pub fn describe_upstreams(&self) -> String {
+        let mut out = format!(
+            "RP frontend {}, Clusters Service {}, Maestro {}",
+            self.endpoints.rp_frontend, self.endpoints.clusters_service, self.endpoints.maestro
+        );
+        for c in &self.mgmt_clusters {
+            out.push_str(&format!("\n    management cluster {} at {}", c.name, c.url));
+        }
+        out.push_str(&format!(
+            "\n    kubeconfig with one context per management cluster: {}",
+            self.kubeconfig.path().display()
+        ));
+        out
+    }
+}
+
+/// A kubeconfig in its own temporary directory, removed when dropped.
+#[derive(Debug)]
+pub struct DemoKubeconfig {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl DemoKubeconfig {
+    fn write(clusters: &[MgmtCluster]) -> Result<DemoKubeconfig, AppError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("hcp-flow-demo-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|cause| {
+            AppError::Kubeconfig(crate::sim::kube::KubeSimError::Kubeconfig {
+                path: dir.display().to_string(),
+                cause,
+            })
+        })?;
+        let path = dir.join("kubeconfig");
+        let servers: Vec<(&str, &str)> = clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.url.as_str()))
+            .collect();
+        crate::sim::kube::write_kubeconfig(&path, &servers).map_err(AppError::Kubeconfig)?;
+        Ok(DemoKubeconfig { dir, path })
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for DemoKubeconfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Start the world on loopback and derive a configuration for it: the same
@@ -239,12 +367,51 @@ pub async fn start_demo_world(
         SimClock::Real,
     );
     let endpoints = world.serve().await.map_err(AppError::World)?;
-    let config = demo_config(settings, &world, &endpoints);
+    let mgmt_clusters = world.serve_kube().await.map_err(AppError::KubeWorld)?;
+    let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;
+    let mut config = demo_config(settings, &world, &endpoints);
+    config.sources.kube = demo_kube_sources(settings, &world, kubeconfig.path());
     Ok(Demo {
         world,
         endpoints,
+        mgmt_clusters,
+        kubeconfig,
         config,
     })
+}
+
+/// One kube source per management cluster of the world, through its context
+/// in `kubeconfig`: ARO mode, the world's environment, and the time-dependent
+/// settings divided by the speed (the degraded budget is the one the world's
+/// truth assumes).
+pub fn demo_kube_sources(
+    settings: &DemoSettings,
+    world: &World,
+    kubeconfig: &std::path::Path,
+) -> Vec<KubeSourceConfig> {
+    let speed = if settings.speed > 0.0 {
+        settings.speed
+    } else {
+        1.0
+    };
+    world
+        .mgmt_clusters()
+        .iter()
+        .map(|c| {
+            let mut k = KubeSourceConfig::new(&c.name, KubeMode::Aro);
+            k.kubeconfig = Some(kubeconfig.to_path_buf());
+            k.context = Some(c.name.clone());
+            k.environment = crate::sim::mgmt::KUBE_ENVIRONMENT.to_string();
+            k.degraded_budget = world.kube_degraded_budget();
+            k.reevaluate_interval = k
+                .reevaluate_interval
+                .div_f64(speed)
+                .max(Duration::from_millis(200));
+            k.min_backoff = Duration::from_millis(200);
+            k.max_backoff = k.max_backoff.div_f64(speed).max(Duration::from_secs(2));
+            k
+        })
+        .collect()
 }
 
 pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints) -> Config {
@@ -290,4 +457,14 @@ pub async fn bench(clusters: usize, scrapes: usize) -> Result<String, crate::ben
             .map_err(|e| crate::bench::BenchError::Aborted(e.to_string()))?;
     let end_to_end = crate::bench::end_to_end(clusters, scrapes).await?;
     Ok(crate::bench::report(&exposition, &end_to_end))
+}
+
+/// `hcp-flow bench --kube`: the management-side benchmark, as the markdown
+/// docs/performance-kube.md quotes (100 timed changes).
+pub async fn bench_kube(
+    clusters: usize,
+    scrapes: usize,
+) -> Result<String, crate::bench::BenchError> {
+    let figures = crate::bench::kube(clusters, scrapes, 100).await?;
+    Ok(crate::bench::report_kube(&figures))
 }

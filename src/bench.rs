@@ -3,7 +3,9 @@
 //!
 //! Two parts: the exposition path alone (a store filled with N synthetic
 //! clusters, scraped repeatedly: latency, bytes, series, memory), and the
-//! whole exporter against the simulated world over HTTP (see `app`).
+//! whole exporter against the simulated world over HTTP (see `app`). A third,
+//! [`kube`], measures the management side: watches of a simulated Kubernetes
+//! API server holding N HostedClusters and everything around them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -237,6 +239,10 @@ pub enum BenchError {
     Scrape(#[source] reqwest::Error),
     #[error("the exposition benchmark did not finish: {0}")]
     Aborted(String),
+    #[error("the simulated Kubernetes API server refused an object")]
+    KubeObject(#[source] crate::sim::kube::KubeSimError),
+    #[error("a change to {0} never showed in /metrics within {1:?}")]
+    NotVisible(String, Duration),
 }
 
 /// The exporter as a child process, killed when dropped.
@@ -447,4 +453,267 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ));
     }
     out
+}
+
+/// What the management-side benchmark measured of a `hcp-flow serve`
+/// process watching one simulated Kubernetes API server.
+#[derive(Clone, Debug)]
+pub struct KubeFigures {
+    pub clusters: usize,
+    /// Objects the API server holds (ManifestWorks, HostedClusters,
+    /// HostedControlPlanes, control-plane pods, ManagedClusters, NodePools).
+    pub objects: usize,
+    /// From the child's start to /readyz (the first list of every kind).
+    pub time_to_ready: Duration,
+    /// Object change applied in the API server → its new value in a
+    /// `/metrics` scrape (an upper bound: includes one scrape's duration).
+    pub event_to_metrics: Latency,
+    pub scrape: Latency,
+    pub bytes: usize,
+    pub series: usize,
+    /// Resident memory of the exporter at /readyz (watches listed, nothing
+    /// scraped yet), and after the changes and scrapes.
+    pub rss_at_ready: Option<u64>,
+    pub rss: Option<u64>,
+}
+
+/// The management side of cluster `i`: created an hour ago, everything
+/// ready half an hour ago, one pool of two nodes.
+fn bench_spec(i: usize, now: Timestamp) -> crate::sim::kube::KubeClusterSpec {
+    let ago = |minutes: i64| now - SignedDuration::from_mins(minutes);
+    crate::sim::kube::KubeClusterSpec {
+        cluster_id: format!("bench{i:027}"),
+        name: format!("hcp-{i:06}"),
+        env: "bench".to_string(),
+        mode: crate::sources::kube::KubeMode::Aro,
+        created_at: ago(60),
+        manifestwork_applied_at: Some(ago(59)),
+        hosted_cluster_available_at: Some(ago(40)),
+        control_plane_ready_at: Some(ago(45)),
+        managed_cluster_joined_at: Some(ago(35)),
+        node_pools: vec![("np-1".to_string(), 2, Some(ago(30)))],
+        faults: Default::default(),
+    }
+}
+
+fn has_sample(body: &str, family: &str, labels: &[String], value: &str) -> bool {
+    body.lines().any(|l| {
+        l.starts_with(family)
+            && l.rsplit(' ').next() == Some(value)
+            && labels.iter().all(|needle| l.contains(needle.as_str()))
+    })
+}
+
+/// Start a simulated Kubernetes API server with `clusters` HostedClusters
+/// (and their ManifestWorks, control planes, ManagedClusters and NodePools),
+/// run `hcp-flow serve` watching it as a child process, wait for /readyz,
+/// then measure: `changes` NodePool edits each timed until `/metrics` shows
+/// them, `scrapes` timed scrapes, and the child's resident memory.
+pub async fn kube(
+    clusters: usize,
+    scrapes: usize,
+    changes: usize,
+) -> Result<KubeFigures, BenchError> {
+    use crate::sim::kube::{KubeApiServer, objects_at, write_kubeconfig};
+    let (api, url) = KubeApiServer::start().await.map_err(BenchError::World)?;
+    let now = Timestamp::now();
+    let mut objects = 0;
+    let mut pools = Vec::with_capacity(clusters);
+    for i in 0..clusters {
+        let spec = bench_spec(i, now);
+        for obj in objects_at(&spec, now) {
+            if obj.get("kind").and_then(serde_json::Value::as_str) == Some("NodePool") {
+                pools.push((spec.cluster_id.clone(), obj.clone()));
+            }
+            api.apply(obj).map_err(BenchError::KubeObject)?;
+            objects += 1;
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("hcp-flow-bench-kube-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|cause| BenchError::Config {
+        path: dir.display().to_string(),
+        cause,
+    })?;
+    let kubeconfig = dir.join("kubeconfig");
+    write_kubeconfig(&kubeconfig, &[("bench-mgmt", url.as_str())]).map_err(|e| {
+        BenchError::Config {
+            path: kubeconfig.display().to_string(),
+            cause: std::io::Error::other(e.to_string()),
+        }
+    })?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(BenchError::World)?
+        .port();
+    let mut source = crate::sources::kube::KubeSourceConfig::new(
+        "bench-mgmt",
+        crate::sources::kube::KubeMode::Aro,
+    );
+    source.kubeconfig = Some(kubeconfig.clone());
+    source.context = Some("bench-mgmt".to_string());
+    source.environment = "bench".to_string();
+    let mut config = crate::config::Config {
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        ..crate::config::Config::default()
+    };
+    config.sources.kube = vec![source];
+    let yaml =
+        serde_saphyr::to_string(&config).map_err(|e| BenchError::Serialise(e.to_string()))?;
+    let path = dir.join("hcp-flow.yaml");
+    std::fs::write(&path, yaml).map_err(|cause| BenchError::Config {
+        path: path.display().to_string(),
+        cause,
+    })?;
+    let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
+    let started = Instant::now();
+    let child = Child(
+        std::process::Command::new(exe)
+            .args(["serve", "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .map_err(BenchError::Spawn)?,
+    );
+    let pid = child.0.id().to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let limit = Duration::from_secs(600);
+    loop {
+        let ready = client
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .map(|r| r.status().is_success())
+            .unwrap_or(false);
+        if ready {
+            break;
+        }
+        if started.elapsed() > limit {
+            return Err(BenchError::NotReady(limit));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let time_to_ready = started.elapsed();
+    let rss_at_ready = resident_memory_of(&pid);
+    let get = |client: reqwest::Client, url: String| async move {
+        client
+            .get(url)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(BenchError::Scrape)?
+            .text()
+            .await
+            .map_err(BenchError::Scrape)
+    };
+    let metrics = format!("{base}/metrics");
+
+    // Each change: one NodePool's desired replicas, 2 → 3 or back, spread
+    // over the fleet; timed from the API server's write to the first scrape
+    // that shows the new value.
+    let mut latencies = Vec::with_capacity(changes);
+    let visible_within = Duration::from_secs(30);
+    for k in 0..changes.min(pools.len().max(1) * 2) {
+        let index = (k * 7919) % pools.len().max(1);
+        let Some((cluster_id, pool)) = pools.get(index).cloned() else {
+            break;
+        };
+        let desired = if pool
+            .pointer("/spec/replicas")
+            .and_then(serde_json::Value::as_u64)
+            == Some(2)
+        {
+            3
+        } else {
+            2
+        };
+        let mut changed = pool.clone();
+        changed["spec"]["replicas"] = serde_json::json!(desired);
+        let labels = [
+            format!("cluster_id=\"{cluster_id}\""),
+            "kind=\"desired\"".to_string(),
+        ];
+        let applied = Instant::now();
+        api.apply(changed.clone()).map_err(BenchError::KubeObject)?;
+        loop {
+            let body = get(client.clone(), metrics.clone()).await?;
+            if has_sample(
+                &body,
+                "hcpflow_node_pool_replicas",
+                &labels,
+                &desired.to_string(),
+            ) {
+                latencies.push(applied.elapsed());
+                break;
+            }
+            if applied.elapsed() > visible_within {
+                return Err(BenchError::NotVisible(cluster_id, visible_within));
+            }
+        }
+        if let Some(slot) = pools.get_mut(index) {
+            slot.1 = changed;
+        }
+    }
+
+    let mut samples = Vec::with_capacity(scrapes);
+    let mut last = String::new();
+    for _ in 0..scrapes.max(1) {
+        let start = Instant::now();
+        last = get(client.clone(), metrics.clone()).await?;
+        samples.push(start.elapsed());
+    }
+    let series = last
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count();
+    let rss = resident_memory_of(&pid);
+    drop(child);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(KubeFigures {
+        clusters,
+        objects,
+        time_to_ready,
+        event_to_metrics: Latency::from_samples(latencies),
+        scrape: Latency::from_samples(samples),
+        bytes: last.len(),
+        series,
+        rss_at_ready,
+        rss,
+    })
+}
+
+/// The markdown `hcp-flow bench --kube` prints.
+pub fn report_kube(k: &KubeFigures) -> String {
+    let rss = |v: Option<u64>| {
+        v.map(|b| format!("{:.0} MiB", mib(b)))
+            .unwrap_or_else(|| "n/a".into())
+    };
+    format!(
+        "## Management side (`hcp-flow serve` watching a simulated Kubernetes API server, {} HostedClusters, {} objects)\n\n\
+         | figure | value |\n|---|---|\n\
+         | time to /readyz (first list of every kind) | {:.1} s |\n\
+         | watch event → visible in /metrics p50 / p99 / max | {:.0} / {:.0} / {:.0} ms ({} changes; includes one scrape) |\n\
+         | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
+         | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
+         | exporter resident memory at /readyz / after the scrapes | {} / {} |\n",
+        k.clusters,
+        k.objects,
+        k.time_to_ready.as_secs_f64(),
+        ms(k.event_to_metrics.p50),
+        ms(k.event_to_metrics.p99),
+        ms(k.event_to_metrics.max),
+        k.event_to_metrics.samples,
+        k.series,
+        k.bytes,
+        k.bytes as f64 / 1048576.0,
+        ms(k.scrape.p50),
+        ms(k.scrape.p99),
+        ms(k.scrape.max),
+        k.scrape.samples,
+        rss(k.rss_at_ready),
+        rss(k.rss),
+    )
 }

@@ -132,6 +132,75 @@ pub struct ServeOverrides {
 
     #[command(flatten)]
     pub maestro: MaestroFlags,
+
+    #[command(flatten)]
+    pub kube: KubeFlags,
+}
+
+/// Management clusters watched over the Kubernetes API (hops manifestwork,
+/// hosted_cluster, control_plane, managed_cluster, node_pool). Any of
+/// `--kubeconfig`, `--kube-contexts`, `--kube-in-cluster` replaces the
+/// file's `sources.kube` list; `--kube-mode` and `--kube-environment` apply
+/// to every management cluster, from the file or from flags.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Management clusters (Kubernetes watches)")]
+pub struct KubeFlags {
+    /// Kubeconfig file of the management clusters. Alone, its current context
+    /// is watched, named after the context; with --kube-contexts, those
+    /// contexts. Config key: sources.kube[].kubeconfig.
+    #[arg(long = "kubeconfig", env = "HCPFLOW_KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Comma-separated contexts to watch, one management cluster each, as
+    /// `context` (mgmt_cluster = the context's name) or `name=context`. From
+    /// --kubeconfig, else from the default kubeconfig (KUBECONFIG or
+    /// ~/.kube/config). Config keys: sources.kube[].context and
+    /// sources.kube[].mgmt_cluster.
+    #[arg(
+        long = "kube-contexts",
+        env = "HCPFLOW_KUBE_CONTEXTS",
+        value_name = "CONTEXTS",
+        value_delimiter = ','
+    )]
+    pub contexts: Option<Vec<String>>,
+
+    /// Watch the cluster this pod runs in (its service account), labelled
+    /// mgmt_cluster=NAME. Config keys: sources.kube[].in_cluster and
+    /// sources.kube[].mgmt_cluster.
+    #[arg(
+        long = "kube-in-cluster",
+        env = "HCPFLOW_KUBE_IN_CLUSTER",
+        value_name = "NAME"
+    )]
+    pub in_cluster: Option<String>,
+
+    /// How management-cluster objects map to cluster ids: aro (label
+    /// api.openshift.com/id, ocm-<env>-<id> namespaces) or self_managed (MCE:
+    /// spec.clusterID, else <namespace>/<name>). Default: aro. Config key:
+    /// sources.kube[].mode.
+    #[arg(
+        long = "kube-mode",
+        env = "HCPFLOW_KUBE_MODE",
+        value_enum,
+        value_name = "MODE"
+    )]
+    pub mode: Option<crate::sources::kube::KubeMode>,
+
+    /// The <env> of ARO ocm-<env>-<id> namespaces (e.g. int, stg, prod);
+    /// required in aro mode. Config key: sources.kube[].environment.
+    #[arg(
+        long = "kube-environment",
+        env = "HCPFLOW_KUBE_ENVIRONMENT",
+        value_name = "ENV"
+    )]
+    pub environment: Option<String>,
+}
+
+impl KubeFlags {
+    /// Whether the flags name management clusters (and so replace the file's list).
+    pub fn names_clusters(&self) -> bool {
+        self.kubeconfig.is_some() || self.contexts.is_some() || self.in_cluster.is_some()
+    }
 }
 
 /// The HTTP settings every source shares, as given by flags or variables.
@@ -474,6 +543,12 @@ pub struct BenchArgs {
     /// Also write the results as a markdown table to this file.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Run the management-side benchmark instead: HostedClusters with their
+    /// ManifestWorks, ManagedClusters and NodePools in a simulated
+    /// Kubernetes API server, watched by `hcp-flow serve`.
+    #[arg(long)]
+    pub kube: bool,
 
     /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]

@@ -24,8 +24,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use url::Url;
 
-use crate::cli::{HttpOverrides, ServeOverrides};
+use crate::cli::{HttpOverrides, KubeFlags, ServeOverrides};
 use crate::model::Hop;
+pub use crate::sources::kube::{KubeMode, KubeSourceConfig};
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -129,6 +130,9 @@ pub struct SourcesConfig {
     pub rp_frontend: Option<RpFrontendConfig>,
     pub clusters_service: Option<ClustersServiceConfig>,
     pub maestro: Option<MaestroConfig>,
+    /// Management clusters watched over the Kubernetes API, one source
+    /// `kube/<mgmt_cluster>` each.
+    pub kube: Vec<KubeSourceConfig>,
 }
 
 impl SourcesConfig {
@@ -149,7 +153,12 @@ impl SourcesConfig {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rp_frontend.is_none() && self.clusters_service.is_none() && self.maestro.is_none()
+        !self.has_service_side() && self.kube.is_empty()
+    }
+
+    /// Whether any service-side (HTTP) source is configured.
+    pub fn has_service_side(&self) -> bool {
+        self.rp_frontend.is_some() || self.clusters_service.is_some() || self.maestro.is_some()
     }
 }
 
@@ -157,6 +166,7 @@ impl SourcesConfig {
 pub const SOURCE_RP_FRONTEND: &str = "rp_frontend";
 pub const SOURCE_CLUSTERS_SERVICE: &str = "clusters_service";
 pub const SOURCE_MAESTRO: &str = "maestro";
+pub const SOURCE_KUBE: &str = "kube";
 
 /// Settings every HTTP-polled source shares. In YAML these keys sit directly
 /// in the source's section, next to the source's own keys.
@@ -480,7 +490,12 @@ pub fn check_config(path: &Path) -> Result<Config, Vec<FieldError>> {
 /// The top-level keys, and the keys of `sources`, in the order they are
 /// documented.
 const TOP_KEYS: &[&str] = &["listen", "log_format", "slo", "shard", "sources"];
-const SOURCE_KEYS: &[&str] = &[SOURCE_RP_FRONTEND, SOURCE_CLUSTERS_SERVICE, SOURCE_MAESTRO];
+const SOURCE_KEYS: &[&str] = &[
+    SOURCE_RP_FRONTEND,
+    SOURCE_CLUSTERS_SERVICE,
+    SOURCE_MAESTRO,
+    SOURCE_KUBE,
+];
 
 /// What reading the file produced: the config as far as it parsed, the
 /// errors, and which sections failed (so their absence does not cause a
@@ -629,7 +644,76 @@ impl Config {
                 &mut errors,
             );
         }
+        if !failed.contains("sources.kube") {
+            self.overlay_kube(&o.kube, &mut errors);
+        }
         errors
+    }
+
+    /// `--kubeconfig`/`--kube-contexts`/`--kube-in-cluster` replace the file's
+    /// management clusters (a list given by flag replaces the file's list);
+    /// `--kube-mode`/`--kube-environment` apply to all of them.
+    fn overlay_kube(&mut self, o: &KubeFlags, errors: &mut Vec<FieldError>) {
+        if o.names_clusters() {
+            let mut list = Vec::new();
+            let mode = o.mode.unwrap_or_default();
+            match &o.contexts {
+                Some(contexts) => {
+                    for entry in contexts.iter().map(|c| c.trim()).filter(|c| !c.is_empty()) {
+                        let (name, context) = entry.split_once('=').unwrap_or((entry, entry));
+                        let mut cfg = KubeSourceConfig::new(name.trim(), mode);
+                        cfg.kubeconfig = o.kubeconfig.clone();
+                        cfg.context = Some(context.trim().to_string());
+                        list.push(cfg);
+                    }
+                    if list.is_empty() {
+                        errors.push(FieldError::new(
+                            "sources.kube",
+                            "--kube-contexts / HCPFLOW_KUBE_CONTEXTS names no context",
+                        ));
+                    }
+                }
+                None => {
+                    if let Some(path) = &o.kubeconfig {
+                        match current_context(path) {
+                            Ok(context) => {
+                                let mut cfg = KubeSourceConfig::new(&context, mode);
+                                cfg.kubeconfig = Some(path.clone());
+                                cfg.context = Some(context);
+                                list.push(cfg);
+                            }
+                            Err(message) => errors.push(FieldError::new(
+                                "sources.kube",
+                                format!(
+                                    "--kubeconfig without --kube-contexts watches the file's \
+                                     current context, but {message}"
+                                ),
+                            )),
+                        }
+                    }
+                }
+            }
+            if let Some(name) = &o.in_cluster {
+                let mut cfg = KubeSourceConfig::new(name.trim(), mode);
+                cfg.in_cluster = true;
+                list.push(cfg);
+            }
+            self.sources.kube = list;
+        } else if (o.mode.is_some() || o.environment.is_some()) && self.sources.kube.is_empty() {
+            errors.push(FieldError::new(
+                "sources.kube",
+                "--kube-mode / --kube-environment were given but no management cluster is \
+                 configured; set sources.kube, --kube-contexts, --kubeconfig or --kube-in-cluster",
+            ));
+        }
+        for cfg in &mut self.sources.kube {
+            if let Some(mode) = o.mode {
+                cfg.mode = mode;
+            }
+            if let Some(env) = &o.environment {
+                cfg.environment = env.trim().to_string();
+            }
+        }
     }
 
     /// Every semantic problem, each with its key path. Checks that files
@@ -688,9 +772,11 @@ impl Config {
             errors.push(FieldError::new(
                 "sources",
                 "no source configured: set at least one of sources.rp_frontend, \
-                 sources.clusters_service, sources.maestro (or a --<source>-base-url flag)",
+                 sources.clusters_service, sources.maestro, sources.kube (or a \
+                 --<source>-base-url, --kube-contexts, --kubeconfig or --kube-in-cluster flag)",
             ));
         }
+        validate_kube(&self.sources.kube, &mut errors);
         if let Some(rp) = &self.sources.rp_frontend {
             validate_http(
                 &format!("sources.{SOURCE_RP_FRONTEND}"),
@@ -737,7 +823,15 @@ impl Config {
         if self.sources.rp_frontend.is_some() {
             hops.push(Hop::RpFrontend);
         }
-        if self.sources.maestro.is_some() {
+        // Maestro sees the HostedCluster through status feedback, a
+        // management cluster directly.
+        let hc_visible = self.sources.maestro.is_some()
+            || self
+                .sources
+                .kube
+                .iter()
+                .any(|k| k.observable_hops().contains(&Hop::HostedCluster));
+        if hc_visible {
             hops.push(Hop::HostedCluster);
         }
         if hops.is_empty() {
@@ -748,7 +842,7 @@ impl Config {
 
     /// Hops some configured source can see, in path order. Maestro sees
     /// ManifestWork, HostedCluster and NodePool through status feedback
-    /// (DESIGN section 1). Kube-watch scopes, once configurable, add theirs.
+    /// (DESIGN section 1); management clusters add what their watches see.
     pub fn observable_hops(&self) -> Vec<Hop> {
         let mut hops = Vec::new();
         if self.sources.rp_frontend.is_some() {
@@ -765,6 +859,11 @@ impl Config {
                 Hop::NodePool,
             ]);
         }
+        for kube in &self.sources.kube {
+            hops.extend(kube.observable_hops());
+        }
+        hops.sort_by_key(|h| h.index());
+        hops.dedup();
         hops
     }
 
@@ -814,6 +913,24 @@ impl Config {
                 "source maestro: {}{}",
                 m.http.base_url,
                 http_summary(&m.http)
+            ));
+        }
+        for k in &self.sources.kube {
+            let env = if k.environment.is_empty() {
+                String::new()
+            } else {
+                format!(", environment {}", k.environment)
+            };
+            lines.push(format!(
+                "source kube/{}: {} (mode {}{env}); watches {}",
+                k.mgmt_cluster,
+                k.describe_client(),
+                k.mode.as_str(),
+                k.kinds()
+                    .iter()
+                    .map(|w| w.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             ));
         }
         lines.join("\n")
@@ -1203,11 +1320,45 @@ fn parse_sources(out: &mut ParsedFile, value: Value) {
                 out.config.sources.clusters_service = typed(out, &path, value)
             }
             SOURCE_MAESTRO => out.config.sources.maestro = typed(out, &path, value),
+            SOURCE_KUBE => parse_kube(out, value),
             _ => {
                 out.errors.push(unknown_key("sources", &key, SOURCE_KEYS));
                 // A misspelt source name is a source the user wanted.
                 out.failed.insert(path);
             }
+        }
+    }
+}
+
+/// `sources.kube`: a list, each entry typed on its own so every bad entry is
+/// reported with its index.
+fn parse_kube(out: &mut ParsedFile, value: Value) {
+    let items = match value {
+        Value::Array(items) => items,
+        other => {
+            out.errors.push(FieldError::new(
+                "sources.kube",
+                format!(
+                    "must be a list of management clusters (- mgmt_cluster: ..., kubeconfig: ...), found {}",
+                    kind_of(&other)
+                ),
+            ));
+            out.failed.insert("sources.kube".to_string());
+            return;
+        }
+    };
+    for (i, item) in items.into_iter().enumerate() {
+        let path = format!("sources.kube[{i}]");
+        if let Some(mut cfg) = typed::<KubeSourceConfig>(out, &path, item) {
+            if cfg.mgmt_cluster.is_empty()
+                && let Some(context) = &cfg.context
+            {
+                cfg.mgmt_cluster = context.clone();
+            }
+            out.config.sources.kube.push(cfg);
+        } else {
+            // One bad entry: the list is incomplete, like a failed section.
+            out.failed.insert("sources.kube".to_string());
         }
     }
 }
@@ -1295,5 +1446,181 @@ fn kind_of(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
+    }
+}
+
+/// The current context of a kubeconfig file.
+fn current_context(path: &Path) -> Result<String, String> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
+        .map_err(|e| format!("{} cannot be read as a kubeconfig: {e}", path.display()))?;
+    kubeconfig
+        .current_context
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| format!("{} has no current-context", path.display()))
+}
+
+/// A `mgmt_cluster` is a label value and part of the source name: short,
+/// and made of the characters Kubernetes allows in names.
+fn check_mgmt_cluster(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err(
+            "required: the management cluster's name (the mgmt_cluster label \
+                    value); set it, or a context whose name is used"
+                .to_string(),
+        );
+    }
+    if name.len() > 253 {
+        return Err(format!("is {} characters long; at most 253", name.len()));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(format!(
+            "`{name}` may only hold letters, digits, `-`, `_` and `.`"
+        ));
+    }
+    Ok(())
+}
+
+fn validate_kube(list: &[KubeSourceConfig], errors: &mut Vec<FieldError>) {
+    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for (i, k) in list.iter().enumerate() {
+        let prefix = format!("sources.{SOURCE_KUBE}[{i}]");
+        let at = |key: &str| format!("{prefix}.{key}");
+        if let Err(message) = check_mgmt_cluster(&k.mgmt_cluster) {
+            errors.push(FieldError::new(at("mgmt_cluster"), message));
+        } else if let Some(first) = seen.insert(&k.mgmt_cluster, i) {
+            seen.insert(&k.mgmt_cluster, first);
+            errors.push(FieldError::new(
+                at("mgmt_cluster"),
+                format!(
+                    "`{}` is also sources.kube[{first}]; each management cluster needs its own \
+                     name (it is the mgmt_cluster label and the source kube/<name>)",
+                    k.mgmt_cluster
+                ),
+            ));
+        }
+        if k.in_cluster && (k.kubeconfig.is_some() || k.context.is_some()) {
+            errors.push(FieldError::new(
+                at("in_cluster"),
+                "in_cluster uses the pod's service account; leave kubeconfig and context unset",
+            ));
+        }
+        if !k.in_cluster
+            && let Some(path) = &k.kubeconfig
+        {
+            match check_readable_file(path) {
+                Err(message) => errors.push(FieldError::new(at("kubeconfig"), message)),
+                Ok(_) => match kube::config::Kubeconfig::read_from(path) {
+                    Err(e) => errors.push(FieldError::new(
+                        at("kubeconfig"),
+                        format!("{} is not a kubeconfig: {e}", path.display()),
+                    )),
+                    Ok(file) => {
+                        let names: Vec<&str> =
+                            file.contexts.iter().map(|c| c.name.as_str()).collect();
+                        match &k.context {
+                            Some(context) if !names.contains(&context.as_str()) => {
+                                errors.push(FieldError::new(
+                                    at("context"),
+                                    format!(
+                                        "no context `{context}` in {} (it has: {})",
+                                        path.display(),
+                                        if names.is_empty() {
+                                            "none".to_string()
+                                        } else {
+                                            names.join(", ")
+                                        }
+                                    ),
+                                ))
+                            }
+                            None if file.current_context.as_deref().is_none_or(str::is_empty) => {
+                                errors.push(FieldError::new(
+                                    at("context"),
+                                    format!(
+                                        "{} has no current-context; name the context to use",
+                                        path.display()
+                                    ),
+                                ))
+                            }
+                            _ => {}
+                        }
+                    }
+                },
+            }
+        }
+        if k.context.as_deref() == Some("") {
+            errors.push(FieldError::new(at("context"), "must not be empty"));
+        }
+        if k.mode == KubeMode::Aro && k.environment.trim().is_empty() {
+            errors.push(FieldError::new(
+                at("environment"),
+                "required in aro mode: the <env> of ocm-<env>-<id> namespaces (e.g. int, stg, \
+                 prod); without it control planes cannot be matched to their clusters",
+            ));
+        }
+        if k.environment
+            .contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        {
+            errors.push(FieldError::new(
+                at("environment"),
+                format!(
+                    "`{}` cannot be part of a namespace name (letters, digits, `-`)",
+                    k.environment
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("manifestwork_label", &k.manifestwork_label),
+            ("name_label", &k.name_label),
+            ("control_plane_pod_label", &k.control_plane_pod_label),
+        ] {
+            if value.trim().is_empty() {
+                errors.push(FieldError::new(at(key), "must not be empty"));
+            }
+        }
+        if k.watch.as_ref().is_some_and(Vec::is_empty) {
+            errors.push(FieldError::new(
+                at("watch"),
+                "is an empty list; leave it out to watch the mode's default kinds",
+            ));
+        }
+        for (key, value) in [
+            ("degraded_budget", k.degraded_budget),
+            ("reevaluate_interval", k.reevaluate_interval),
+            ("min_backoff", k.min_backoff),
+            ("max_backoff", k.max_backoff),
+        ] {
+            if value.is_zero() {
+                errors.push(FieldError::new(at(key), "must be longer than 0s"));
+            }
+        }
+        if k.watch_timeout < Duration::from_secs(1) {
+            errors.push(FieldError::new(
+                at("watch_timeout"),
+                "must be at least 1s (the API server counts it in whole seconds)",
+            ));
+        }
+        if !k.min_backoff.is_zero() && k.min_backoff > k.max_backoff {
+            errors.push(FieldError::new(
+                at("min_backoff"),
+                format!(
+                    "is {} but must not be longer than max_backoff ({})",
+                    humantime::format_duration(k.min_backoff),
+                    humantime::format_duration(k.max_backoff)
+                ),
+            ));
+        }
+        if k.page_size == 0 || k.page_size > defaults::MAX_PAGE_SIZE {
+            errors.push(FieldError::new(
+                at("page_size"),
+                format!(
+                    "is {} but must be between 1 and {}",
+                    k.page_size,
+                    defaults::MAX_PAGE_SIZE
+                ),
+            ));
+        }
     }
 }

@@ -61,10 +61,12 @@ fn main() -> anyhow::Result<ExitCode> {
         }
         Command::Bench(args) => {
             let _telemetry = init_logging(args.log_format)?;
-            let report = runtime()?.block_on(hcp_flow::app::bench(
-                args.clusters as usize,
-                args.scrapes as usize,
-            ))?;
+            let (clusters, scrapes) = (args.clusters as usize, args.scrapes as usize);
+            let report = if args.kube {
+                runtime()?.block_on(hcp_flow::app::bench_kube(clusters, scrapes))?
+            } else {
+                runtime()?.block_on(hcp_flow::app::bench(clusters, scrapes))?
+            };
             match &args.output {
                 Some(path) => std::fs::write(path, &report)
                     .with_context(|| format!("writing {}", path.display()))?,
@@ -113,7 +115,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     println!(
         "hcp-flow demo: {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\
          \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets divided by {speed} too\n\
-         \x20 simulated upstreams: RP frontend {rp}, Clusters Service {cs}, Maestro {maestro}\n\
+         \x20 simulated upstreams: {upstreams}\n\
          \x20 open:\n\
          \x20   {base}/metrics            Prometheus metrics\n\
          \x20   {base}/api/v1/clusters    every creation's timeline (JSON)\n\
@@ -124,9 +126,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
         speed = settings.speed,
         seed = settings.seed,
         faults = if settings.faults { "on" } else { "off" },
-        rp = demo.endpoints.rp_frontend,
-        cs = demo.endpoints.clusters_service,
-        maestro = demo.endpoints.maestro,
+        upstreams = demo.describe_upstreams(),
     );
     exporter.serve(listener, shutdown_signal()).await?;
     Ok(())

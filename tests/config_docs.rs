@@ -64,8 +64,9 @@ fn every_serve_flag_and_variable_is_documented() {
         );
         checked += 1;
     }
-    // --config, 6 global settings, 9 per source, 3 RP-only and 1 CS-only.
-    assert_eq!(checked, 1 + 6 + 3 * 9 + 3 + 1);
+    // --config, 6 global settings, 9 per source, 3 RP-only, 1 CS-only and 5
+    // for management clusters.
+    assert_eq!(checked, 1 + 6 + 3 * 9 + 3 + 1 + 5);
 }
 
 #[test]

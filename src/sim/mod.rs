@@ -35,6 +35,7 @@ use crate::model::{Hop, Phase};
 
 pub mod clock;
 pub mod kube;
+pub mod mgmt;
 mod plan;
 mod search;
 mod server;
@@ -212,6 +213,22 @@ pub struct TruthCluster {
     /// the bundle is being deleted.
     pub hops: BTreeMap<Hop, TruthHop>,
     pub fault: Option<FaultKind>,
+    /// The management cluster's direct view (hops `manifestwork`,
+    /// `hosted_cluster`, `control_plane`, `managed_cluster`, `node_pool`) as
+    /// the world's Kubernetes API servers serve it; empty unless
+    /// [`World::serve_kube`] started them. `state` is descriptive.
+    pub management: BTreeMap<Hop, TruthHop>,
+    /// The management-side faults of this cluster (default unless served).
+    pub management_faults: kube::KubeClusterFaults,
+}
+
+impl TruthCluster {
+    /// What an exporter reading every served API reports for `hop`: the
+    /// direct (management cluster) view where there is one, else the
+    /// service side's (directly or through Maestro's status feedback).
+    pub fn expected(&self, hop: Hop) -> Option<&TruthHop> {
+        self.management.get(&hop).or_else(|| self.hops.get(&hop))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,6 +256,7 @@ struct Inner {
     fleet: RwLock<Fleet>,
     controls: [Arc<server::ApiControl>; 3],
     endpoints: Mutex<Option<Endpoints>>,
+    kube: Mutex<Option<Arc<mgmt::KubeWorld>>>,
 }
 
 /// The simulated world. Cheap to clone; clones share everything.
@@ -297,6 +315,7 @@ impl World {
                 }),
                 controls,
                 endpoints: Mutex::new(None),
+                kube: Mutex::new(None),
             }),
         }
     }
@@ -328,7 +347,26 @@ impl World {
     /// Ground truth at the clock's current time.
     pub fn truth(&self) -> Truth {
         let now = self.now_ms();
-        truth::truth(&self.plans(now), now)
+        let plans = self.plans(now);
+        let mut truth = truth::truth(&plans, now);
+        if self.kube_served() {
+            let budget = self.kube_degraded_budget();
+            let by_id: std::collections::HashMap<&str, &Plan> = plans
+                .iter()
+                .map(|p| (p.cluster_id.as_str(), &**p))
+                .collect();
+            for c in &mut truth.clusters {
+                let Some(spec) = by_id
+                    .get(c.cluster_id.as_str())
+                    .and_then(|p| self.kube_spec(p, now))
+                else {
+                    continue;
+                };
+                c.management = truth::management(&spec, truth.at, budget);
+                c.management_faults = spec.faults;
+            }
+        }
+        truth
     }
 
     pub fn inject(&self, fault: Fault) {

@@ -27,6 +27,9 @@ const LIFETIME_MEAN_S: f64 = (LIFETIME_S.0 + LIFETIME_S.1) / 2.0;
 /// deletes it: long enough for its alerts to fire (and, in the demo, to see them).
 const FAULTY_LIFETIME_S: (f64, f64) = (180.0 * MINUTE, 240.0 * MINUTE);
 
+/// Seed salt of the management-side fault draw.
+const MGMT_FAULT_SALT: u64 = 0x6d67_6d74_6661_756c;
+
 pub(crate) const REGION: &str = "westus3";
 pub(crate) const ENV: &str = "sim";
 
@@ -76,6 +79,9 @@ pub(crate) struct Plan {
     pub version: &'static str,
     pub pools: Vec<PoolPlan>,
     pub fault: Option<FaultKind>,
+    /// Management-side only: the ManagedCluster is accepted but never joins.
+    /// Drawn from its own stream, so the service-side plan is unchanged.
+    pub managed_cluster_never_joins: bool,
 
     /// RP `systemData.createdAt`; the creation starts here.
     pub created: Ms,
@@ -157,7 +163,7 @@ pub(crate) struct FleetParams {
 
 impl FleetParams {
     /// World seconds → real milliseconds.
-    fn ms(&self, world_s: f64) -> i64 {
+    pub(crate) fn ms(&self, world_s: f64) -> i64 {
         (world_s * 1000.0 / self.speed).round() as i64
     }
 
@@ -307,6 +313,7 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         version,
         pools,
         fault,
+        managed_cluster_never_joins: false,
         created,
         cs_created,
         cs_pending,
@@ -390,6 +397,14 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         }
         Some(FaultKind::UnknownClustersServiceState | FaultKind::UnknownProvisioningState)
         | None => {}
+    }
+
+    // ≈6 % of otherwise healthy clusters; a separate stream keeps every
+    // other draw (and so the service-side world) as it was.
+    if params.faults && p.fault.is_none() {
+        let mut mgmt = ChaCha8Rng::seed_from_u64(params.seed ^ MGMT_FAULT_SALT);
+        mgmt.set_stream(index);
+        p.managed_cluster_never_joins = mgmt.random_range(0.0..1.0) < 0.06;
     }
 
     if params.churn {

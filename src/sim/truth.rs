@@ -216,6 +216,8 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
         failed,
         hops,
         fault: p.fault,
+        management: BTreeMap::new(),
+        management_faults: Default::default(),
     })
 }
 
@@ -247,4 +249,121 @@ impl FaultKind {
             FaultKind::UnknownProvisioningState => "unknown_provisioning_state",
         }
     }
+}
+
+/// The management cluster's direct view of one creation at `now`, from the
+/// spec's times and DESIGN section 1's phase table (written out again here,
+/// independent of the exporter's mapping and of the object renderer).
+/// `degraded_budget`: how long a HostedCluster may be Degraded, never having
+/// been Available, before it counts as failed.
+pub(crate) fn management(
+    spec: &crate::sim::kube::KubeClusterSpec,
+    now: Timestamp,
+    degraded_budget: std::time::Duration,
+) -> BTreeMap<Hop, TruthHop> {
+    use crate::sources::kube::KubeMode;
+    let reached = |t: Option<Timestamp>| t.filter(|t| *t <= now);
+    let hop = |phase: Phase, state: &str, ready_at: Option<Timestamp>| TruthHop {
+        phase,
+        state: state.to_string(),
+        ready_at,
+    };
+    let mut hops = BTreeMap::new();
+    if now < spec.created_at {
+        return hops;
+    }
+    let faults = &spec.faults;
+    // ARO: everything below the ManifestWork exists once the work agent
+    // applied it; self-managed: the HostedCluster is where it starts.
+    let start = match spec.mode {
+        KubeMode::Aro => {
+            let applied = reached(spec.manifestwork_applied_at)
+                .filter(|_| !faults.manifestwork_never_applied);
+            hops.insert(
+                Hop::Manifestwork,
+                match applied {
+                    Some(at) => hop(Phase::Ready, "Available", Some(at)),
+                    None => hop(Phase::Pending, "NoStatus", None),
+                },
+            );
+            applied
+        }
+        KubeMode::SelfManaged => Some(spec.created_at),
+    };
+    let Some(start) = start else {
+        return hops;
+    };
+
+    let available =
+        reached(spec.hosted_cluster_available_at).filter(|_| !faults.hosted_cluster_degraded);
+    let degraded_since = faults
+        .hosted_cluster_degraded
+        .then(|| {
+            let after = faults
+                .degraded_after
+                .unwrap_or(crate::sim::kube::objects::DEGRADED_AFTER);
+            start.checked_add(after).ok()
+        })
+        .flatten()
+        .filter(|t| *t <= now);
+    let over_budget = degraded_since.is_some_and(|since| {
+        now.duration_since(since)
+            .try_into()
+            .is_ok_and(|d: std::time::Duration| d > degraded_budget)
+    });
+    hops.insert(
+        Hop::HostedCluster,
+        match (available, over_budget) {
+            (Some(at), _) => hop(Phase::Ready, "Completed", Some(at)),
+            (None, true) => hop(Phase::Failed, "Degraded", None),
+            (None, false) => hop(Phase::Progressing, "Partial", None),
+        },
+    );
+
+    hops.insert(
+        Hop::ControlPlane,
+        match reached(spec.control_plane_ready_at) {
+            Some(at) => hop(Phase::Ready, "4/4 pods ready", Some(at)),
+            None => hop(Phase::Progressing, "1/4 pods ready", None),
+        },
+    );
+
+    hops.insert(
+        Hop::ManagedCluster,
+        match reached(spec.managed_cluster_joined_at)
+            .filter(|_| !faults.managed_cluster_never_joins)
+        {
+            Some(at) => hop(Phase::Ready, "Joined", Some(at)),
+            None => hop(Phase::Progressing, "Accepted", None),
+        },
+    );
+
+    if !spec.node_pools.is_empty() {
+        let mut ready_nodes = 0u64;
+        let mut desired_nodes = 0u64;
+        let mut all_ready = true;
+        let mut last_ready: Option<Timestamp> = None;
+        for (_, desired, ready_at) in &spec.node_pools {
+            desired_nodes += u64::from(*desired);
+            let ready = reached(*ready_at).filter(|_| !faults.node_pool_stuck_at_zero);
+            match ready {
+                Some(at) => {
+                    ready_nodes += u64::from(*desired);
+                    last_ready = last_ready.max(Some(at));
+                }
+                None if *desired == 0 => {}
+                None => all_ready = false,
+            }
+        }
+        let state = format!("{ready_nodes}/{desired_nodes}");
+        hops.insert(
+            Hop::NodePool,
+            if all_ready {
+                hop(Phase::Ready, &state, last_ready)
+            } else {
+                hop(Phase::Progressing, &state, None)
+            },
+        );
+    }
+    hops
 }

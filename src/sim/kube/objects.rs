@@ -34,6 +34,9 @@ pub struct KubeClusterFaults {
     pub managed_cluster_never_joins: bool,
     /// Every NodePool stays at 0 nodes, never Ready.
     pub node_pool_stuck_at_zero: bool,
+    /// With `hosted_cluster_degraded`: how long after the management side
+    /// starts the HostedCluster turns Degraded (unset: [`DEGRADED_AFTER`]).
+    pub degraded_after: Option<SignedDuration>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -174,7 +177,7 @@ fn hosted_cluster(
     let available = reached(spec.hosted_cluster_available_at, now)
         .filter(|_| !spec.faults.hosted_cluster_degraded);
     let degraded_at = start
-        .checked_add(DEGRADED_AFTER)
+        .checked_add(spec.faults.degraded_after.unwrap_or(DEGRADED_AFTER))
         .ok()
         .filter(|t| spec.faults.hosted_cluster_degraded && *t <= now);
     let mut annotations = json!({});

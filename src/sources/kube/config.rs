@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// How HostedClusters map to cluster ids (DESIGN section 1).
-#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum KubeMode {
     /// ARO HCP: ids come from label `api.openshift.com/id`, namespaces are
@@ -17,7 +17,17 @@ pub enum KubeMode {
     Aro,
     /// Self-managed MCE: `spec.clusterID`, else `<namespace>/<name>`;
     /// ManagedCluster named like the HostedCluster; control plane ns `<ns>-<name>`.
+    #[value(name = "self_managed", alias = "self-managed")]
     SelfManaged,
+}
+
+impl KubeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KubeMode::Aro => "aro",
+            KubeMode::SelfManaged => "self_managed",
+        }
+    }
 }
 
 /// The kinds a watcher set can watch.
@@ -64,6 +74,8 @@ impl WatchKind {
 #[serde(deny_unknown_fields)]
 pub struct KubeSourceConfig {
     /// The `mgmt_cluster` label value; the source is `kube/<mgmt_cluster>`.
+    /// Left out in a config file, the context's name is used.
+    #[serde(default)]
     pub mgmt_cluster: String,
     /// Kubeconfig file; unset with `in_cluster` false: the usual inference
     /// (`KUBECONFIG`, `~/.kube/config`, then in-cluster).
@@ -206,5 +218,46 @@ impl KubeSourceConfig {
         }
         kinds.sort();
         kinds
+    }
+}
+
+impl KubeSourceConfig {
+    /// The hops this watcher set can report, in path order.
+    pub fn observable_hops(&self) -> Vec<crate::model::Hop> {
+        use crate::model::Hop;
+        let kinds = self.kinds();
+        let has = |k: WatchKind| kinds.contains(&k);
+        let mut hops = Vec::new();
+        if has(WatchKind::ManifestWork) {
+            hops.push(Hop::Manifestwork);
+        }
+        if has(WatchKind::HostedCluster) {
+            hops.push(Hop::HostedCluster);
+        }
+        if has(WatchKind::HostedControlPlane) || has(WatchKind::ControlPlanePod) {
+            hops.push(Hop::ControlPlane);
+        }
+        if has(WatchKind::ManagedCluster) {
+            hops.push(Hop::ManagedCluster);
+        }
+        if has(WatchKind::NodePool) {
+            hops.push(Hop::NodePool);
+        }
+        hops
+    }
+
+    /// Where the client's settings come from, for summaries and logs.
+    pub fn describe_client(&self) -> String {
+        if self.in_cluster {
+            return "in-cluster service account".to_string();
+        }
+        let file = self.kubeconfig.as_ref().map_or_else(
+            || "the default kubeconfig".to_string(),
+            |p| p.display().to_string(),
+        );
+        match &self.context {
+            Some(context) => format!("context {context} of {file}"),
+            None => format!("current context of {file}"),
+        }
     }
 }

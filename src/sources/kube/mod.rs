@@ -52,6 +52,15 @@ pub enum KubeSourceError {
         #[source]
         cause: kube::config::KubeconfigError,
     },
+    #[error(
+        "management cluster {mgmt_cluster}: cannot use context {context} of the default kubeconfig"
+    )]
+    Context {
+        mgmt_cluster: String,
+        context: String,
+        #[source]
+        cause: kube::config::KubeconfigError,
+    },
     #[error("management cluster {mgmt_cluster}: in-cluster configuration unavailable")]
     InCluster {
         mgmt_cluster: String,
@@ -108,6 +117,20 @@ impl KubeSource {
             kube::Config::from_custom_kubeconfig(kubeconfig, &options)
                 .await
                 .map_err(kubeconfig_error)?
+        } else if let Some(context) = &cfg.context {
+            // A context without a file: the usual kubeconfig (KUBECONFIG or
+            // ~/.kube/config), but that context rather than the current one.
+            let options = kube::config::KubeConfigOptions {
+                context: Some(context.clone()),
+                ..Default::default()
+            };
+            kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|cause| KubeSourceError::Context {
+                    mgmt_cluster: mgmt_cluster.clone(),
+                    context: context.clone(),
+                    cause,
+                })?
         } else {
             kube::Config::infer()
                 .await

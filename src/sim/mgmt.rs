@@ -1,0 +1,268 @@
+//! The world's management clusters: one simulated Kubernetes API server per
+//! provision shard, named exactly as the Clusters Service reports the shard
+//! (the last segment of its AKS management cluster id), holding the
+//! ManifestWorks, HostedClusters, HostedControlPlanes, control-plane pods,
+//! ManagedClusters and NodePools of the clusters placed on it.
+//!
+//! The objects are drawn by [`objects_at`] from a [`KubeClusterSpec`] whose
+//! times come from the same [`Plan`] as the service-side APIs, so both views
+//! of a creation agree. A background task keeps each server's objects equal
+//! to the drawing at the clock's current time, applying only what changed and
+//! deleting what vanished; while a server is stopped its store keeps moving,
+//! so a restart serves what changed meanwhile (and watchers relist).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::SignedDuration;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::World;
+use super::kube::{KubeApiHandle, KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at};
+use super::plan::{ENV, Ms, Plan, SHARDS};
+use super::truth::ts;
+use crate::sources::kube::KubeMode;
+
+/// How often the servers are brought up to date with the clock (real time).
+pub const SYNC_EVERY: Duration = Duration::from_millis(200);
+/// The `<env>` of the world's `ocm-<env>-<id>` namespaces.
+pub const KUBE_ENVIRONMENT: &str = ENV;
+/// Where the one malformed object lives (first management cluster, faults on).
+pub const MALFORMED_NAMESPACE: &str = "ocm-sim-malformed";
+/// Degraded HostedClusters turn Degraded this long (world time) after their start.
+const DEGRADED_AFTER_WORLD_S: f64 = 60.0;
+
+/// One running management cluster of the world.
+#[derive(Clone)]
+pub struct MgmtCluster {
+    /// The `mgmt_cluster` label value (and kubeconfig context name).
+    pub name: String,
+    pub url: String,
+    /// Stop/restart it, or inspect its objects.
+    pub api: KubeApiHandle,
+}
+
+impl std::fmt::Debug for MgmtCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MgmtCluster")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// (kind, namespace, name) of one served object.
+type Key = (String, String, String);
+
+pub(crate) struct KubeWorld {
+    clusters: Vec<MgmtCluster>,
+    /// Per cluster, what was last applied to its server.
+    applied: Vec<Mutex<HashMap<Key, Value>>>,
+}
+
+fn key_of(obj: &Value) -> Option<Key> {
+    let field = |p: &str| obj.pointer(p).and_then(Value::as_str).map(str::to_string);
+    Some((
+        field("/kind")?,
+        field("/metadata/namespace").unwrap_or_default(),
+        field("/metadata/name")?,
+    ))
+}
+
+impl World {
+    /// Start one simulated Kubernetes API server per management cluster and
+    /// the task that keeps them in step with the fleet. Calling it again
+    /// returns the same clusters.
+    pub async fn serve_kube(&self) -> std::io::Result<Vec<MgmtCluster>> {
+        if let Some(k) = self.inner.kube.lock().as_ref() {
+            return Ok(k.clusters.clone());
+        }
+        let mut clusters = Vec::new();
+        for shard in SHARDS {
+            let (api, url) = KubeApiServer::start().await?;
+            clusters.push(MgmtCluster {
+                name: shard.mgmt_cluster.to_string(),
+                url,
+                api,
+            });
+        }
+        if self.inner.cfg.faults
+            && let Some(first) = clusters.first()
+        {
+            // Valid JSON and metadata, a status that matches no schema: the
+            // watcher must count and skip it, never stall on it.
+            if let Err(e) = first.api.insert_raw_malformed(
+                "HostedCluster",
+                Some(MALFORMED_NAMESPACE),
+                "malformed",
+            ) {
+                tracing::warn!(error = %e, "could not store the malformed HostedCluster");
+            }
+        }
+        let world = Arc::new(KubeWorld {
+            applied: clusters
+                .iter()
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+            clusters: clusters.clone(),
+        });
+        {
+            let mut slot = self.inner.kube.lock();
+            if let Some(k) = slot.as_ref() {
+                return Ok(k.clusters.clone());
+            }
+            *slot = Some(world);
+        }
+        self.sync_kube();
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(SYNC_EVERY);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                this.sync_kube();
+            }
+        });
+        Ok(clusters)
+    }
+
+    /// The management clusters, once [`World::serve_kube`] started them.
+    pub fn mgmt_clusters(&self) -> Vec<MgmtCluster> {
+        self.inner
+            .kube
+            .lock()
+            .as_ref()
+            .map(|k| k.clusters.clone())
+            .unwrap_or_default()
+    }
+
+    /// The API server of one management cluster (to stop and restart it).
+    pub fn kube_api(&self, mgmt_cluster: &str) -> Option<KubeApiHandle> {
+        self.mgmt_clusters()
+            .into_iter()
+            .find(|c| c.name == mgmt_cluster)
+            .map(|c| c.api)
+    }
+
+    /// The degraded budget the truth assumes for the exporter (the default,
+    /// divided by the speed like every world delay); configure the exporter's
+    /// management clusters with it.
+    pub fn kube_degraded_budget(&self) -> Duration {
+        crate::model::phase_map::DEFAULT_DEGRADED_BUDGET.div_f64(self.inner.cfg.speed)
+    }
+
+    pub(crate) fn kube_served(&self) -> bool {
+        self.inner.kube.lock().is_some()
+    }
+
+    /// The management-side view of one plan, `None` once its ManifestWork
+    /// was deleted (the bundle's deletion takes everything with it).
+    pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<KubeClusterSpec> {
+        if p.bundle_deleted.is_some_and(|d| d <= t) {
+            return None;
+        }
+        let degraded_after =
+            SignedDuration::from_millis(self.inner.params.ms(DEGRADED_AFTER_WORLD_S));
+        Some(kube_spec(p, degraded_after))
+    }
+
+    /// Bring every management cluster's objects to the clock's current time.
+    pub fn sync_kube(&self) {
+        let Some(world) = self.inner.kube.lock().clone() else {
+            return;
+        };
+        let t = self.now_ms();
+        let now = ts(t);
+        let n = world.clusters.len().max(1);
+        let mut desired: Vec<BTreeMap<Key, Value>> = vec![BTreeMap::new(); world.clusters.len()];
+        for p in self.plans(t).iter() {
+            let Some(spec) = self.kube_spec(p, t) else {
+                continue;
+            };
+            let Some(slot) = desired.get_mut(p.shard % n) else {
+                continue;
+            };
+            for obj in objects_at(&spec, now) {
+                if let Some(key) = key_of(&obj) {
+                    slot.insert(key, obj);
+                }
+            }
+        }
+        for ((cluster, applied), want) in world.clusters.iter().zip(&world.applied).zip(desired) {
+            let mut applied = applied.lock();
+            let gone: Vec<Key> = applied
+                .keys()
+                .filter(|k| !want.contains_key(*k))
+                .cloned()
+                .collect();
+            for key in gone {
+                let (kind, ns, name) = &key;
+                let ns = (!ns.is_empty()).then_some(ns.as_str());
+                cluster.api.delete(kind, ns, name);
+                applied.remove(&key);
+            }
+            for (key, obj) in want {
+                if applied.get(&key) == Some(&obj) {
+                    continue;
+                }
+                match cluster.api.apply(obj.clone()) {
+                    Ok(_) => {
+                        applied.insert(key, obj);
+                    }
+                    Err(e) => {
+                        tracing::warn!(mgmt_cluster = %cluster.name, error = %e, "simulated object not stored")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Management-side faults of a plan: the service-side fault that reaches the
+/// management cluster, or the management-only ManagedCluster fault.
+pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClusterFaults {
+    use super::FaultKind;
+    KubeClusterFaults {
+        manifestwork_never_applied: p.fault == Some(FaultKind::BundleNeverApplied),
+        hosted_cluster_degraded: p.fault == Some(FaultKind::HostedClusterDegraded),
+        managed_cluster_never_joins: p.managed_cluster_never_joins,
+        node_pool_stuck_at_zero: p.fault == Some(FaultKind::NodePoolStuck),
+        degraded_after: Some(degraded_after),
+    }
+}
+
+/// The plan's times as the management cluster shows them: the ManifestWork
+/// appears with the bundle and is Applied at the agent's first report; the
+/// control plane is ready when its kube-apiserver is; the ManagedCluster joins
+/// when the version rollout completes; pools are ready with the plan's nodes.
+pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeClusterSpec {
+    let at = |ms: Option<Ms>| ms.map(ts);
+    KubeClusterSpec {
+        cluster_id: p.cluster_id.clone(),
+        // The Clusters Service name: the `api.openshift.com/name` label must
+        // agree with what the RP and CS report for the same cluster.
+        name: p.name.clone(),
+        env: KUBE_ENVIRONMENT.to_string(),
+        mode: KubeMode::Aro,
+        created_at: ts(p.bundle_created),
+        manifestwork_applied_at: at(p.bundle_applied),
+        hosted_cluster_available_at: at(p.hc_available),
+        control_plane_ready_at: at(p.hc_kas_available),
+        managed_cluster_joined_at: at(p.hc_completed),
+        node_pools: p
+            .pools
+            .iter()
+            .enumerate()
+            .map(|(i, pool)| {
+                (
+                    format!("np-{}", i + 1),
+                    u32::try_from(pool.replicas).unwrap_or(0),
+                    at(p.np_ready),
+                )
+            })
+            .collect(),
+        faults: kube_faults(p, degraded_after),
+    }
+}
