@@ -9,12 +9,6 @@ use hcp_flow::app::{self, DemoSettings, Exporter};
 use hcp_flow::cli::{Cli, Command};
 use hcp_flow::config::LogFormat;
 
-/// mimalloc returns freed pages to the OS far better than glibc's malloc under
-/// this workload (large transient list pages next to long-lived timelines);
-/// see docs/performance.md for the resident memory it saves.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     // reqwest is built with rustls and no default provider; kube uses ring too.
