@@ -858,9 +858,12 @@ fn watch_response(inner: Arc<Inner>, filter: Filter, query: &HashMap<String, Str
             let (line, last) = tokio::select! {
                 _ = &mut deadline => return,
                 _ = epoch.changed() => return,
+                // A bookmark promises every event up to its revision was
+                // delivered: use the last one this stream passed on, never
+                // the store's newest (events still queued here would be
+                // skipped as already seen and the client would resume past
+                // them: lost for good).
                 _ = ticker.tick(), if bookmarks => {
-                    let current = inner.store.lock().rv;
-                    last_rv = last_rv.max(current);
                     (event_line("BOOKMARK", &json!({
                         "kind": def.kind, "apiVersion": def.api_version(),
                         "metadata": {"resourceVersion": last_rv.to_string()}

@@ -338,6 +338,11 @@ impl Shared {
         let mut inner = self.inner.lock();
         inner.mapper.reevaluate();
         self.emit(&mut inner, false, WatchKind::HostedCluster);
+        // A settled management cluster can be quiet for hours, and the
+        // watcher keeps bookmarks to itself: while no watch has failed since
+        // the last relist, the source is in sync, so say so (else
+        // HCPSourceNotSynced would fire on a healthy, quiet cluster).
+        self.refresh_health(&inner);
     }
 
     fn malformed(&self, kind: WatchKind, at: &ObjRef, error: &str) {
