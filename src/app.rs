@@ -460,7 +460,7 @@ pub async fn bench(clusters: usize, scrapes: usize) -> Result<String, crate::ben
 }
 
 /// `hcp-flow bench --kube`: the management-side benchmark, as the markdown
-/// docs/performance-kube.md quotes (100 timed changes).
+/// docs/performance.md quotes (100 timed changes).
 pub async fn bench_kube(
     clusters: usize,
     scrapes: usize,
