@@ -266,6 +266,66 @@ fn counter_by_source(body: &str, family: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// `hcp-flow serve` running as a child process on a configuration the
+/// benchmark wrote, ready (its `/readyz` answered 200).
+struct Serving {
+    child: Child,
+    pid: String,
+    base: String,
+    client: reqwest::Client,
+    /// From spawning the child to its first ready `/readyz`.
+    time_to_ready: Duration,
+}
+
+/// Write `config` to `path`, start `hcp-flow serve --config path` (this very
+/// binary) and wait up to ten minutes for it to be ready.
+async fn serve_child(
+    config: &crate::config::Config,
+    path: &std::path::Path,
+) -> Result<Serving, BenchError> {
+    let yaml = serde_saphyr::to_string(config).map_err(|e| BenchError::Serialise(e.to_string()))?;
+    std::fs::write(path, yaml).map_err(|cause| BenchError::Config {
+        path: path.display().to_string(),
+        cause,
+    })?;
+    let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
+    let started = Instant::now();
+    let child = Child(
+        std::process::Command::new(exe)
+            .args(["serve", "--config"])
+            .arg(path)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .map_err(BenchError::Spawn)?,
+    );
+    let pid = child.0.id().to_string();
+    let base = format!("http://{}", config.listen);
+    let client = reqwest::Client::new();
+    let limit = Duration::from_secs(600);
+    loop {
+        let ready = client
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .map(|r| r.status().is_success())
+            .unwrap_or(false);
+        if ready {
+            break;
+        }
+        if started.elapsed() > limit {
+            return Err(BenchError::NotReady(limit));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(Serving {
+        child,
+        pid,
+        base,
+        client,
+        time_to_ready: started.elapsed(),
+    })
+}
+
 /// Start the world with `clusters` clusters (real time, realistic latency,
 /// no faults), run `hcp-flow serve` against it as a child process with
 /// production defaults, wait for /readyz, then measure.
@@ -302,44 +362,14 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         .as_ref()
         .map(|m| m.http.fast_poll_interval)
         .unwrap_or(Duration::from_secs(15));
-    let yaml =
-        serde_saphyr::to_string(&config).map_err(|e| BenchError::Serialise(e.to_string()))?;
     let path = std::env::temp_dir().join(format!("hcp-flow-bench-{}.yaml", std::process::id()));
-    std::fs::write(&path, yaml).map_err(|cause| BenchError::Config {
-        path: path.display().to_string(),
-        cause,
-    })?;
-    let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
-    let child = Child(
-        std::process::Command::new(exe)
-            .args(["serve", "--config"])
-            .arg(&path)
-            .env("RUST_LOG", "warn")
-            .spawn()
-            .map_err(BenchError::Spawn)?,
-    );
-    let pid = child.0.id().to_string();
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-
-    let started = Instant::now();
-    let limit = Duration::from_secs(600);
-    loop {
-        let ready = client
-            .get(format!("{base}/readyz"))
-            .send()
-            .await
-            .map(|r| r.status().is_success())
-            .unwrap_or(false);
-        if ready {
-            break;
-        }
-        if started.elapsed() > limit {
-            return Err(BenchError::NotReady(limit));
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let time_to_ready = started.elapsed();
+    let Serving {
+        child,
+        pid,
+        base,
+        client,
+        time_to_ready,
+    } = serve_child(&config, &path).await?;
 
     let scrape = |client: reqwest::Client, base: String| async move {
         let start = Instant::now();
@@ -557,43 +587,14 @@ pub async fn kube(
         ..crate::config::Config::default()
     };
     config.sources.kube = vec![source];
-    let yaml =
-        serde_saphyr::to_string(&config).map_err(|e| BenchError::Serialise(e.to_string()))?;
     let path = dir.join("hcp-flow.yaml");
-    std::fs::write(&path, yaml).map_err(|cause| BenchError::Config {
-        path: path.display().to_string(),
-        cause,
-    })?;
-    let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
-    let started = Instant::now();
-    let child = Child(
-        std::process::Command::new(exe)
-            .args(["serve", "--config"])
-            .arg(&path)
-            .env("RUST_LOG", "warn")
-            .spawn()
-            .map_err(BenchError::Spawn)?,
-    );
-    let pid = child.0.id().to_string();
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let limit = Duration::from_secs(600);
-    loop {
-        let ready = client
-            .get(format!("{base}/readyz"))
-            .send()
-            .await
-            .map(|r| r.status().is_success())
-            .unwrap_or(false);
-        if ready {
-            break;
-        }
-        if started.elapsed() > limit {
-            return Err(BenchError::NotReady(limit));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let time_to_ready = started.elapsed();
+    let Serving {
+        child,
+        pid,
+        base,
+        client,
+        time_to_ready,
+    } = serve_child(&config, &path).await?;
     let rss_at_ready = resident_memory_of(&pid);
     let get = |client: reqwest::Client, url: String| async move {
         client

@@ -10,6 +10,8 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+mod common;
+use common::collect_names;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -461,37 +463,6 @@ fn metric_names_used() -> BTreeSet<String> {
     }
     names.retain(|n| n.starts_with("hcpflow_") && !recorded.contains(n));
     names
-}
-
-fn collect_names(expr: &promql_parser::parser::Expr, out: &mut BTreeSet<String>) {
-    use promql_parser::parser::Expr;
-    match expr {
-        Expr::VectorSelector(v) => {
-            if let Some(name) = &v.name {
-                out.insert(name.clone());
-            }
-        }
-        Expr::MatrixSelector(m) => collect_names(&Expr::VectorSelector(m.vs.clone()), out),
-        Expr::Aggregate(a) => {
-            collect_names(&a.expr, out);
-            if let Some(p) = &a.param {
-                collect_names(p, out);
-            }
-        }
-        Expr::Unary(u) => collect_names(&u.expr, out),
-        Expr::Binary(b) => {
-            collect_names(&b.lhs, out);
-            collect_names(&b.rhs, out);
-        }
-        Expr::Paren(p) => collect_names(&p.expr, out),
-        Expr::Subquery(s) => collect_names(&s.expr, out),
-        Expr::Call(c) => {
-            for arg in &c.args.args {
-                collect_names(arg, out);
-            }
-        }
-        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
-    }
 }
 
 fn tempdir() -> PathBuf {
