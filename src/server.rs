@@ -1,7 +1,6 @@
 //! The HTTP surface: `/metrics`, `/healthz`, `/readyz`, `/api/v1/clusters`,
 //! `/api/v1/clusters/{cluster_id}` and a landing page at `/`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -34,10 +33,6 @@ pub async fn serve(
     axum::serve(listener, router(store))
         .with_graceful_shutdown(shutdown)
         .await
-}
-
-pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr).await
 }
 
 async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Response {

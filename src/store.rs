@@ -106,10 +106,6 @@ impl Store {
         self.exporter.clone()
     }
 
-    pub fn creation_metrics(&self) -> &CreationMetrics {
-        &self.creation
-    }
-
     /// Apply a batch with an explicit clock (tests drive time through this).
     pub fn apply_at(&self, batch: Batch, now: Timestamp) -> Vec<Event> {
         let source = batch.source.clone();

@@ -64,7 +64,9 @@ impl std::fmt::Display for Hop {
 
 /// The normalized state of a hop. Upstream values the exporter does not know
 /// map to `Unknown` and are counted, never dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Pending,
@@ -72,6 +74,8 @@ pub enum Phase {
     Ready,
     Failed,
     Deleting,
+    /// Also the default: a view nobody has classified yet.
+    #[default]
     Unknown,
 }
 
@@ -94,10 +98,6 @@ impl Phase {
             Phase::Deleting => "deleting",
             Phase::Unknown => "unknown",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.as_str() == s)
     }
 }
 

@@ -75,13 +75,6 @@ pub struct HopView {
     pub pods: Option<PodCounts>,
 }
 
-#[allow(clippy::derivable_impls)]
-impl Default for Phase {
-    fn default() -> Self {
-        Phase::Unknown
-    }
-}
-
 impl HopView {
     pub fn new(state: &str, phase: Phase) -> HopView {
         HopView {

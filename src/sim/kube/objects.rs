@@ -10,6 +10,9 @@ use crate::sources::kube::config::KubeMode;
 
 /// Release every simulated cluster runs.
 pub const SIM_VERSION: &str = "4.20.0";
+/// The release image the simulated objects name (a made-up host: the project
+/// names no real registry).
+pub const SIM_RELEASE_IMAGE: &str = "release.example.com/ocp-release:4.20.0-multi";
 /// Label every control-plane pod carries (the watcher's pod selector).
 pub const CONTROL_PLANE_POD_LABEL: &str = "hypershift.openshift.io/hosted-control-plane";
 /// Namespace of self-managed HostedClusters.
@@ -104,6 +107,38 @@ impl KubeClusterSpec {
 
 fn reached(at: Option<Timestamp>, now: Timestamp) -> Option<Timestamp> {
     at.filter(|t| *t <= now)
+}
+
+/// `.status.version.history`: one entry, `Partial` until `completed`.
+fn version_history(state: &str, start: Timestamp, completed: Option<Timestamp>) -> Value {
+    json!([{
+        "state": state,
+        "version": SIM_VERSION,
+        "image": SIM_RELEASE_IMAGE,
+        "startedTime": start.to_string(),
+        "completionTime": completed.map(|t| t.to_string()),
+        "verified": true,
+    }])
+}
+
+fn valid_configuration(since: Timestamp) -> Value {
+    condition(
+        "ValidConfiguration",
+        true,
+        "AsExpected",
+        "Configuration passes validation",
+        since,
+    )
+}
+
+fn valid_release_image(since: Timestamp) -> Value {
+    condition(
+        "ValidReleaseImage",
+        true,
+        "AsExpected",
+        "Release image is valid",
+        since,
+    )
 }
 
 fn condition(kind: &str, status: bool, reason: &str, message: &str, at: Timestamp) -> Value {
@@ -201,22 +236,10 @@ fn hosted_cluster(
                         at,
                     ),
                     condition("Degraded", false, "AsExpected", "All is well", start),
-                    condition(
-                        "ValidConfiguration",
-                        true,
-                        "AsExpected",
-                        "Configuration passes validation",
-                        start,
-                    ),
-                    condition(
-                        "ValidReleaseImage",
-                        true,
-                        "AsExpected",
-                        "Release image is valid",
-                        start,
-                    ),
+                    valid_configuration(start),
+                    valid_release_image(start),
                 ],
-                json!([{"state": "Completed", "version": SIM_VERSION, "image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi", "startedTime": start.to_string(), "completionTime": at.to_string(), "verified": true}]),
+                version_history("Completed", start, Some(at)),
             )
         }
         (None, degraded) => (
@@ -245,22 +268,10 @@ fn hosted_cluster(
                     ),
                     None => condition("Degraded", false, "AsExpected", "All is well", start),
                 },
-                condition(
-                    "ValidConfiguration",
-                    true,
-                    "AsExpected",
-                    "Configuration passes validation",
-                    start,
-                ),
-                condition(
-                    "ValidReleaseImage",
-                    true,
-                    "AsExpected",
-                    "Release image is valid",
-                    start,
-                ),
+                valid_configuration(start),
+                valid_release_image(start),
             ],
-            json!([{"state": "Partial", "version": SIM_VERSION, "image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi", "startedTime": start.to_string(), "completionTime": null, "verified": true}]),
+            version_history("Partial", start, None),
         ),
     };
     let ns = spec.hosted_cluster_namespace();
@@ -273,7 +284,7 @@ fn hosted_cluster(
         "spec": {
             "clusterID": spec.cluster_id,
             "platform": {"type": platform},
-            "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-multi"},
+            "release": {"image": SIM_RELEASE_IMAGE},
         },
         "status": {
             "conditions": conditions,
