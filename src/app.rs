@@ -100,6 +100,7 @@ impl Exporter {
                     creation_target: config.slo.creation_target,
                     terminal_hops: config.terminal_hops(),
                     shard,
+                    hop_budgets: Default::default(),
                 },
                 render: RenderConfig::default(),
                 time_scale,

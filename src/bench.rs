@@ -141,6 +141,7 @@ pub fn synthetic_store(clusters: usize) -> Arc<Store> {
             creation_target: Duration::from_secs(1200),
             terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
             shard: None,
+            hop_budgets: Default::default(),
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

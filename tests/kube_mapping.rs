@@ -63,6 +63,7 @@ fn new_fleet() -> Fleet {
         creation_target: Duration::from_secs(1200),
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
+        hop_budgets: Default::default(),
     })
 }
 

@@ -22,6 +22,7 @@ fn model() -> ModelConfig {
         creation_target: Duration::from_secs(1200),
         terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
         shard: None,
+        hop_budgets: Default::default(),
     }
 }
 

@@ -215,6 +215,7 @@ fn new_store() -> Arc<Store> {
             creation_target: Duration::from_secs(1200),
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
+            hop_budgets: Default::default(),
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

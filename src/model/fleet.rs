@@ -11,6 +11,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
 
+use super::budget::HopBudgets;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::observation::{Batch, Change, ClusterKey, Observation};
 use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
@@ -24,6 +25,8 @@ pub struct ModelConfig {
     pub terminal_hops: Vec<Hop>,
     /// `(index, total)`: keep only clusters whose stable hash falls here.
     pub shard: Option<(u32, u32)>,
+    /// How long each hop may stay not ready; time-driven phases use them.
+    pub hop_budgets: HopBudgets,
 }
 
 impl Default for ModelConfig {
@@ -32,6 +35,7 @@ impl Default for ModelConfig {
             creation_target: Duration::from_secs(1200),
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
+            hop_budgets: HopBudgets::default(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The timeline model (DESIGN section 2): pure, takes `now` as an argument.
 
+mod budget;
 mod fleet;
 mod hop;
 mod observation;
@@ -7,6 +8,7 @@ pub mod phase_map;
 pub mod testing;
 mod timeline;
 
+pub use budget::HopBudgets;
 pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use observation::{

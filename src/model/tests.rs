@@ -19,6 +19,7 @@ fn fleet() -> Fleet {
         creation_target: Duration::from_secs(20 * 60),
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
+        hop_budgets: Default::default(),
     })
 }
 
@@ -505,6 +506,7 @@ fn shards_split_the_fleet_stably() {
     assert_eq!(shard_of("cluster-1", 4), shard_of("cluster-1", 4));
     let mut f = Fleet::new(ModelConfig {
         shard: Some((shard_of("cluster-1", 4), 4)),
+        hop_budgets: Default::default(),
         ..ModelConfig::default()
     });
     let obs: Vec<Obs> = ids
