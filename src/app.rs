@@ -100,7 +100,7 @@ impl Exporter {
                     creation_target: config.slo.creation_target,
                     terminal_hops: config.terminal_hops(),
                     shard,
-                    hop_budgets: Default::default(),
+                    hop_budgets: config.slo.hop_budgets,
                 },
                 render: RenderConfig::default(),
                 time_scale,
@@ -403,11 +403,6 @@ pub fn demo_kube_sources(
             k.kubeconfig = Some(kubeconfig.to_path_buf());
             k.context = Some(c.name.clone());
             k.environment = crate::sim::mgmt::KUBE_ENVIRONMENT.to_string();
-            k.degraded_budget = world.kube_degraded_budget();
-            k.reevaluate_interval = k
-                .reevaluate_interval
-                .div_f64(speed)
-                .max(Duration::from_millis(200));
             k.min_backoff = Duration::from_millis(200);
             k.max_backoff = k.max_backoff.div_f64(speed).max(Duration::from_secs(2));
             k
@@ -434,6 +429,8 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
         ..Config::default()
     };
     config.slo.creation_target = config.slo.creation_target.div_f64(speed);
+    // The world's truth assumes these budgets (the defaults, scaled alike).
+    config.slo.hop_budgets = world.hop_budgets();
     config.sources.rp_frontend = Some(RpFrontendConfig {
         http: http(&endpoints.rp_frontend),
         api_version: crate::config::default_rp_api_version(),

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use crate::cli::{HttpOverrides, KubeFlags, ServeOverrides};
-use crate::model::Hop;
+use crate::model::{Hop, HopBudgets};
 pub use crate::sources::kube::{KubeMode, KubeSourceConfig};
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -80,6 +80,9 @@ pub struct SloConfig {
     /// sources in scope (hosted_cluster when visible, plus rp_frontend when
     /// the RP is in scope; clusters_service when neither is).
     pub terminal_hops: Vec<Hop>,
+    /// How long each hop may stay not ready (docs/design.md §5.2); a
+    /// never-Available HostedCluster Degraded past its budget is failed.
+    pub hop_budgets: HopBudgets,
 }
 
 impl Default for SloConfig {
@@ -87,6 +90,7 @@ impl Default for SloConfig {
         SloConfig {
             creation_target: Duration::from_secs(1200),
             terminal_hops: Vec::new(),
+            hop_budgets: HopBudgets::default(),
         }
     }
 }
@@ -1587,8 +1591,6 @@ fn validate_kube(list: &[KubeSourceConfig], errors: &mut Vec<FieldError>) {
             ));
         }
         for (key, value) in [
-            ("degraded_budget", k.degraded_budget),
-            ("reevaluate_interval", k.reevaluate_interval),
             ("min_backoff", k.min_backoff),
             ("max_backoff", k.max_backoff),
         ] {

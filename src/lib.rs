@@ -16,3 +16,4 @@ pub mod sources;
 pub mod store;
 pub mod telemetry;
 pub mod traces;
+pub mod views;

@@ -63,7 +63,7 @@ fn a_file_lists_management_clusters() {
     let d = dir("file");
     let kc = kubeconfig(&d);
     let yaml = format!(
-        "sources:\n  kube:\n    - kubeconfig: {kc}\n      context: mgmt-2\n      environment: prod\n      degraded_budget: 5m\n    - mgmt_cluster: hub\n      in_cluster: true\n      mode: self_managed\n",
+        "sources:\n  kube:\n    - kubeconfig: {kc}\n      context: mgmt-2\n      environment: prod\n      max_backoff: 5m\n    - mgmt_cluster: hub\n      in_cluster: true\n      mode: self_managed\n",
         kc = kc.display()
     );
     let config = load_yaml(&d, &yaml, &ServeOverrides::default()).unwrap();
@@ -72,7 +72,7 @@ fn a_file_lists_management_clusters() {
     // The context names the management cluster when mgmt_cluster is left out.
     assert_eq!(kube[0].mgmt_cluster, "mgmt-2");
     assert_eq!(kube[0].source_name(), "kube/mgmt-2");
-    assert_eq!(kube[0].degraded_budget, std::time::Duration::from_secs(300));
+    assert_eq!(kube[0].max_backoff, std::time::Duration::from_secs(300));
     assert_eq!(kube[1].mode, KubeMode::SelfManaged);
     assert!(kube[1].in_cluster);
     // Kube-only: the HostedCluster completes a creation, every management hop is observed.

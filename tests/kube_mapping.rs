@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use hcp_flow::model::{Batch, Change, Fleet, Hop, ModelConfig, Observation, Phase, Replicas};
+use hcp_flow::model::{
+    Batch, Change, Fleet, Hop, HopBudgets, ModelConfig, Observation, Phase, Replicas,
+};
 use hcp_flow::sim::kube::{KubeClusterFaults, KubeClusterSpec, objects_at};
 use hcp_flow::sources::kube::mapping::{Facts, Mapper, MapperConfig, ObjRef, ToFacts};
 use hcp_flow::sources::kube::objects;
@@ -21,13 +23,14 @@ fn t(minutes: i64) -> Timestamp {
 fn mapper_config(mode: KubeMode) -> MapperConfig {
     let mut cfg = KubeSourceConfig::new("mgmt-1", mode);
     cfg.environment = "prod".to_string();
-    cfg.degraded_budget = Duration::from_secs(10 * 60);
     MapperConfig::from(&cfg)
 }
 
 fn facts_of(obj: &Value, cfg: &MapperConfig) -> (WatchKind, ObjRef, Facts) {
     fn parse<T: serde::de::DeserializeOwned + ToFacts>(obj: &Value, cfg: &MapperConfig) -> Facts {
-        serde_json::from_value::<T>(obj.clone()).unwrap().facts(cfg)
+        serde_json::from_value::<T>(obj.clone())
+            .unwrap()
+            .facts(cfg, &mut Vec::new())
     }
     let facts = match obj["kind"].as_str().unwrap() {
         "ManifestWork" => parse::<objects::ManifestWork>(obj, cfg),
@@ -58,12 +61,15 @@ fn spec(id: &str, mode: KubeMode, faults: KubeClusterFaults) -> KubeClusterSpec 
     }
 }
 
+/// A HostedCluster Degraded and never Available fails after 10 minutes.
 fn new_fleet() -> Fleet {
+    let mut hop_budgets = HopBudgets::default();
+    hop_budgets.hosted_cluster = Duration::from_secs(10 * 60);
     Fleet::new(ModelConfig {
         creation_target: Duration::from_secs(1200),
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
-        hop_budgets: Default::default(),
+        hop_budgets,
     })
 }
 
@@ -79,8 +85,7 @@ fn observe(
         let (_, at, facts) = facts_of(obj, &cfg);
         mapper.upsert(at, facts);
     }
-    mapper.reevaluate();
-    let observations = mapper.flush(now);
+    let observations = mapper.flush();
     fleet.apply(
         Batch {
             source: "kube/mgmt-1".to_string(),
@@ -288,7 +293,7 @@ fn self_managed_objects_before_their_hosted_cluster_wait_and_then_land() {
     // The HostedCluster goes: everything resolved through it is withdrawn.
     let (_, at, _) = facts_of(&hc[0], &cfg);
     mapper.delete(WatchKind::HostedCluster, &at);
-    let out = mapper.flush(t(16));
+    let out = mapper.flush();
     let gone: Vec<Hop> = out
         .iter()
         .filter(|o| matches!(o.change, Change::Gone))
@@ -348,7 +353,7 @@ fn the_hub_registration_is_not_a_cluster() {
     let mut mapper = Mapper::new(mapper_config(KubeMode::Aro));
     let (_, at, facts) = facts_of(&obj, mapper.config());
     mapper.upsert(at, facts);
-    assert!(mapper.flush(t(0)).is_empty());
+    assert!(mapper.flush().is_empty());
 }
 
 #[test]
@@ -356,18 +361,29 @@ fn a_real_node_pool_with_status_parses_to_ready_replicas() {
     let raw = std::fs::read_to_string("tests/fixtures/kube/nodepool-real.json").unwrap();
     let np: objects::NodePool = serde_json::from_str(&raw).unwrap();
     let mut mapper = Mapper::new(mapper_config(KubeMode::Aro));
-    let facts = np.facts(mapper.config());
+    let facts = np.facts(mapper.config(), &mut Vec::new());
     let Facts::NodePool(f) = &facts else {
         panic!("{facts:?}")
     };
-    assert_eq!((f.desired, f.current, f.ready), (Some(3), 3, 3));
-    assert!(f.deleting, "the fixture was captured while deleting");
+    assert_eq!(
+        f.view.replicas,
+        Some(Replicas {
+            desired: 3,
+            current: 3,
+            ready: 3
+        })
+    );
+    assert_eq!(
+        f.view.phase,
+        Phase::Deleting,
+        "the fixture was captured while deleting"
+    );
     assert_eq!(
         f.label_id.as_deref(),
         Some("2qrppk0otds3rdmdcojqcqkqq8f0s591")
     );
     mapper.upsert(ObjRef::of(&np.metadata), facts);
-    let out = mapper.flush(t(0));
+    let out = mapper.flush();
     assert_eq!(out.len(), 1);
     let Change::Upsert(view) = &out[0].change else {
         panic!()
@@ -388,7 +404,7 @@ fn a_real_node_pool_with_status_parses_to_ready_replicas() {
 fn the_example_agent_parses() {
     let raw = std::fs::read_to_string("tests/fixtures/kube/agent-example.yaml").unwrap();
     let agent: objects::Agent = serde_saphyr::from_str(&raw).unwrap();
-    let facts = agent.facts(&mapper_config(KubeMode::SelfManaged));
+    let facts = agent.facts(&mapper_config(KubeMode::SelfManaged), &mut Vec::new());
     let Facts::Agent(a) = facts else { panic!() };
     assert!(a.approved);
     assert_eq!(a.stage, "Done");

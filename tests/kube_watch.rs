@@ -114,7 +114,6 @@ impl Harness {
             cfg.environment = "prod".to_string();
             cfg.min_backoff = Duration::from_millis(100);
             cfg.max_backoff = Duration::from_millis(400);
-            cfg.reevaluate_interval = Duration::from_millis(200);
             tweak(&mut cfg);
             let ctx = SourceContext {
                 name: cfg.source_name(),

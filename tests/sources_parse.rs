@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use hcp_flow::config::ClustersServiceApi;
 use hcp_flow::model::{
-    Change, ClusterKey, ConditionStatus, Hop, HopView, Observation, Phase, Replicas, Via,
+    Batch, Change, ClusterKey, ConditionStatus, Fleet, Hop, HopBudgets, HopView, ModelConfig,
+    Observation, Phase, Replicas, Via,
 };
 use hcp_flow::sources::clusters_service::{self, ProvisionShard};
 use hcp_flow::sources::maestro::{self, ResourceBundle};
@@ -334,11 +335,7 @@ fn bundle_status(work_status: &Value) -> Value {
 }
 
 fn parse_one(b: Value) -> (Vec<Observation>, Vec<&'static str>) {
-    let parsed = maestro::parse_items(
-        raws(vec![b]),
-        ts("2026-06-10T23:30:00Z"),
-        Duration::from_secs(1200),
-    );
+    let parsed = maestro::parse_items(raws(vec![b]));
     (
         parsed.observations,
         parsed.unknown.iter().map(|u| u.field).collect(),
@@ -432,7 +429,11 @@ fn maestro_nested_hosted_cluster_and_real_nodepool() {
     assert_eq!(hc.len(), 1);
     assert_eq!((hc[0].via, hc[0].object.as_str()), (Via::Maestro, ""));
     let hv = view(hc[0]);
-    assert_eq!((hv.phase, hv.state.as_str()), (Phase::Ready, "Completed"));
+    // One reading per kind: the state a kube watch gives the same object.
+    assert_eq!(
+        (hv.phase, hv.state.as_str()),
+        (Phase::Ready, "Available/Completed")
+    );
     assert_eq!(hv.since, Some(ts("2026-06-10T23:00:00Z")));
     assert_eq!(
         hv.identity.namespace.as_deref(),
@@ -481,9 +482,10 @@ fn maestro_nodepool_below_desired_and_failed_hosted_cluster() {
     });
     let (obs, _) = parse_one(bundle(Some("cs-1"), bundle_status(&work_status)));
     let hv = view(by_hop(&obs, Hop::HostedCluster)[0]);
+    // The same state a kube watch of this HostedCluster reports.
     assert_eq!(
         (hv.phase, hv.state.as_str()),
-        (Phase::Failed, "NotAvailable")
+        (Phase::Failed, "ValidReleaseImage=False")
     );
     let err = hv.error.clone().unwrap();
     assert_eq!(
@@ -504,7 +506,7 @@ fn maestro_nodepool_below_desired_and_failed_hosted_cluster() {
 }
 
 #[test]
-fn maestro_degraded_hosted_cluster_fails_after_budget() {
+fn maestro_degraded_hosted_cluster_fails_after_budget_in_the_model() {
     let hc_status = json!({"conditions": [
         {"type": "Available", "status": "False", "reason": "WaitingForAvailable", "message": "", "lastTransitionTime": "2026-06-10T22:51:00Z"},
         {"type": "Degraded", "status": "True", "reason": "ComponentsNotAvailable", "message": "etcd", "lastTransitionTime": "2026-06-10T23:00:00Z"}
@@ -512,27 +514,41 @@ fn maestro_degraded_hosted_cluster_fails_after_budget() {
     let work_status = json!({"conditions": applied_available(), "resourceStatus": {"manifests": [hc_manifest(&hc_status)]}});
     let b: ResourceBundle =
         serde_json::from_value(bundle(Some("cs-1"), bundle_status(&work_status))).unwrap();
-    let budget = Duration::from_secs(20 * 60);
-    let early = maestro::parse_bundle(&b, ts("2026-06-10T23:10:00Z"), budget, &mut Vec::new());
-    let hc = early
+    // The source states the time-driven failure; it never decides it.
+    let parsed = maestro::parse_bundle(&b, &mut Vec::new());
+    let hc = parsed
         .observations
         .iter()
         .find(|o| o.hop == Hop::HostedCluster)
         .unwrap();
     assert_eq!(view(hc).phase, Phase::Progressing);
-    assert_eq!(early.recheck_at, Some(ts("2026-06-10T23:20:00Z")));
-    let late = maestro::parse_bundle(&b, ts("2026-06-10T23:20:00Z"), budget, &mut Vec::new());
-    let hc = late
-        .observations
-        .iter()
-        .find(|o| o.hop == Hop::HostedCluster)
-        .unwrap();
-    assert_eq!(view(hc).phase, Phase::Failed);
-    assert_eq!(
-        view(hc).error.clone().unwrap().code,
-        "ComponentsNotAvailable"
-    );
-    assert_eq!(late.recheck_at, None);
+    let later = view(hc).fails_after_budget.clone().unwrap();
+    assert_eq!(later.since, ts("2026-06-10T23:00:00Z"));
+
+    // The model decides it from its own clock: one step before the budget
+    // runs out it is progressing, at it failed, with no new upstream read.
+    let mut hop_budgets = HopBudgets::default();
+    hop_budgets.hosted_cluster = Duration::from_secs(20 * 60);
+    let mut fleet = Fleet::new(ModelConfig {
+        hop_budgets,
+        ..ModelConfig::default()
+    });
+    let batch = Batch {
+        source: "maestro".into(),
+        initial: false,
+        observed_at: ts("2026-06-10T23:10:00Z"),
+        observations: parsed.observations,
+    };
+    fleet.apply(batch, ts("2026-06-10T23:10:00Z"));
+    fleet.tick(ts("2026-06-10T23:19:59Z"));
+    let phase = |f: &Fleet| f.get("cs-1").unwrap().phase(Hop::HostedCluster);
+    assert_eq!(phase(&fleet), Some(Phase::Progressing));
+    fleet.tick(ts("2026-06-10T23:20:00Z"));
+    assert_eq!(phase(&fleet), Some(Phase::Failed));
+    let tl = fleet.get("cs-1").unwrap();
+    let hop = tl.hop(Hop::HostedCluster).unwrap();
+    assert_eq!(hop.error().unwrap().code, "ComponentsNotAvailable");
+    assert_eq!(hop.since.at, ts("2026-06-10T23:00:00Z"));
 }
 
 #[test]
@@ -576,12 +592,7 @@ fn maestro_unparsable_json_raw_keeps_the_bundle() {
         json!("{\"conditions\": [");
     let b: ResourceBundle = serde_json::from_value(bundle(Some("cs-1"), status)).unwrap();
     let mut unknown = Vec::new();
-    let parsed = maestro::parse_bundle(
-        &b,
-        ts("2026-06-10T23:30:00Z"),
-        Duration::from_secs(60),
-        &mut unknown,
-    );
+    let parsed = maestro::parse_bundle(&b, &mut unknown);
     assert_eq!(parsed.observations.len(), 1);
     assert_eq!(parsed.observations[0].hop, Hop::MaestroBundle);
     assert!(!parsed.nested_complete);

@@ -1,19 +1,27 @@
 //! The fleet store: every cluster's timeline, the RP join, and the state
-//! machine that turns observations into events (DESIGN section 2).
+//! machine that turns observations into events (docs/design.md §3).
 //!
 //! Pure: no I/O, no clock. Callers pass `now` and get back events (what
 //! histograms, counters and spans need) and the set of clusters whose
 //! exposition must be re-rendered.
+//!
+//! Phases that change with elapsed time alone — an in-flight creation passing
+//! the SLO target, an object whose [`FailsAfterBudget`] runs out — are
+//! decided here from deadlines in a min-heap. An entry is checked when it
+//! comes due and dropped if what it waited for no longer holds, so neither an
+//! event nor a tick ever scans every timeline: a tick costs O(due deadlines).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
 
 use super::budget::HopBudgets;
+use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
-use super::observation::{Batch, Change, ClusterKey, Observation};
+use super::observation::{Batch, Change, ClusterKey, FailsAfterBudget, HopView, Observation};
 use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
 
 /// What the model needs to know of the configuration.
@@ -101,10 +109,23 @@ struct Unjoined {
     observed_at: Timestamp,
 }
 
+/// What a deadline waits for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Due {
+    /// The creation is still in flight at the SLO target: late.
+    Late,
+    /// One object still reads the same when its budget runs out: failed.
+    Budget { hop: Hop, via: Via, object: String },
+}
+
+/// A point in time the model must look at again, earliest first.
+type Deadline = Reverse<(Timestamp, String, Due)>;
+
 #[derive(Debug, Default)]
 pub struct Fleet {
     config: ModelConfig,
     clusters: BTreeMap<String, Timeline>,
+    deadlines: BinaryHeap<Deadline>,
     /// Lower-cased ARM resource id → cluster id, from Clusters Service.
     by_resource_id: HashMap<String, String>,
     resource_id_of: HashMap<String, String>,
@@ -151,48 +172,132 @@ impl Fleet {
         }
     }
 
-    /// Apply one batch. `now` is the model's clock (the SLO late check).
+    /// Apply one batch at `now`, the model's clock: it also settles every
+    /// deadline that has come due.
     pub fn apply(&mut self, batch: Batch, now: Timestamp) -> ApplyResult {
         let mut result = ApplyResult::default();
         for observation in batch.observations {
-            self.apply_one(observation, batch.initial, batch.observed_at, &mut result);
+            self.apply_one(
+                observation,
+                batch.initial,
+                batch.observed_at,
+                now,
+                &mut result,
+            );
         }
-        // A first sync loads state silently: what it shows already late was
-        // counted by whoever watched it happen (or by nobody), never again here.
+        // A first sync loads state silently: what it shows already late or
+        // failed was counted by whoever watched it happen (or by nobody),
+        // never again here.
         let silent = if batch.initial {
             result.changed.clone()
         } else {
             BTreeSet::new()
         };
-        self.check_late(now, &silent, &mut result);
+        self.settle_due(now, &silent, &mut result);
         result
     }
 
     /// Advance the clock: creations in flight that pass the target become late
-    /// at this moment, not when (if ever) they finish.
+    /// at this moment, not when (if ever) they finish, and objects whose
+    /// budget ran out fail. Costs O(deadlines due).
     pub fn tick(&mut self, now: Timestamp) -> ApplyResult {
         let mut result = ApplyResult::default();
-        self.check_late(now, &BTreeSet::new(), &mut result);
+        self.settle_due(now, &BTreeSet::new(), &mut result);
         result
     }
 
-    fn check_late(&mut self, now: Timestamp, silent: &BTreeSet<String>, result: &mut ApplyResult) {
-        let target = self.config.creation_target;
-        for timeline in self.clusters.values_mut() {
-            if timeline.in_flight()
-                && timeline.slo.is_none()
-                && elapsed(timeline.created_at.at, now) >= target
-            {
-                timeline.slo = Some(SloOutcome::Late);
-                if !silent.contains(&timeline.cluster_id) {
-                    result.events.push(Event::Slo {
-                        cluster_id: timeline.cluster_id.clone(),
-                        outcome: SloOutcome::Late,
-                    });
+    /// The earliest pending deadline (a caller may sleep until then).
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.deadlines.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// How many deadlines wait (each cluster in flight has at most a few).
+    pub fn pending_deadlines(&self) -> usize {
+        self.deadlines.len()
+    }
+
+    fn settle_due(&mut self, now: Timestamp, silent: &BTreeSet<String>, result: &mut ApplyResult) {
+        while let Some(Reverse((at, _, _))) = self.deadlines.peek() {
+            if *at > now {
+                break;
+            }
+            let Some(Reverse((_, cluster_id, due))) = self.deadlines.pop() else {
+                break;
+            };
+            let mut events = Vec::new();
+            let changed = match due {
+                Due::Late => self.settle_late(&cluster_id, now, &mut events),
+                Due::Budget { hop, via, object } => {
+                    self.settle_budget(&cluster_id, hop, via, object, now, &mut events)
                 }
-                result.changed.insert(timeline.cluster_id.clone());
+            };
+            if changed {
+                result.changed.insert(cluster_id.clone());
+                if !silent.contains(&cluster_id) {
+                    result.events.extend(events);
+                }
             }
         }
+    }
+
+    /// A creation still in flight and without a verdict at its target is late.
+    fn settle_late(&mut self, cluster_id: &str, now: Timestamp, events: &mut Vec<Event>) -> bool {
+        let target = self.config.creation_target;
+        let Some(timeline) = self.clusters.get_mut(cluster_id) else {
+            return false;
+        };
+        if !timeline.in_flight() || timeline.slo.is_some() {
+            return false;
+        }
+        let deadline = after(timeline.created_at.at, target);
+        if deadline > now {
+            // The start moved later since this was queued; wait again.
+            self.deadlines
+                .push(Reverse((deadline, cluster_id.to_string(), Due::Late)));
+            return false;
+        }
+        timeline.slo = Some(SloOutcome::Late);
+        events.push(Event::Slo {
+            cluster_id: cluster_id.to_string(),
+            outcome: SloOutcome::Late,
+        });
+        true
+    }
+
+    /// An object whose time-driven failure came due fails, if it still reads
+    /// as it did when the deadline was queued.
+    fn settle_budget(
+        &mut self,
+        cluster_id: &str,
+        hop: Hop,
+        via: Via,
+        object: String,
+        now: Timestamp,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let budget = self.config.hop_budgets.get(hop);
+        let Some(timeline) = self.clusters.get_mut(cluster_id) else {
+            return false;
+        };
+        let Some(hop_state) = timeline.hops.get_mut(&hop) else {
+            return false;
+        };
+        let key = (via, object);
+        let Some(mut state) = hop_state.objects.get(&key).cloned() else {
+            return false;
+        };
+        if !fail_if_due(&mut state.view, budget, now) {
+            return false;
+        }
+        state.since = state
+            .view
+            .fails_after_budget
+            .as_ref()
+            .map_or(state.since, |f| TimeMark::upstream(f.since));
+        hop_state.objects.insert(key, state);
+        refresh_hop(timeline, hop, now, events);
+        evaluate_creation(timeline, &self.config, events);
+        true
     }
 
     fn apply_one(
@@ -200,6 +305,7 @@ impl Fleet {
         observation: Observation,
         initial: bool,
         observed_at: Timestamp,
+        now: Timestamp,
         result: &mut ApplyResult,
     ) {
         let cluster_id = match &observation.key {
@@ -250,13 +356,14 @@ impl Fleet {
         }
 
         if self.in_shard(&cluster_id) {
-            self.apply_to_cluster(&cluster_id, observation, initial, observed_at, result);
+            self.apply_to_cluster(&cluster_id, observation, initial, observed_at, now, result);
             if let Some(waiting) = joined_now {
                 self.apply_to_cluster(
                     &cluster_id,
                     waiting.observation,
                     waiting.initial,
                     waiting.observed_at,
+                    now,
                     result,
                 );
             }
@@ -269,6 +376,7 @@ impl Fleet {
         observation: Observation,
         initial: bool,
         observed_at: Timestamp,
+        now: Timestamp,
         result: &mut ApplyResult,
     ) {
         let Observation {
@@ -283,11 +391,17 @@ impl Fleet {
             (None, Change::Gone) => return,
             (None, Change::Upsert(view)) => {
                 let created = TimeMark::from_option(view.created_at, observed_at);
+                self.deadlines.push(Reverse((
+                    after(created.at, self.config.creation_target),
+                    cluster_id.to_string(),
+                    Due::Late,
+                )));
                 self.clusters
                     .entry(cluster_id.to_string())
                     .or_insert_with(|| Timeline::new(cluster_id.to_string(), created))
             }
         };
+        let budget = self.config.hop_budgets.get(hop);
 
         let mut changed = false;
         match change {
@@ -300,7 +414,27 @@ impl Fleet {
                     && (timeline.created_at.observed || created < timeline.created_at.at)
                 {
                     timeline.created_at = TimeMark::upstream(created);
+                    self.deadlines.push(Reverse((
+                        after(created, self.config.creation_target),
+                        cluster_id.to_string(),
+                        Due::Late,
+                    )));
                     changed = true;
+                }
+                // Decided now when already due, else queued: the same view
+                // read again compares equal to the stored, decided one.
+                if !fail_if_due(&mut view, budget, now)
+                    && let Some(deadline) = budget_deadline(&view, budget)
+                {
+                    self.deadlines.push(Reverse((
+                        deadline,
+                        cluster_id.to_string(),
+                        Due::Budget {
+                            hop,
+                            via,
+                            object: object.clone(),
+                        },
+                    )));
                 }
                 let hop_state = timeline
                     .hops
@@ -309,7 +443,17 @@ impl Fleet {
                 let key = (via, object);
                 let previous = hop_state.objects.get(&key);
                 if previous.map(|p| &p.view) != Some(&*view) {
+                    // Views never send a failed view with a pending budget:
+                    // this one failed by it, from the Degraded transition.
+                    let failed_by_budget =
+                        view.phase == Phase::Failed && view.fails_after_budget.is_some();
                     let since = match (view.since, previous) {
+                        _ if failed_by_budget => view
+                            .fails_after_budget
+                            .as_ref()
+                            .map_or(TimeMark::observed(observed_at), |f| {
+                                TimeMark::upstream(f.since)
+                            }),
                         (Some(at), _) => TimeMark::upstream(at),
                         (None, Some(p)) if p.view.phase == view.phase => p.since,
                         (None, _) => TimeMark::observed(observed_at),
@@ -358,6 +502,34 @@ impl Fleet {
             result.events.extend(events);
         }
     }
+}
+
+/// `at + d`, saturating (a deadline past the representable range never comes).
+fn after(at: Timestamp, d: Duration) -> Timestamp {
+    jiff::SignedDuration::try_from(d)
+        .ok()
+        .and_then(|d| at.checked_add(d).ok())
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// When a view's time-driven failure comes due, if it has one.
+fn budget_deadline(view: &HopView, budget: Duration) -> Option<Timestamp> {
+    view.fails_after_budget
+        .as_ref()
+        .map(|f: &FailsAfterBudget| after(f.since, budget))
+}
+
+/// Fail a view whose budget ran out by `now`; true when it changed.
+fn fail_if_due(view: &mut HopView, budget: Duration, now: Timestamp) -> bool {
+    let Some(f) = view.fails_after_budget.as_ref() else {
+        return false;
+    };
+    if view.phase == Phase::Failed || after(f.since, budget) > now {
+        return false;
+    }
+    view.phase = Phase::Failed;
+    view.error = Some(f.error.clone());
+    true
 }
 
 fn elapsed(from: Timestamp, to: Timestamp) -> Duration {

@@ -4,7 +4,6 @@ mod budget;
 mod fleet;
 mod hop;
 mod observation;
-pub mod phase_map;
 pub mod testing;
 mod timeline;
 
@@ -12,8 +11,8 @@ pub use budget::HopBudgets;
 pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use observation::{
-    Batch, Change, ClusterKey, Condition, HopError, HopView, IdentityPatch, MAX_STATE_LEN,
-    Observation, PodCounts, Replicas, bounded_state,
+    Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
+    MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
 };
 pub use timeline::{
     CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,

@@ -73,6 +73,21 @@ pub struct HopView {
     pub replicas: Option<Replicas>,
     /// Control-plane pod counts.
     pub pods: Option<PodCounts>,
+    /// A failure that elapsed time alone brings, decided by the model.
+    pub fails_after_budget: Option<FailsAfterBudget>,
+}
+
+/// "If this object still reads the same when its hop budget has run out since
+/// `since`, it has failed": a phase change with no upstream event behind it.
+/// Views state it; the model decides it from its own clock and a deadline
+/// queue (docs/design.md §3.4), so no source ever reads the wall clock to
+/// decide a phase.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailsAfterBudget {
+    /// When the clock started (the Degraded condition's transition).
+    pub since: Timestamp,
+    /// What the hop reports once failed.
+    pub error: HopError,
 }
 
 impl HopView {

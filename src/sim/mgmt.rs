@@ -146,11 +146,17 @@ impl World {
             .map(|c| c.api)
     }
 
-    /// The degraded budget the truth assumes for the exporter (the default,
-    /// divided by the speed like every world delay); configure the exporter's
-    /// management clusters with it.
+    /// The hop budgets the truth assumes for the exporter (the defaults,
+    /// divided by the speed like every world delay); configure the exporter
+    /// with them.
+    pub fn hop_budgets(&self) -> crate::model::HopBudgets {
+        crate::model::HopBudgets::default().scaled(self.inner.cfg.speed)
+    }
+
+    /// How long a never-Available HostedCluster may stay Degraded before the
+    /// exporter calls it failed: its hop budget.
     pub fn kube_degraded_budget(&self) -> Duration {
-        crate::model::phase_map::DEFAULT_DEGRADED_BUDGET.div_f64(self.inner.cfg.speed)
+        self.hop_budgets().hosted_cluster
     }
 
     pub(crate) fn kube_served(&self) -> bool {

@@ -28,7 +28,6 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::config::{ClustersServiceApi, ClustersServiceConfig};
-use crate::model::phase_map;
 use crate::model::{
     Change, ClusterKey, Hop, HopError, HopView, IdentityPatch, Observation, Phase, Via,
 };
@@ -227,7 +226,7 @@ pub fn parse_cluster(
 ) -> Observation {
     let status = cluster.status.clone().unwrap_or_default();
     let raw_state = raw_state(cluster);
-    let phase = match phase_map::clusters_service(raw_state) {
+    let phase = match crate::views::clusters_service::phase(raw_state) {
         Some(phase) => phase,
         None => {
             unknown.push(UnknownValue {

@@ -613,8 +613,12 @@ pub fn fingerprint(view: &HopView) -> u64 {
         error,
         replicas,
         pods,
+        fails_after_budget,
     } = view;
     let mut h = DefaultHasher::new();
+    if let Some(f) = fails_after_budget {
+        (f.since, &f.error.code, &f.error.message).hash(&mut h);
+    }
     state.hash(&mut h);
     phase.hash(&mut h);
     since.hash(&mut h);

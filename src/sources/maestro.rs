@@ -26,26 +26,24 @@
 //! - A bundle whose feedback cannot be read keeps its nested hops' last good
 //!   state (counted under `statusFeedback.jsonRaw`); nested objects go only
 //!   when the bundle goes or a readable feedback no longer shows them.
-//! - A HostedCluster Degraded but not yet past its budget turns `failed` with
-//!   time alone, while its bundle may never change again: such bundles are
-//!   kept and evaluated again when the budget runs out.
+//! - Phases are read by `crate::views`, the same functions the kube watches
+//!   use, and never from a clock: a HostedCluster Degraded past its budget is
+//!   the model's to fail (docs/design.md §3.4).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 
 use crate::config::MaestroConfig;
-use crate::model::phase_map;
-use crate::model::{
-    Change, ClusterKey, Condition, ConditionStatus, Hop, HopError, HopView, Observation, Phase,
-    Replicas, Via,
-};
-use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, Tracker, UpdateMode, WireCondition, null_default,
-};
+use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Via};
+use crate::sources::http::{self, Backoff, BuildError, HttpClient, Tracker, UpdateMode};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
+use crate::views::hosted_cluster::{self, HostedClusterStatus};
+use crate::views::node_pool::{self, NodePoolStatus};
+use crate::views::work::{self, ManifestCondition, WorkStatus};
+use crate::views::{WireCondition, conditions, null_default, parse_time};
 
 /// The label that carries the Clusters Service id on bundles.
 pub const CLUSTER_ID_LABEL: &str = "api.openshift.com/id";
@@ -93,117 +91,6 @@ pub struct BundleStatus {
     pub resource_status: Vec<ManifestCondition>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ManifestCondition {
-    #[serde(default)]
-    pub resource_meta: Option<ResourceMeta>,
-    #[serde(default, deserialize_with = "null_default")]
-    pub conditions: Vec<WireCondition>,
-    /// JSON key `statusFeedback`, singular.
-    #[serde(default)]
-    pub status_feedback: Option<StatusFeedback>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ResourceMeta {
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub namespace: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct StatusFeedback {
-    #[serde(default, deserialize_with = "null_default")]
-    pub values: Vec<FeedbackValue>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FeedbackValue {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub field_value: Option<FieldValue>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FieldValue {
-    #[serde(rename = "type", default)]
-    pub kind: String,
-    #[serde(default)]
-    pub integer: Option<i64>,
-    #[serde(default)]
-    pub json_raw: Option<String>,
-}
-
-/// A ManifestWork `.status` (FACTS 5).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkStatus {
-    #[serde(default, deserialize_with = "null_default")]
-    pub conditions: Vec<WireCondition>,
-    #[serde(default)]
-    pub resource_status: Option<WorkResourceStatus>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct WorkResourceStatus {
-    #[serde(default, deserialize_with = "null_default")]
-    pub manifests: Vec<ManifestCondition>,
-}
-
-/// A HostedCluster `.status` (FACTS 1), the fields read.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct HostedClusterStatus {
-    #[serde(default, deserialize_with = "null_default")]
-    pub conditions: Vec<WireCondition>,
-    #[serde(default)]
-    pub version: Option<ClusterVersionStatus>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ClusterVersionStatus {
-    #[serde(default, deserialize_with = "null_default")]
-    pub history: Vec<VersionHistory>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct VersionHistory {
-    #[serde(default)]
-    pub state: Option<String>,
-}
-
-/// A NodePool `.status` (FACTS 3), the fields read.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodePoolStatus {
-    #[serde(default, deserialize_with = "null_default")]
-    pub conditions: Vec<WireCondition>,
-    #[serde(default)]
-    pub replicas: Option<i64>,
-    #[serde(default)]
-    pub nodes_info: Option<NodesInfo>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodesInfo {
-    #[serde(default, deserialize_with = "null_default")]
-    pub node_versions: Vec<NodeVersion>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeVersion {
-    #[serde(default)]
-    pub ready_node_count: Option<i64>,
-}
-
 /// What one bundle says.
 #[derive(Debug, Default)]
 pub struct ParsedBundle {
@@ -214,26 +101,6 @@ pub struct ParsedBundle {
     /// hops not shown keep their last good state.
     pub nested_complete: bool,
     pub updated_at: Option<Timestamp>,
-    /// When the phase of a nested hop changes with time alone.
-    pub recheck_at: Option<Timestamp>,
-}
-
-fn kind_of(m: &ManifestCondition) -> &str {
-    m.resource_meta
-        .as_ref()
-        .and_then(|r| r.kind.as_deref())
-        .unwrap_or("")
-}
-
-/// The feedback value `name` of a manifest.
-fn feedback<'a>(m: &'a ManifestCondition, name: &str) -> Option<&'a FieldValue> {
-    m.status_feedback
-        .as_ref()?
-        .values
-        .iter()
-        .find(|v| v.name == name)?
-        .field_value
-        .as_ref()
 }
 
 /// Decode the `status` JsonRaw feedback of a manifest. `Ok(None)`: no
@@ -243,7 +110,7 @@ fn json_feedback<T: serde::de::DeserializeOwned>(
     m: &ManifestCondition,
     unknown: &mut Vec<UnknownValue>,
 ) -> Result<Option<T>, ()> {
-    let Some(value) = feedback(m, "status") else {
+    let Some(value) = m.feedback("status") else {
         return Ok(None);
     };
     if value.kind != "JsonRaw" {
@@ -266,170 +133,6 @@ fn json_feedback<T: serde::de::DeserializeOwned>(
     }
 }
 
-fn condition_error(c: &Condition) -> HopError {
-    HopError {
-        code: if c.reason.is_empty() {
-            c.kind.clone()
-        } else {
-            c.reason.clone()
-        },
-        message: c.message.clone(),
-    }
-}
-
-fn true_condition<'a>(conditions: &'a [Condition], kind: &str) -> Option<&'a Condition> {
-    phase_map::find(conditions, kind).filter(|c| c.status == ConditionStatus::True)
-}
-
-/// The view of a work hop (bundle or ManifestWork).
-fn work_view(conditions: Vec<Condition>, deleting: bool) -> HopView {
-    let phase = phase_map::work(&conditions, deleting);
-    let state = phase_map::work_state(&conditions, deleting);
-    let error = (phase == Phase::Failed)
-        .then(|| {
-            true_condition(&conditions, "Degraded")
-                .or_else(|| {
-                    conditions.iter().find(|c| {
-                        phase_map::WORK_APPLY_FAILURE_REASONS.contains(&c.reason.as_str())
-                    })
-                })
-                .map(condition_error)
-        })
-        .flatten();
-    let explaining: &[&str] = match phase {
-        Phase::Ready => &["Available"],
-        Phase::Failed => &["Degraded", "Applied", "Progressing"],
-        _ => &["Applied", "Available"],
-    };
-    HopView {
-        since: http::transition_of(&conditions, explaining),
-        conditions,
-        error,
-        ..HopView::new(state, phase)
-    }
-}
-
-fn hosted_cluster_view(
-    status: &HostedClusterStatus,
-    deleting: bool,
-    now: Timestamp,
-    budget: Duration,
-    unknown: &mut Vec<UnknownValue>,
-) -> (HopView, Option<Timestamp>) {
-    let conditions = http::conditions(&status.conditions, unknown);
-    let history = status
-        .version
-        .as_ref()
-        .map(|v| v.history.as_slice())
-        .unwrap_or_default();
-    let has_been_available = history
-        .iter()
-        .any(|h| h.state.as_deref() == Some("Completed"));
-    let phase = phase_map::hosted_cluster(&conditions, deleting, has_been_available, now, budget);
-    let fatal = phase_map::first_false(&conditions, &phase_map::HOSTED_CLUSTER_FATAL_CONDITIONS);
-    let error = match phase {
-        Phase::Failed => fatal
-            .or_else(|| true_condition(&conditions, "Degraded"))
-            .map(condition_error),
-        _ => None,
-    };
-    let since = match phase {
-        Phase::Failed => fatal
-            .and_then(|c| c.last_transition)
-            .or_else(|| http::transition_of(&conditions, &["Degraded"])),
-        _ => http::transition_of(&conditions, &["Available"]),
-    };
-    let state = match history.first().and_then(|h| h.state.as_deref()) {
-        Some(s) if !s.is_empty() => s,
-        _ if conditions.is_empty() => "no status yet",
-        _ if phase == Phase::Ready => "Available",
-        _ => "NotAvailable",
-    };
-    let recheck = match phase {
-        Phase::Progressing => {
-            phase_map::hosted_cluster_degraded_deadline(&conditions, has_been_available, budget)
-        }
-        _ => None,
-    };
-    let view = HopView {
-        since,
-        conditions,
-        error,
-        ..HopView::new(state, phase)
-    };
-    (view, recheck)
-}
-
-fn count(value: Option<i64>, field: &'static str, unknown: &mut Vec<UnknownValue>) -> Option<u32> {
-    let v = value?;
-    match u32::try_from(v) {
-        Ok(n) => Some(n),
-        Err(_) => {
-            unknown.push(UnknownValue {
-                field,
-                value: v.to_string(),
-            });
-            None
-        }
-    }
-}
-
-fn node_pool_view(
-    status: &NodePoolStatus,
-    desired_feedback: Option<&FieldValue>,
-    deleting: bool,
-    unknown: &mut Vec<UnknownValue>,
-) -> HopView {
-    let conditions = http::conditions(&status.conditions, unknown);
-    let desired = desired_feedback
-        .filter(|v| v.kind == "Integer")
-        .and_then(|v| count(v.integer, "statusFeedback.replicas", unknown));
-    let current = count(status.replicas, "status.replicas", unknown).unwrap_or(0);
-    let counted: Option<u32> = status.nodes_info.as_ref().map(|info| {
-        info.node_versions
-            .iter()
-            .filter_map(|v| {
-                count(
-                    v.ready_node_count,
-                    "status.nodesInfo.readyNodeCount",
-                    unknown,
-                )
-            })
-            .fold(0u32, u32::saturating_add)
-    });
-    let ready_true = true_condition(&conditions, "Ready").is_some();
-    let ready = counted.unwrap_or(if ready_true { current } else { 0 });
-    let phase = phase_map::node_pool(&conditions, deleting, desired, ready);
-    let fatal = phase_map::first_false(&conditions, &phase_map::NODE_POOL_FATAL_CONDITIONS);
-    let error = (phase == Phase::Failed)
-        .then(|| fatal.map(condition_error))
-        .flatten();
-    let since = match phase {
-        Phase::Failed => fatal.and_then(|c| c.last_transition),
-        _ => http::transition_of(&conditions, &["Ready"]),
-    };
-    let state = if conditions.is_empty() {
-        "no status yet"
-    } else if ready_true {
-        "Ready"
-    } else {
-        "NotReady"
-    };
-    HopView {
-        since,
-        conditions,
-        error,
-        // Without spec.replicas (autoscaling, or feedback not configured)
-        // the observed count is the best statement of "desired".
-        replicas: Some(Replicas {
-            desired: desired.unwrap_or(current),
-            current,
-            ready,
-        }),
-        ..HopView::new(state, phase)
-    }
-}
-
 fn observation(cluster_id: &str, hop: Hop, via: Via, object: &str, view: HopView) -> Observation {
     Observation {
         key: ClusterKey::Id(cluster_id.to_string()),
@@ -441,15 +144,10 @@ fn observation(cluster_id: &str, hop: Hop, via: Via, object: &str, view: HopView
 }
 
 /// Turn one bundle into its observations: the bundle hop, and the hops its
-/// nested feedback shows. `now` and `degraded_budget` decide whether a
-/// Degraded HostedCluster has failed.
-pub fn parse_bundle(
-    bundle: &ResourceBundle,
-    now: Timestamp,
-    degraded_budget: Duration,
-    unknown: &mut Vec<UnknownValue>,
-) -> ParsedBundle {
-    let updated_at = http::parse_time(bundle.updated_at.as_deref(), "updated_at", unknown);
+/// nested feedback shows, each read by the same view as a kube watch reads
+/// the object.
+pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) -> ParsedBundle {
+    let updated_at = parse_time(bundle.updated_at.as_deref(), "updated_at", unknown);
     let cluster_id = bundle
         .metadata
         .as_ref()
@@ -469,8 +167,8 @@ pub fn parse_bundle(
     };
     let deleting = bundle.deleted_at.as_deref().is_some_and(|d| !d.is_empty());
     let status = bundle.status.clone().unwrap_or_default();
-    let mut bundle_view = work_view(http::conditions(&status.conditions, unknown), deleting);
-    bundle_view.created_at = http::parse_time(bundle.created_at.as_deref(), "created_at", unknown);
+    let mut bundle_view = work::read(conditions::read(&status.conditions, unknown), deleting);
+    bundle_view.created_at = parse_time(bundle.created_at.as_deref(), "created_at", unknown);
     bundle_view.updated_at = updated_at;
     let mut parsed = ParsedBundle {
         cluster_id: Some(cluster_id.to_string()),
@@ -483,13 +181,12 @@ pub fn parse_bundle(
         )],
         nested_complete: true,
         updated_at,
-        recheck_at: None,
     };
 
     let Some(work_manifest) = status
         .resource_status
         .iter()
-        .find(|m| kind_of(m) == "ManifestWork")
+        .find(|m| m.kind() == "ManifestWork")
     else {
         return parsed;
     };
@@ -502,9 +199,9 @@ pub fn parse_bundle(
             return parsed;
         }
     };
-    let work_conditions = http::conditions(&work.conditions, unknown);
-    let work_deleting = deleting || true_condition(&work_conditions, "Deleting").is_some();
-    let mut work_view = work_view(work_conditions, work_deleting);
+    let work_conditions = conditions::read(&work.conditions, unknown);
+    let work_deleting = deleting || work::deleting_condition(&work_conditions);
+    let mut work_view = work::read(work_conditions, work_deleting);
     work_view.updated_at = updated_at;
     parsed.observations.push(observation(
         cluster_id,
@@ -520,14 +217,16 @@ pub fn parse_bundle(
         .unwrap_or_default();
     for manifest in &manifests {
         let meta = manifest.resource_meta.clone().unwrap_or_default();
-        match kind_of(manifest) {
+        match manifest.kind() {
             "HostedCluster" => match json_feedback::<HostedClusterStatus>(manifest, unknown) {
                 Ok(Some(hc)) => {
-                    let (mut view, recheck) =
-                        hosted_cluster_view(&hc, work_deleting, now, degraded_budget, unknown);
+                    // Feedback carries the status only: the HasBeenAvailable
+                    // annotation is not visible this way, the history is.
+                    let reading = hosted_cluster::read(Some(&hc), work_deleting, false, unknown);
+                    let mut view = reading.view;
                     view.updated_at = updated_at;
                     view.identity.namespace = meta.namespace.filter(|n| !n.is_empty());
-                    parsed.recheck_at = recheck;
+                    view.identity.version = reading.version;
                     parsed.observations.push(observation(
                         cluster_id,
                         Hop::HostedCluster,
@@ -542,12 +241,13 @@ pub fn parse_bundle(
                 let name = meta.name.unwrap_or_default();
                 match json_feedback::<NodePoolStatus>(manifest, unknown) {
                     Ok(Some(np)) => {
-                        let mut view = node_pool_view(
-                            &np,
-                            feedback(manifest, "replicas"),
-                            work_deleting,
-                            unknown,
-                        );
+                        let desired = manifest
+                            .feedback("replicas")
+                            .filter(|v| v.kind == "Integer")
+                            .and_then(|v| {
+                                node_pool::count(v.integer, "statusFeedback.replicas", unknown)
+                            });
+                        let mut view = node_pool::read(Some(&np), work_deleting, desired, unknown);
                         view.updated_at = updated_at;
                         parsed.observations.push(observation(
                             cluster_id,
@@ -567,13 +267,13 @@ pub fn parse_bundle(
 }
 
 /// Parse a list of raw bundles (pure; for tests and one-shot reads).
-pub fn parse_items(items: Vec<http::RawItem>, now: Timestamp, degraded_budget: Duration) -> Parsed {
+pub fn parse_items(items: Vec<http::RawItem>) -> Parsed {
     let mut parsed = Parsed::default();
     for item in items {
         if let Some(bundle) =
             http::decode_item::<ResourceBundle>(&item, "items[]", &mut parsed.unknown)
         {
-            let b = parse_bundle(&bundle, now, degraded_budget, &mut parsed.unknown);
+            let b = parse_bundle(&bundle, &mut parsed.unknown);
             parsed.observations.extend(b.observations);
         }
     }
@@ -602,9 +302,6 @@ pub struct MaestroSource {
     client: HttpClient,
     tracker: Tracker,
     newest_updated_at: Option<Timestamp>,
-    /// Bundles whose phase changes with time alone, with when to look again.
-    rechecks: HashMap<String, (Timestamp, ResourceBundle)>,
-    degraded_budget: Duration,
     synced: bool,
 }
 
@@ -625,17 +322,8 @@ impl MaestroSource {
             client,
             tracker: Tracker::default(),
             newest_updated_at: None,
-            rechecks: HashMap::new(),
-            degraded_budget: phase_map::DEFAULT_DEGRADED_BUDGET,
             synced: false,
         }
-    }
-
-    /// How long a never-Available HostedCluster may stay Degraded before its
-    /// hop is failed.
-    pub fn with_degraded_budget(mut self, budget: Duration) -> MaestroSource {
-        self.degraded_budget = budget;
-        self
     }
 
     /// The newest bundle `updated_at` seen (the incremental query's start).
@@ -686,7 +374,6 @@ impl MaestroSource {
             .map(|s| ("search", s))
             .into_iter()
             .collect();
-        let now = Timestamp::now();
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut seen = HashSet::new();
@@ -721,7 +408,7 @@ impl MaestroSource {
                     continue;
                 };
                 seen.insert(bundle.id.clone());
-                self.accept(bundle, now, mode, &mut out, &mut unknown);
+                self.accept(bundle, mode, &mut out, &mut unknown);
             }
         }
         if kind == PollKind::Full {
@@ -733,18 +420,6 @@ impl MaestroSource {
                 .collect();
             for owner in vanished {
                 self.tracker.remove(&owner, &mut out);
-                self.rechecks.remove(&owner);
-            }
-        }
-        let due: Vec<String> = self
-            .rechecks
-            .iter()
-            .filter(|(id, (at, _))| *at <= now && !seen.contains(*id))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
-            if let Some((_, bundle)) = self.rechecks.remove(&id) {
-                self.accept(bundle, now, UpdateMode::default(), &mut out, &mut unknown);
             }
         }
         if kind == PollKind::Full {
@@ -760,12 +435,11 @@ impl MaestroSource {
     fn accept(
         &mut self,
         bundle: ResourceBundle,
-        now: Timestamp,
         mode: UpdateMode,
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) {
-        let parsed = parse_bundle(&bundle, now, self.degraded_budget, unknown);
+        let parsed = parse_bundle(&bundle, unknown);
         if let Some(t) = parsed.updated_at {
             self.newest_updated_at = Some(self.newest_updated_at.map_or(t, |n| n.max(t)));
         }
@@ -780,13 +454,5 @@ impl MaestroSource {
         };
         self.tracker
             .update(&bundle.id, parsed.observations, mode, out);
-        match parsed.recheck_at {
-            Some(at) => {
-                self.rechecks.insert(bundle.id.clone(), (at, bundle));
-            }
-            None => {
-                self.rechecks.remove(&bundle.id);
-            }
-        }
     }
 }

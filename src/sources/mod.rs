@@ -37,9 +37,4 @@ pub struct Parsed {
     pub unknown: Vec<UnknownValue>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownValue {
-    /// Upstream field path, e.g. `properties.provisioningState`.
-    pub field: &'static str,
-    pub value: String,
-}
+pub use crate::views::UnknownValue;

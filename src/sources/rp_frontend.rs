@@ -31,7 +31,6 @@ use parking_lot::RwLock;
 use serde::Deserialize;
 
 use crate::config::RpFrontendConfig;
-use crate::model::phase_map;
 use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Phase, Via};
 use crate::sources::http::{
     self, Backoff, BuildError, HttpClient, MAX_PAGES, SourceError, Tracker, UpdateMode,
@@ -161,7 +160,7 @@ pub fn parse_cluster(
     let resource_id = cluster.id.to_lowercase();
     let props = cluster.properties.clone().unwrap_or_default();
     let raw_state = props.provisioning_state.as_deref().unwrap_or("");
-    let phase = match phase_map::rp_frontend(raw_state) {
+    let phase = match crate::views::rp_frontend::phase(raw_state) {
         Some(phase) => phase,
         None => {
             unknown.push(UnknownValue {

@@ -108,12 +108,6 @@ pub struct KubeSourceConfig {
     /// What to watch; unset: the mode's default (see [`KubeSourceConfig::kinds`]).
     #[serde(default)]
     pub watch: Option<Vec<WatchKind>>,
-    /// A HostedCluster Degraded this long and never Available is `failed`.
-    #[serde(default = "defaults::degraded_budget", with = "humantime_serde")]
-    pub degraded_budget: Duration,
-    /// How often time-dependent phases (the degraded budget) are looked at again.
-    #[serde(default = "defaults::reevaluate_interval", with = "humantime_serde")]
-    pub reevaluate_interval: Duration,
     /// Server-side timeout of one watch call.
     #[serde(default = "defaults::watch_timeout", with = "humantime_serde")]
     pub watch_timeout: Duration,
@@ -141,12 +135,6 @@ pub mod defaults {
     }
     pub fn control_plane_pod_label() -> String {
         "hypershift.openshift.io/hosted-control-plane".to_string()
-    }
-    pub fn degraded_budget() -> Duration {
-        crate::model::phase_map::DEFAULT_DEGRADED_BUDGET
-    }
-    pub fn reevaluate_interval() -> Duration {
-        Duration::from_secs(30)
     }
     pub fn watch_timeout() -> Duration {
         Duration::from_secs(290)
@@ -177,8 +165,6 @@ impl KubeSourceConfig {
             name_label: defaults::name_label(),
             control_plane_pod_label: defaults::control_plane_pod_label(),
             watch: None,
-            degraded_budget: defaults::degraded_budget(),
-            reevaluate_interval: defaults::reevaluate_interval(),
             watch_timeout: defaults::watch_timeout(),
             min_backoff: defaults::min_backoff(),
             max_backoff: defaults::max_backoff(),

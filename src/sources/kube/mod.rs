@@ -38,9 +38,13 @@ use tracing::{debug, info, warn};
 use crate::metrics::exporter::RequestErrorKind;
 use crate::model::Batch;
 use crate::sources::SourceContext;
+use crate::views::UnknownValue;
 
 pub use config::{KubeMode, KubeSourceConfig, WatchKind};
 use mapping::{Facts, Mapper, MapperConfig, ObjRef, ToFacts};
+
+/// How often a quiet but healthy watcher set says it is still in sync.
+const QUIET_HEALTH_INTERVAL: Duration = Duration::from_secs(30);
 pub use metrics::KubeMetrics;
 
 #[derive(Debug, thiserror::Error)]
@@ -187,13 +191,12 @@ impl KubeSource {
             tasks.spawn(async move { watch_kind(shared, cfg, client, kind).await });
         }
         let ticker = shared.clone();
-        let every = self.cfg.reevaluate_interval.max(Duration::from_millis(100));
         tasks.spawn(async move {
-            let mut interval = tokio::time::interval(every);
+            let mut interval = tokio::time::interval(QUIET_HEALTH_INTERVAL);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                ticker.reevaluate();
+                ticker.quiet_tick();
             }
         });
         // The tasks loop forever; dropping `run` aborts them all (JoinSet).
@@ -228,7 +231,7 @@ impl Shared {
     /// so batches of different kinds reach the model in mapper order.
     fn emit(&self, inner: &mut Inner, initial: bool, kind: WatchKind) {
         let now = Timestamp::now();
-        let observations = inner.mapper.flush(now);
+        let observations = inner.mapper.flush();
         match kind {
             WatchKind::MultiClusterEngine => {
                 let phase = inner.mapper.mce_phase();
@@ -334,15 +337,21 @@ impl Shared {
         self.report_health(&inner);
     }
 
-    fn reevaluate(&self) {
-        let mut inner = self.inner.lock();
-        inner.mapper.reevaluate();
-        self.emit(&mut inner, false, WatchKind::HostedCluster);
+    fn quiet_tick(&self) {
+        let inner = self.inner.lock();
         // A settled management cluster can be quiet for hours, and the
         // watcher keeps bookmarks to itself: while no watch has failed since
         // the last relist, the source is in sync, so say so (else
         // HCPSourceNotSynced would fire on a healthy, quiet cluster).
         self.refresh_health(&inner);
+    }
+
+    /// Count what the views did not recognise in one object.
+    fn unknown(&self, unknown: &mut Vec<UnknownValue>) {
+        for value in unknown.drain(..) {
+            debug!(source = %self.source, field = value.field, value = %value.value, "unknown upstream value");
+            self.ctx.metrics.unknown_value(&self.source, value.field);
+        }
     }
 
     fn malformed(&self, kind: WatchKind, at: &ObjRef, error: &str) {
@@ -446,6 +455,7 @@ async fn watch_loop<K>(
     K: Resource<DynamicType = ()> + ToFacts + Clone + DeserializeOwned + Debug + Send + 'static,
 {
     let mapper_cfg = MapperConfig::from(cfg);
+    let mut unknown = Vec::new();
     let mut first_sync = true;
     let mut backoff = cfg.min_backoff;
     loop {
@@ -478,7 +488,8 @@ async fn watch_loop<K>(
                         Ok(obj) => {
                             let at = ObjRef::of(obj.meta());
                             seen.insert(at.clone());
-                            items.push((at, obj.facts(&mapper_cfg)));
+                            items.push((at, obj.facts(&mapper_cfg, &mut unknown)));
+                            shared.unknown(&mut unknown);
                         }
                         Err(invalid) => {
                             let at = ObjRef::of(&invalid.metadata);
@@ -499,7 +510,8 @@ async fn watch_loop<K>(
                     shared.event("apply");
                     match guard.0 {
                         Ok(obj) => {
-                            let facts = obj.facts(&mapper_cfg);
+                            let facts = obj.facts(&mapper_cfg, &mut unknown);
+                            shared.unknown(&mut unknown);
                             shared.applied(kind, ObjRef::of(obj.meta()), facts);
                         }
                         Err(invalid) => {

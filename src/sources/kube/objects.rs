@@ -2,6 +2,8 @@
 //! reads. Unknown fields are ignored by serde, so a pod's spec or a
 //! HostedCluster's 500 KB of schema never reach memory beyond the decode.
 //! Each type implements `Resource` statically, so no discovery is needed.
+//! Statuses are the types of `crate::views`, shared with the Maestro
+//! feedback path: one reading per kind.
 
 use std::borrow::Cow;
 
@@ -10,23 +12,12 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::core::Resource;
 use serde::Deserialize;
 
-/// A standard condition (metav1.Condition, or the ManagedCluster/Agent
-/// variants, which share these fields). Times stay strings here and are
-/// parsed leniently later: one odd timestamp must not reject the object.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct KubeCondition {
-    #[serde(rename = "type")]
-    pub kind: String,
-    #[serde(default)]
-    pub status: String,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub message: Option<String>,
-    #[serde(default)]
-    pub last_transition_time: Option<String>,
-}
+use crate::views::WireCondition;
+use crate::views::control_plane::HostedControlPlaneStatus;
+use crate::views::hosted_cluster::HostedClusterStatus;
+use crate::views::managed_cluster::ManagedClusterStatus;
+use crate::views::node_pool::NodePoolStatus;
+use crate::views::work::WorkStatus;
 
 macro_rules! partial_resource {
     ($ty:ident, $scope:ty, $group:literal, $version:literal, $kind:literal, $plural:literal) => {
@@ -56,19 +47,11 @@ macro_rules! partial_resource {
     };
 }
 
-/// Conditions-only status, shared by ManifestWork and ManagedCluster.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConditionsStatus {
-    #[serde(default)]
-    pub conditions: Vec<KubeCondition>,
-}
-
 #[derive(Clone, Debug, Deserialize)]
 pub struct ManifestWork {
     pub metadata: ObjectMeta,
     #[serde(default)]
-    pub status: Option<ConditionsStatus>,
+    pub status: Option<WorkStatus>,
 }
 partial_resource!(
     ManifestWork,
@@ -92,31 +75,6 @@ pub struct HostedClusterSpec {
 pub struct PlatformSpec {
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct VersionHistoryEntry {
-    #[serde(default)]
-    pub state: String,
-    #[serde(default)]
-    pub version: String,
-    #[serde(default)]
-    pub completion_time: Option<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct VersionStatus {
-    #[serde(default)]
-    pub history: Vec<VersionHistoryEntry>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct HostedClusterStatus {
-    #[serde(default)]
-    pub conditions: Vec<KubeCondition>,
-    #[serde(default)]
-    pub version: Option<VersionStatus>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -153,31 +111,6 @@ pub struct NodePoolSpec {
     pub auto_scaling: Option<AutoScaling>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeVersion {
-    #[serde(default)]
-    pub ready_node_count: Option<i64>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodesInfo {
-    #[serde(default)]
-    pub node_versions: Vec<NodeVersion>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodePoolStatus {
-    #[serde(default)]
-    pub replicas: Option<i64>,
-    #[serde(default)]
-    pub conditions: Vec<KubeCondition>,
-    #[serde(default)]
-    pub nodes_info: Option<NodesInfo>,
-}
-
 #[derive(Clone, Debug, Deserialize)]
 pub struct NodePool {
     pub metadata: ObjectMeta,
@@ -194,14 +127,6 @@ partial_resource!(
     "NodePool",
     "nodepools"
 );
-
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct HostedControlPlaneStatus {
-    #[serde(default)]
-    pub ready: bool,
-    #[serde(default)]
-    pub conditions: Vec<KubeCondition>,
-}
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct HostedControlPlane {
@@ -222,7 +147,7 @@ partial_resource!(
 pub struct ManagedCluster {
     pub metadata: ObjectMeta,
     #[serde(default)]
-    pub status: Option<ConditionsStatus>,
+    pub status: Option<ManagedClusterStatus>,
 }
 partial_resource!(
     ManagedCluster,
@@ -238,8 +163,8 @@ partial_resource!(
 pub struct PodStatus {
     #[serde(default)]
     pub phase: Option<String>,
-    #[serde(default)]
-    pub conditions: Vec<KubeCondition>,
+    #[serde(default, deserialize_with = "crate::views::null_default")]
+    pub conditions: Vec<WireCondition>,
 }
 
 /// A pod without its spec: metadata and readiness only.

@@ -1,0 +1,47 @@
+//! ManifestWorks in the management cluster's `local-cluster` namespace: hop
+//! `manifestwork`, one object per work (a cluster may have several).
+
+use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label};
+use crate::model::{Hop, HopView, IdentityPatch};
+use crate::sources::kube::objects;
+use crate::views::{UnknownValue, conditions, work};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManifestWorkFacts {
+    pub label_id: Option<String>,
+    pub name_label: Option<String>,
+    pub view: HopView,
+}
+
+impl ToFacts for objects::ManifestWork {
+    fn facts(&self, cfg: &MapperConfig, unknown: &mut Vec<UnknownValue>) -> Facts {
+        let wire = self.status.as_ref().map(|s| s.conditions.as_slice());
+        let mut view = work::read(
+            conditions::read(wire.unwrap_or_default(), unknown),
+            deleting(&self.metadata),
+        );
+        view.created_at = created(&self.metadata);
+        Facts::ManifestWork(ManifestWorkFacts {
+            label_id: label(&self.metadata, &cfg.id_label),
+            name_label: label(&self.metadata, &cfg.name_label),
+            view,
+        })
+    }
+}
+
+impl Mapper {
+    pub(super) fn manifestwork_view(&self, at: &ObjRef) -> Option<Emitted> {
+        let f = self.manifestworks.get(at)?;
+        let mut view = f.view.clone();
+        view.identity = IdentityPatch {
+            name: f.name_label.clone(),
+            ..self.identity()
+        };
+        Some(Emitted {
+            cluster_id: f.label_id.clone()?,
+            hop: Hop::Manifestwork,
+            object: String::new(),
+            view,
+        })
+    }
+}

@@ -1,0 +1,433 @@
+//! From watched objects to observations: pure, no clock.
+//!
+//! One [`Mapper`] per management cluster keeps the few facts it needs of each
+//! watched object (never the object): the hop reading of the shared view
+//! (`crate::views`, the same one the Maestro feedback path uses) plus what
+//! the joins need. It resolves each to a `cluster_id` (docs/design.md §2),
+//! one file per kind, and on [`Mapper::flush`] emits only what changed since
+//! the last emission. Objects that cannot be resolved yet (a self-managed
+//! NodePool or ManagedCluster seen before its HostedCluster) wait, and are
+//! emitted when the HostedCluster arrives; an object whose resolution changes
+//! is withdrawn (`Change::Gone`) from the old cluster.
+
+mod control_plane;
+mod hosted_cluster;
+mod hub;
+mod managed_cluster;
+mod manifestwork;
+mod node_pool;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::config::{KubeMode, KubeSourceConfig, WatchKind};
+use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Via};
+use crate::views::UnknownValue;
+use crate::views::control_plane::HostedControlPlaneReading;
+
+pub use hosted_cluster::HostedClusterFacts;
+pub use hub::AgentFacts;
+pub use managed_cluster::ManagedClusterFacts;
+pub use manifestwork::ManifestWorkFacts;
+pub use node_pool::NodePoolFacts;
+
+/// Namespace and name of a watched object (namespace empty when cluster-scoped).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjRef {
+    pub fn new(namespace: &str, name: &str) -> ObjRef {
+        ObjRef {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn of(meta: &ObjectMeta) -> ObjRef {
+        ObjRef {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// What the mapper needs of the source config.
+#[derive(Clone, Debug)]
+pub struct MapperConfig {
+    pub mgmt_cluster: String,
+    pub mode: KubeMode,
+    pub environment: String,
+    pub id_label: String,
+    pub name_label: String,
+    pub manifestwork_namespace: String,
+}
+
+impl From<&KubeSourceConfig> for MapperConfig {
+    fn from(cfg: &KubeSourceConfig) -> MapperConfig {
+        MapperConfig {
+            mgmt_cluster: cfg.mgmt_cluster.clone(),
+            mode: cfg.mode,
+            environment: cfg.environment.clone(),
+            id_label: cfg.manifestwork_label.clone(),
+            name_label: cfg.name_label.clone(),
+            manifestwork_namespace: cfg.manifestwork_namespace.clone(),
+        }
+    }
+}
+
+pub(super) fn label(meta: &ObjectMeta, key: &str) -> Option<String> {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .filter(|v| !v.is_empty())
+        .cloned()
+}
+
+pub(super) fn created(meta: &ObjectMeta) -> Option<Timestamp> {
+    meta.creation_timestamp.as_ref().map(|t| t.0)
+}
+
+pub(super) fn deleting(meta: &ObjectMeta) -> bool {
+    meta.deletion_timestamp.is_some()
+}
+
+/// Only the facts of one object, keyed by its kind: the hop reading of the
+/// shared view plus what the joins need. Never the object itself.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Facts {
+    ManifestWork(ManifestWorkFacts),
+    HostedCluster(Box<HostedClusterFacts>),
+    NodePool(NodePoolFacts),
+    HostedControlPlane(HostedControlPlaneReading),
+    ManagedCluster(ManagedClusterFacts),
+    /// Whether the pod is Ready; `None`: a finished pod, not counted.
+    Pod(Option<bool>),
+    MultiClusterEngine(Option<String>),
+    Agent(AgentFacts),
+}
+
+impl Facts {
+    pub fn kind(&self) -> WatchKind {
+        match self {
+            Facts::ManifestWork(_) => WatchKind::ManifestWork,
+            Facts::HostedCluster(_) => WatchKind::HostedCluster,
+            Facts::NodePool(_) => WatchKind::NodePool,
+            Facts::HostedControlPlane(_) => WatchKind::HostedControlPlane,
+            Facts::ManagedCluster(_) => WatchKind::ManagedCluster,
+            Facts::Pod(_) => WatchKind::ControlPlanePod,
+            Facts::MultiClusterEngine(_) => WatchKind::MultiClusterEngine,
+            Facts::Agent(_) => WatchKind::Agent,
+        }
+    }
+}
+
+/// Reading the facts out of a partial object; values it does not recognise
+/// go to `unknown` (counted, never fatal).
+pub trait ToFacts {
+    fn facts(&self, cfg: &MapperConfig, unknown: &mut Vec<UnknownValue>) -> Facts;
+}
+
+/// Which emitted view an object feeds.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum EmitKey {
+    ManifestWork(ObjRef),
+    HostedCluster(ObjRef),
+    NodePool(ObjRef),
+    /// A control-plane namespace: its HostedControlPlane and pods together.
+    ControlPlane(String),
+    ManagedCluster(String),
+}
+
+/// One observation's worth: the view of one object of one cluster's hop.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Emitted {
+    pub(super) cluster_id: String,
+    pub(super) hop: Hop,
+    pub(super) object: String,
+    pub(super) view: HopView,
+}
+
+/// One management cluster's facts and what was emitted from them.
+#[derive(Debug)]
+pub struct Mapper {
+    cfg: MapperConfig,
+    manifestworks: BTreeMap<ObjRef, ManifestWorkFacts>,
+    hosted_clusters: BTreeMap<ObjRef, HostedClusterFacts>,
+    /// HostedClusters by name: a self-managed ManagedCluster is named like one.
+    hosted_clusters_by_name: BTreeMap<String, BTreeSet<ObjRef>>,
+    node_pools: BTreeMap<ObjRef, NodePoolFacts>,
+    control_planes: BTreeMap<ObjRef, HostedControlPlaneReading>,
+    pods: BTreeMap<ObjRef, Option<bool>>,
+    managed_clusters: BTreeMap<String, ManagedClusterFacts>,
+    engines: BTreeMap<ObjRef, Option<String>>,
+    agents: BTreeMap<ObjRef, AgentFacts>,
+    emitted: BTreeMap<EmitKey, Emitted>,
+    dirty: BTreeSet<EmitKey>,
+}
+
+impl Mapper {
+    pub fn new(cfg: MapperConfig) -> Mapper {
+        Mapper {
+            cfg,
+            manifestworks: BTreeMap::new(),
+            hosted_clusters: BTreeMap::new(),
+            hosted_clusters_by_name: BTreeMap::new(),
+            node_pools: BTreeMap::new(),
+            control_planes: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            managed_clusters: BTreeMap::new(),
+            engines: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            emitted: BTreeMap::new(),
+            dirty: BTreeSet::new(),
+        }
+    }
+
+    pub fn config(&self) -> &MapperConfig {
+        &self.cfg
+    }
+
+    /// Objects of this kind the mapper knows (to find what a relist lost).
+    pub fn known(&self, kind: WatchKind) -> BTreeSet<ObjRef> {
+        fn keys<V>(m: &BTreeMap<ObjRef, V>) -> BTreeSet<ObjRef> {
+            m.keys().cloned().collect()
+        }
+        match kind {
+            WatchKind::ManifestWork => keys(&self.manifestworks),
+            WatchKind::HostedCluster => keys(&self.hosted_clusters),
+            WatchKind::NodePool => keys(&self.node_pools),
+            WatchKind::HostedControlPlane => keys(&self.control_planes),
+            WatchKind::ControlPlanePod => keys(&self.pods),
+            WatchKind::ManagedCluster => self
+                .managed_clusters
+                .keys()
+                .map(|n| ObjRef::new("", n))
+                .collect(),
+            WatchKind::MultiClusterEngine => keys(&self.engines),
+            WatchKind::Agent => keys(&self.agents),
+        }
+    }
+
+    /// The object exists with these facts.
+    pub fn upsert(&mut self, at: ObjRef, facts: Facts) {
+        match facts {
+            Facts::ManifestWork(f) => {
+                self.dirty.insert(EmitKey::ManifestWork(at.clone()));
+                self.manifestworks.insert(at, f);
+            }
+            Facts::HostedCluster(f) => {
+                self.hosted_cluster_touched(&at);
+                self.hosted_clusters_by_name
+                    .entry(at.name.clone())
+                    .or_default()
+                    .insert(at.clone());
+                self.hosted_clusters.insert(at, *f);
+            }
+            Facts::NodePool(f) => {
+                self.dirty.insert(EmitKey::NodePool(at.clone()));
+                self.node_pools.insert(at, f);
+            }
+            Facts::HostedControlPlane(f) => {
+                self.dirty
+                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+                self.control_planes.insert(at, f);
+            }
+            Facts::ManagedCluster(f) => {
+                self.dirty.insert(EmitKey::ManagedCluster(at.name.clone()));
+                self.managed_clusters.insert(at.name, f);
+            }
+            Facts::Pod(ready) => {
+                self.dirty
+                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+                self.pods.insert(at, ready);
+            }
+            Facts::MultiClusterEngine(phase) => {
+                self.engines.insert(at, phase);
+            }
+            Facts::Agent(f) => {
+                self.agents.insert(at, f);
+            }
+        }
+    }
+
+    /// The object is gone (deleted, or missing from a relist).
+    pub fn delete(&mut self, kind: WatchKind, at: &ObjRef) {
+        match kind {
+            WatchKind::ManifestWork => {
+                self.manifestworks.remove(at);
+                self.dirty.insert(EmitKey::ManifestWork(at.clone()));
+            }
+            WatchKind::HostedCluster => {
+                self.hosted_cluster_touched(at);
+                self.hosted_clusters.remove(at);
+                if let Some(refs) = self.hosted_clusters_by_name.get_mut(&at.name) {
+                    refs.remove(at);
+                    if refs.is_empty() {
+                        self.hosted_clusters_by_name.remove(&at.name);
+                    }
+                }
+            }
+            WatchKind::NodePool => {
+                self.node_pools.remove(at);
+                self.dirty.insert(EmitKey::NodePool(at.clone()));
+            }
+            WatchKind::HostedControlPlane => {
+                self.control_planes.remove(at);
+                self.dirty
+                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+            }
+            WatchKind::ControlPlanePod => {
+                self.pods.remove(at);
+                self.dirty
+                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+            }
+            WatchKind::ManagedCluster => {
+                self.managed_clusters.remove(&at.name);
+                self.dirty.insert(EmitKey::ManagedCluster(at.name.clone()));
+            }
+            WatchKind::MultiClusterEngine => {
+                self.engines.remove(at);
+            }
+            WatchKind::Agent => {
+                self.agents.remove(at);
+            }
+        }
+    }
+
+    /// A HostedCluster changes what other objects resolve to: mark them all.
+    fn hosted_cluster_touched(&mut self, at: &ObjRef) {
+        self.dirty.insert(EmitKey::HostedCluster(at.clone()));
+        self.dirty
+            .insert(EmitKey::ControlPlane(control_plane_namespace(at)));
+        self.dirty.insert(EmitKey::ManagedCluster(at.name.clone()));
+        if let Some(old) = self.hosted_clusters.get(at)
+            && let Some(id) = self.hosted_cluster_id(at, old)
+        {
+            self.dirty.insert(EmitKey::ManagedCluster(id));
+        }
+        let pools: Vec<ObjRef> = self
+            .node_pools
+            .range(ObjRef::new(&at.namespace, "")..)
+            .take_while(|(k, _)| k.namespace == at.namespace)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for pool in pools {
+            self.dirty.insert(EmitKey::NodePool(pool));
+        }
+    }
+
+    /// The current MultiClusterEngine phase (one MCE per hub).
+    pub fn mce_phase(&self) -> Option<Option<String>> {
+        self.engines.values().next().cloned()
+    }
+
+    pub fn agents(&self) -> impl Iterator<Item = &AgentFacts> {
+        self.agents.values()
+    }
+
+    /// What changed since the last flush, as observations.
+    pub fn flush(&mut self) -> Vec<Observation> {
+        let dirty = std::mem::take(&mut self.dirty);
+        let mut out = Vec::new();
+        for key in dirty {
+            let desired = self.desired(&key);
+            let previous = self.emitted.get(&key);
+            if desired.as_ref() == previous {
+                continue;
+            }
+            if let Some(prev) = previous {
+                let moved = desired.as_ref().is_none_or(|d| {
+                    d.cluster_id != prev.cluster_id || d.hop != prev.hop || d.object != prev.object
+                });
+                if moved {
+                    out.push(Observation {
+                        key: ClusterKey::Id(prev.cluster_id.clone()),
+                        hop: prev.hop,
+                        via: Via::Direct,
+                        object: prev.object.clone(),
+                        change: Change::Gone,
+                    });
+                }
+            }
+            match desired {
+                Some(d) => {
+                    out.push(Observation {
+                        key: ClusterKey::Id(d.cluster_id.clone()),
+                        hop: d.hop,
+                        via: Via::Direct,
+                        object: d.object.clone(),
+                        change: Change::Upsert(Box::new(d.view.clone())),
+                    });
+                    self.emitted.insert(key, d);
+                }
+                None => {
+                    self.emitted.remove(&key);
+                }
+            }
+        }
+        out
+    }
+
+    pub(super) fn identity(&self) -> IdentityPatch {
+        IdentityPatch {
+            mgmt_cluster: Some(self.cfg.mgmt_cluster.clone()),
+            ..IdentityPatch::default()
+        }
+    }
+
+    /// `ocm-<env>-<id>[-<name>]` → `<id>` (ARO mode, environment configured).
+    /// Clusters Service ids have no dashes, so the id ends at the next one.
+    pub(super) fn id_from_namespace(&self, namespace: &str) -> Option<String> {
+        if self.cfg.mode != KubeMode::Aro || self.cfg.environment.is_empty() {
+            return None;
+        }
+        let rest = namespace.strip_prefix(&format!("ocm-{}-", self.cfg.environment))?;
+        let id = rest.split('-').next()?;
+        (!id.is_empty()).then(|| id.to_string())
+    }
+
+    pub(super) fn hosted_cluster_id(&self, at: &ObjRef, f: &HostedClusterFacts) -> Option<String> {
+        match self.cfg.mode {
+            KubeMode::Aro => f
+                .label_id
+                .clone()
+                .or_else(|| self.id_from_namespace(&at.namespace)),
+            KubeMode::SelfManaged => Some(
+                f.spec_cluster_id
+                    .clone()
+                    .unwrap_or_else(|| format!("{}/{}", at.namespace, at.name)),
+            ),
+        }
+    }
+
+    pub(super) fn hosted_cluster_by_cp_namespace(&self, namespace: &str) -> Option<String> {
+        // The control-plane namespace is `<hc namespace>-<hc name>`; names and
+        // namespaces may contain dashes, so try each split point.
+        let mut candidates = namespace.match_indices('-').map(|(i, _)| i);
+        candidates.find_map(|i| {
+            let at = ObjRef::new(&namespace[..i], &namespace[i + 1..]);
+            let f = self.hosted_clusters.get(&at)?;
+            self.hosted_cluster_id(&at, f)
+        })
+    }
+
+    fn desired(&self, key: &EmitKey) -> Option<Emitted> {
+        match key {
+            EmitKey::ManifestWork(at) => self.manifestwork_view(at),
+            EmitKey::HostedCluster(at) => self.hosted_cluster_view(at),
+            EmitKey::NodePool(at) => self.node_pool_view(at),
+            EmitKey::ControlPlane(ns) => self.control_plane_view(ns),
+            EmitKey::ManagedCluster(name) => self.managed_cluster_view(name),
+        }
+    }
+}
+
+/// A HostedCluster's control-plane namespace (`<namespace>-<name>`, both modes).
+pub fn control_plane_namespace(hosted_cluster: &ObjRef) -> String {
+    format!("{}-{}", hosted_cluster.namespace, hosted_cluster.name)
+}
