@@ -105,6 +105,7 @@ impl Exporter {
                 render: RenderConfig::default(),
                 time_scale,
                 sources: source_names,
+                clock: crate::clock::Clock::Real,
             },
             registry,
         );
@@ -139,6 +140,7 @@ impl Exporter {
             name: name.to_string(),
             sink: store.clone(),
             metrics: store.exporter_metrics(),
+            clock: store.clock().clone(),
         };
         let mut tasks = Vec::new();
         if let Some(cfg) = &config.sources.rp_frontend {
@@ -179,7 +181,7 @@ impl Exporter {
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                ticking.tick_at(jiff::Timestamp::now());
+                ticking.tick_at(ticking.clock().now());
             }
         }));
         Ok(Exporter {

@@ -146,6 +146,7 @@ pub fn synthetic_store(clusters: usize) -> Arc<Store> {
         render: RenderConfig::default(),
         time_scale: 1.0,
         sources: vec!["test".to_string()],
+        clock: Default::default(),
     });
     let now = Timestamp::now();
     for chunk_start in (0..clusters).step_by(500) {

@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
+use crate::clock::Clock;
 use crate::metrics::creation::CreationMetrics;
 use crate::metrics::exporter::ExporterMetrics;
 use crate::metrics::exposition::{self, Format};
@@ -36,6 +37,8 @@ pub struct StoreConfig {
     pub time_scale: f64,
     /// Source names that must sync once before `/readyz` is ready.
     pub sources: Vec<String>,
+    /// The model's clock for batches delivered through [`ObservationSink`].
+    pub clock: Clock,
 }
 
 struct State {
@@ -65,6 +68,7 @@ pub struct Store {
     exporter: ExporterMetrics,
     render: RenderConfig,
     sources: Vec<String>,
+    clock: Clock,
 }
 
 impl Store {
@@ -93,6 +97,7 @@ impl Store {
             exporter,
             render: config.render,
             sources: config.sources,
+            clock: config.clock,
         })
     }
 
@@ -220,6 +225,11 @@ impl Store {
         self.len() == 0
     }
 
+    /// The model's clock (sources stamp their reads with the same one).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     pub fn creation_target_seconds(&self) -> f64 {
         self.state
             .lock()
@@ -232,6 +242,6 @@ impl Store {
 
 impl ObservationSink for Store {
     fn apply(&self, batch: Batch) {
-        self.apply_at(batch, Timestamp::now());
+        self.apply_at(batch, self.clock.now());
     }
 }

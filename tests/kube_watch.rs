@@ -79,6 +79,7 @@ fn harness(name: &str) -> Harness {
         render: RenderConfig::default(),
         time_scale: 1.0,
         sources: Vec::new(),
+        clock: Default::default(),
     });
     let mut registry = Registry::default();
     let kube_metrics = KubeMetrics::register(&mut registry);
@@ -119,6 +120,7 @@ impl Harness {
                 name: cfg.source_name(),
                 sink: self.recorder.clone(),
                 metrics: self.store.exporter_metrics(),
+                clock: Default::default(),
             };
             let source = KubeSource::new(cfg, ctx, self.kube_metrics.clone())
                 .await

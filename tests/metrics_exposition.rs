@@ -242,6 +242,7 @@ fn populated_store() -> std::sync::Arc<Store> {
             render: RenderConfig::default(),
             time_scale: 1.0,
             sources: vec!["test".to_string()],
+            clock: Default::default(),
         },
         registry,
     );

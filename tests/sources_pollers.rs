@@ -113,6 +113,7 @@ fn harness(name: &str) -> Harness {
         name: name.to_string(),
         sink: sink.clone(),
         metrics: metrics.clone(),
+        clock: Default::default(),
     };
     Harness { sink, metrics, ctx }
 }

@@ -220,6 +220,7 @@ fn new_store() -> Arc<Store> {
         render: RenderConfig::default(),
         time_scale: 1.0,
         sources: Vec::new(),
+        clock: Default::default(),
     })
 }
 

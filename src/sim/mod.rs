@@ -33,7 +33,6 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::model::{Hop, Phase};
 
-pub mod clock;
 pub mod kube;
 pub mod mgmt;
 mod plan;
@@ -43,7 +42,10 @@ mod state;
 mod truth;
 mod wire;
 
-pub use clock::{ManualClock, SimClock};
+pub use crate::clock::ManualClock;
+
+/// The world's clock (the crate's [`Clock`](crate::clock::Clock)).
+pub type SimClock = crate::clock::Clock;
 
 use plan::{FleetParams, Ms, Plan};
 

@@ -24,7 +24,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::config::{ClustersServiceApi, ClustersServiceConfig};
@@ -425,7 +424,7 @@ impl ClustersServiceSource {
     /// One poll of the given kind: read, deliver, record success. Returns
     /// whether every request succeeded.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
-        let observed_at = Timestamp::now();
+        let observed_at = self.ctx.clock.now();
         let initial = !self.synced;
         let mut out = Vec::new();
         let mut unknown = Vec::new();
@@ -447,7 +446,7 @@ impl ClustersServiceSource {
         if ok {
             self.ctx
                 .metrics
-                .sync_succeeded(&self.ctx.name, Timestamp::now());
+                .sync_succeeded(&self.ctx.name, self.ctx.clock.now());
         } else {
             self.ctx.metrics.sync_failed(&self.ctx.name);
         }

@@ -359,7 +359,7 @@ impl MaestroSource {
     /// One poll: read, deliver, record success. An incremental poll before
     /// anything was seen is a full one. Returns whether it succeeded.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
-        let observed_at = Timestamp::now();
+        let observed_at = self.ctx.clock.now();
         let initial = !self.synced;
         let kind = match (kind, self.newest_updated_at) {
             (PollKind::Incremental, Some(_)) if self.synced => PollKind::Incremental,
@@ -428,7 +428,7 @@ impl MaestroSource {
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
         self.ctx
             .metrics
-            .sync_succeeded(&self.ctx.name, Timestamp::now());
+            .sync_succeeded(&self.ctx.name, self.ctx.clock.now());
         true
     }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::clock::Clock;
 use crate::metrics::exporter::ExporterMetrics;
 use crate::model::{Batch, Observation};
 
@@ -26,6 +27,10 @@ pub struct SourceContext {
     pub name: String,
     pub sink: Arc<dyn ObservationSink>,
     pub metrics: ExporterMetrics,
+    /// Stamps what the source read (the fallback for missing upstream times)
+    /// and its successful syncs. Sources never read the wall clock
+    /// themselves, and never use time to decide a phase (docs/design.md §3.4).
+    pub clock: Clock,
 }
 
 /// The result of turning one upstream response into observations.

@@ -26,7 +26,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
 use parking_lot::RwLock;
 use serde::Deserialize;
 
@@ -365,7 +364,7 @@ impl RpFrontendSource {
     }
 
     async fn poll_targets(&mut self, all: bool) -> bool {
-        let observed_at = Timestamp::now();
+        let observed_at = self.ctx.clock.now();
         let now = Instant::now();
         let initial = !self.targets.iter().all(|t| t.succeeded_once);
         let mut out = Vec::new();
@@ -421,7 +420,7 @@ impl RpFrontendSource {
         if ok {
             self.ctx
                 .metrics
-                .sync_succeeded(&self.ctx.name, Timestamp::now());
+                .sync_succeeded(&self.ctx.name, self.ctx.clock.now());
         } else {
             self.ctx.metrics.sync_failed(&self.ctx.name);
         }

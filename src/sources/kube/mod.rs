@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use jiff::Timestamp;
 use kube::Client;
 use kube::api::Api;
 use kube::core::{DeserializeGuard, Resource};
@@ -230,7 +229,7 @@ impl Shared {
     /// Flush the mapper into one batch; the sink is called under our lock
     /// so batches of different kinds reach the model in mapper order.
     fn emit(&self, inner: &mut Inner, initial: bool, kind: WatchKind) {
-        let now = Timestamp::now();
+        let now = self.ctx.clock.now();
         let observations = inner.mapper.flush();
         match kind {
             WatchKind::MultiClusterEngine => {
@@ -273,7 +272,7 @@ impl Shared {
         if inner.healthy.values().all(|ok| *ok) {
             self.ctx
                 .metrics
-                .sync_succeeded(&self.source, Timestamp::now());
+                .sync_succeeded(&self.source, self.ctx.clock.now());
         } else {
             self.ctx.metrics.sync_failed(&self.source);
         }
@@ -285,7 +284,7 @@ impl Shared {
         if inner.healthy.values().all(|ok| *ok) {
             self.ctx
                 .metrics
-                .sync_succeeded(&self.source, Timestamp::now());
+                .sync_succeeded(&self.source, self.ctx.clock.now());
         }
     }
 

@@ -1,4 +1,7 @@
-//! The world's clock: real time for the demo, a hand-driven one for tests.
+//! "Now", for everything that is not the pure model: the sources' observation
+//! times, the store's model clock, the simulated world. Real time in `serve`
+//! and the demo; a hand-driven one in tests, so a test that sets the clock
+//! knows exactly what every part sees (docs/design.md §3.4).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,10 +9,10 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use parking_lot::Mutex;
 
-/// Where the world reads "now". Everything the world serves is a pure function
-/// of this time, so a test that sets the clock knows exactly what is on the wire.
+/// Where a part reads "now". Everything the world serves is a pure function
+/// of this time, and sources stamp what they read with it.
 #[derive(Clone, Debug, Default)]
-pub enum SimClock {
+pub enum Clock {
     #[default]
     Real,
     Manual(ManualClock),
@@ -39,33 +42,33 @@ impl ManualClock {
     }
 }
 
-impl SimClock {
+impl Clock {
     /// A manual clock starting at `t0`.
-    pub fn manual(t0: Timestamp) -> SimClock {
-        SimClock::Manual(ManualClock::new(t0))
+    pub fn manual(t0: Timestamp) -> Clock {
+        Clock::Manual(ManualClock::new(t0))
     }
 
     pub fn now(&self) -> Timestamp {
         match self {
-            SimClock::Real => Timestamp::now(),
-            SimClock::Manual(m) => m.now(),
+            Clock::Real => Timestamp::now(),
+            Clock::Manual(m) => m.now(),
         }
     }
 
     /// Moves a manual clock forward. Real time cannot be moved: this is a
-    /// no-op on [`SimClock::Real`] (logged, since it is almost surely a test bug).
+    /// no-op on [`Clock::Real`] (logged, since it is almost surely a test bug).
     pub fn advance(&self, d: Duration) {
         match self {
-            SimClock::Real => tracing::warn!("SimClock::advance called on the real clock; ignored"),
-            SimClock::Manual(m) => m.advance(d),
+            Clock::Real => tracing::warn!("Clock::advance called on the real clock; ignored"),
+            Clock::Manual(m) => m.advance(d),
         }
     }
 
     /// Sets a manual clock. No-op (logged) on the real clock.
     pub fn set(&self, t: Timestamp) {
         match self {
-            SimClock::Real => tracing::warn!("SimClock::set called on the real clock; ignored"),
-            SimClock::Manual(m) => m.set(t),
+            Clock::Real => tracing::warn!("Clock::set called on the real clock; ignored"),
+            Clock::Manual(m) => m.set(t),
         }
     }
 }
