@@ -1,4 +1,4 @@
-//! The JSON form of a timeline served at `/api/v1/clusters` (DESIGN section 7).
+//! The JSON form of a timeline served at `/api/v1/clusters` (docs/design.md §12.2).
 
 use std::collections::BTreeMap;
 

@@ -73,14 +73,14 @@ impl LogFormat {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SloConfig {
-    /// A creation is good when it completes within this (DESIGN section 5).
+    /// A creation is good when it completes within this (docs/design.md §6.1).
     #[serde(with = "humantime_serde")]
     pub creation_target: Duration,
     /// Hops whose readiness completes a creation. Empty: derived from the
     /// sources in scope (hosted_cluster when visible, plus rp_frontend when
     /// the RP is in scope; clusters_service when neither is).
     pub terminal_hops: Vec<Hop>,
-    /// How long each hop may stay not ready (docs/design.md §5.2); a
+    /// How long each hop may stay not ready (docs/design.md §3.5); a
     /// never-Available HostedCluster Degraded past its budget is failed.
     pub hop_budgets: HopBudgets,
 }
@@ -818,7 +818,7 @@ impl Config {
     }
 
     /// Hops whose readiness completes a creation: `slo.terminal_hops` when
-    /// set, else derived from the sources in scope (DESIGN section 2).
+    /// set, else derived from the sources in scope (docs/design.md §3.6).
     pub fn terminal_hops(&self) -> Vec<Hop> {
         if !self.slo.terminal_hops.is_empty() {
             return self.slo.terminal_hops.clone();
@@ -846,7 +846,7 @@ impl Config {
 
     /// Hops some configured source can see, in path order. Maestro sees
     /// ManifestWork, HostedCluster and NodePool through status feedback
-    /// (DESIGN section 1); management clusters add what their watches see.
+    /// (docs/design.md §2.6); management clusters add what their watches see.
     pub fn observable_hops(&self) -> Vec<Hop> {
         let mut hops = Vec::new();
         if self.sources.rp_frontend.is_some() {

@@ -149,7 +149,7 @@ hcpflow_hop_phase{cluster_id="c-fail",hop="clusters_service",phase="failed",stat
     }
 }
 
-/// DESIGN section 3: at most 40 series per cluster with the default
+/// docs/design.md §5.4: at most 40 series per cluster with the default
 /// allow-lists, for a cluster seen on all eight hops with one node pool.
 #[test]
 fn series_budget_per_cluster_is_at_most_40() {
@@ -441,7 +441,7 @@ fn docs_metrics_md_matches_a_real_scrape() {
     }
 }
 
-/// DESIGN section 1: ACM's collector rewrites series carrying `_id` (and drops
+/// docs/design.md §4.5: ACM's collector rewrites series carrying `_id` (and drops
 /// the batch when the id is unknown), and `cluster` is the multi-cluster
 /// target label. Neither may appear.
 #[test]

@@ -748,7 +748,7 @@ async fn served_json_has_the_reference_field_names() {
         &[".resourceStatus.manifests[].statusFeedback.values[].fieldValue.integer"],
         "ManifestWork status",
     );
-    // The bundle's own keys per FACTS 6.
+    // The bundle's own keys per docs/design.md §10.6.
     let top: BTreeSet<&str> = bundle
         .as_object()
         .unwrap()

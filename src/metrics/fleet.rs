@@ -4,7 +4,7 @@
 //! only concatenates them under each family header (kube-state-metrics' method),
 //! which is what keeps a 10,000-cluster scrape within tens of milliseconds.
 //! Only the current value of each set is emitted (value 1), never the whole set
-//! with zeros (DESIGN section 3).
+//! with zeros (docs/design.md §5.2).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -106,7 +106,7 @@ pub const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
 ];
 
 /// Which conditions and reasons become label values (the rest: not emitted,
-/// or reason `other`). Bounded lists keep the series budget (DESIGN section 3).
+/// or reason `other`). Bounded lists keep the series budget (docs/design.md §5.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RenderConfig {
     pub conditions: BTreeMap<Hop, BTreeSet<String>>,
@@ -138,7 +138,7 @@ impl Default for RenderConfig {
     }
 }
 
-/// Condition reasons of the upstreams (reference FACTS 1-5) worth a label value.
+/// Condition reasons of the upstreams (docs/design.md §10.1–§10.5) worth a label value.
 pub const DEFAULT_REASONS: &[&str] = &[
     "AsExpected",
     "StatusUnknown",

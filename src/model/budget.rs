@@ -1,5 +1,5 @@
 //! Per-hop budgets: the longest a hop may stay in one not-ready phase while
-//! its creation is in flight (docs/design.md, "Budgets").
+//! its creation is in flight (docs/design.md §3.5).
 //!
 //! One table serves the model (a never-Available HostedCluster Degraded past
 //! its hop budget is `failed`), the published `hcpflow_hop_budget_seconds`,

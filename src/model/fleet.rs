@@ -27,7 +27,7 @@ use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timel
 /// What the model needs to know of the configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelConfig {
-    /// A creation completing within this is good (DESIGN section 5).
+    /// A creation completing within this is good (docs/design.md §6.1).
     pub creation_target: Duration,
     /// Hops whose readiness completes a creation; all must be ready.
     pub terminal_hops: Vec<Hop>,

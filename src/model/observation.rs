@@ -17,7 +17,7 @@ pub struct Batch {
     /// The `source` label value, e.g. `clusters_service` or `kube/mgmt-1`.
     pub source: String,
     /// True for the source's first full sync: state is loaded silently, no
-    /// histogram or counter moves (DESIGN section 2).
+    /// histogram or counter moves (docs/design.md §3.3).
     pub initial: bool,
     /// When the exporter read this; the fallback for missing upstream times.
     pub observed_at: Timestamp,
@@ -27,7 +27,7 @@ pub struct Batch {
 /// How an observation finds its cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ClusterKey {
-    /// The join key of all hops (DESIGN section 1).
+    /// The join key of all hops (docs/design.md §4.1).
     Id(String),
     /// An ARM resource id (lower-cased) that Clusters Service maps to a
     /// cluster id; RP frontend observations wait for that join.

@@ -5,7 +5,8 @@ use jiff::Timestamp;
 
 use super::hop::{ConditionStatus, Hop, Phase, Via};
 use super::observation::{
-    Batch, Change, ClusterKey, Condition, HopError, HopView, Observation, PodCounts, Replicas,
+    Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, Observation,
+    PodCounts, Replicas,
 };
 
 /// Builds one observation; `.build()` or pass it to [`batch`].
@@ -125,6 +126,17 @@ impl Obs {
     }
     pub fn object(mut self, object: &str) -> Obs {
         self.observation.object = object.to_string();
+        self
+    }
+    /// Fails once `budget(hop)` has passed since `since`, if still so read.
+    pub fn fails_after_budget(mut self, since: Timestamp, code: &str) -> Obs {
+        self.view().fails_after_budget = Some(FailsAfterBudget {
+            since,
+            error: HopError {
+                code: code.to_string(),
+                message: String::new(),
+            },
+        });
         self
     }
     pub fn gone(mut self) -> Obs {

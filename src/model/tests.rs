@@ -517,3 +517,111 @@ fn shards_split_the_fleet_stably() {
     assert!(f.get("cluster-1").is_some());
     assert!(f.len() < 200 && f.len() > 20);
 }
+
+/// A HostedCluster Degraded since t(2) and never Available, hop budget 15m.
+fn degraded(id: &str) -> Obs {
+    obs(id, Hop::HostedCluster)
+        .state("Degraded", Phase::Progressing)
+        .created(t(0))
+        .fails_after_budget(t(2), "ComponentsNotAvailable")
+}
+
+fn hop_phase(f: &Fleet, id: &str, hop: Hop) -> Option<Phase> {
+    f.get(id).and_then(|tl| tl.phase(hop))
+}
+
+#[test]
+fn a_budget_failure_is_decided_by_the_clock_one_step_late_never_early() {
+    let mut f = fleet();
+    f.apply(batch(false, t(3), vec![degraded("c1")]), t(3));
+    assert_eq!(
+        hop_phase(&f, "c1", Hop::HostedCluster),
+        Some(Phase::Progressing)
+    );
+    let just_before = t(17).checked_sub(SignedDuration::from_secs(1)).unwrap();
+    assert!(f.tick(just_before).events.is_empty());
+    assert_eq!(
+        hop_phase(&f, "c1", Hop::HostedCluster),
+        Some(Phase::Progressing)
+    );
+
+    let r = f.tick(t(17));
+    assert_eq!(hop_phase(&f, "c1", Hop::HostedCluster), Some(Phase::Failed));
+    assert!(r.changed.contains("c1"));
+    let hop = f.get("c1").unwrap().hop(Hop::HostedCluster).unwrap();
+    assert_eq!(hop.error().unwrap().code, "ComponentsNotAvailable");
+    assert_eq!(hop.since.at, t(2), "failed from the Degraded transition");
+    assert!(!hop.since.observed);
+    // Failed before the 20m target: a failed creation, counted once.
+    assert_eq!(creation_ended(&r.events), vec![(Outcome::Failed, 120)]);
+    assert_eq!(slo_events(&r.events), vec![SloOutcome::Failed]);
+    assert!(f.tick(t(30)).events.is_empty());
+
+    // The same reading again is the same decided state: nothing moves.
+    let again = f.apply(batch(false, t(31), vec![degraded("c1")]), t(31));
+    assert!(
+        again.changed.is_empty() && again.events.is_empty(),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn a_budget_deadline_whose_object_recovered_is_dropped() {
+    let mut f = fleet();
+    f.apply(batch(false, t(3), vec![degraded("c1")]), t(3));
+    let available = obs("c1", Hop::HostedCluster)
+        .state("Available", Phase::Ready)
+        .since(t(10));
+    f.apply(batch(false, t(10), vec![available]), t(10));
+    let r = f.tick(t(40));
+    assert_eq!(hop_phase(&f, "c1", Hop::HostedCluster), Some(Phase::Ready));
+    assert!(
+        r.events.iter().all(|e| !matches!(
+            e,
+            Event::HopEnded {
+                outcome: Outcome::Failed,
+                ..
+            }
+        )),
+        "{:?}",
+        r.events
+    );
+    assert_eq!(
+        f.pending_deadlines(),
+        0,
+        "every deadline settled or dropped"
+    );
+}
+
+#[test]
+fn a_first_sync_past_the_budget_loads_failed_silently() {
+    let mut f = fleet();
+    let r = f.apply(batch(true, t(30), vec![degraded("c1")]), t(30));
+    assert_eq!(hop_phase(&f, "c1", Hop::HostedCluster), Some(Phase::Failed));
+    assert!(r.events.is_empty(), "{:?}", r.events);
+    assert!(f.tick(t(60)).events.is_empty());
+}
+
+#[test]
+fn a_tick_settles_only_what_is_due() {
+    let mut f = fleet();
+    let many: Vec<Obs> = (0..1000)
+        .map(|i| {
+            obs(&format!("c{i}"), Hop::ClustersService)
+                .state("installing", Phase::Progressing)
+                .created(t(i64::from(i % 100)))
+        })
+        .collect();
+    f.apply(batch(false, t(0), many), t(0));
+    assert_eq!(
+        f.pending_deadlines(),
+        1000,
+        "one late deadline per creation"
+    );
+    assert_eq!(f.next_deadline(), Some(t(20)));
+    // At t(29) the creations started at t(0)..=t(9) are late: 10 per minute.
+    let r = f.tick(t(29));
+    assert_eq!(slo_events(&r.events).len(), 100);
+    assert_eq!(f.pending_deadlines(), 900);
+    assert_eq!(f.next_deadline(), Some(t(30)));
+}

@@ -1,7 +1,7 @@
 //! The simulated world: loopback servers that speak the ARO HCP RP frontend,
 //! Clusters Service and Maestro HTTP APIs with the reference wire shapes, over
 //! a seeded fleet going through creations (and, with churn, deletions) with
-//! realistic per-hop delays and injected faults (DESIGN section 6).
+//! realistic per-hop delays and injected faults (docs/design.md §11).
 //!
 //! Everything served is a pure function of the seeded per-cluster plans and
 //! the [`SimClock`], so the world is deterministic for (seed, clusters, start

@@ -267,7 +267,7 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         None
     };
 
-    // Per-hop delays in world seconds (DESIGN section 6, sim brief).
+    // Per-hop delays in world seconds (docs/design.md §11.3).
     let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
     let cs_created = at(created, 2.0, 8.0);
     let cs_pending = at(cs_created, 8.0, 25.0);

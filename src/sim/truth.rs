@@ -1,5 +1,5 @@
 //! Ground truth: what a correct exporter should report for each cluster at a
-//! given instant. Computed from the plan with DESIGN section 1's phase table
+//! given instant. Computed from the plan with the phase tables of docs/design.md §2.2 (see §11.4)
 //! written out again here, on purpose without calling any exporter mapping
 //! function, so the truth stays an independent check.
 
@@ -252,7 +252,7 @@ impl FaultKind {
 }
 
 /// The management cluster's direct view of one creation at `now`, from the
-/// spec's times and DESIGN section 1's phase table (written out again here,
+/// spec's times and the phase tables of docs/design.md §2.2 (written out again here,
 /// independent of the exporter's mapping and of the object renderer).
 /// `degraded_budget`: how long a HostedCluster may be Degraded, never having
 /// been Available, before it counts as failed.

@@ -466,7 +466,7 @@ fn np_status(v: &NodePoolView) -> Value {
     s
 }
 
-/// The inner ManifestWork `.status` (FACTS 5 shape) at status time `st`.
+/// The inner ManifestWork `.status` (shape in docs/design.md §10.5) at status time `st`.
 pub(crate) fn mw_status(p: &Plan, st: Ms) -> Value {
     let s = p.bundle_applied.unwrap_or(p.bundle_created);
     let ns = p.hc_namespace();

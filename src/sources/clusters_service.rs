@@ -1,5 +1,5 @@
-//! Clusters Service (OCM): hop `clusters_service` (DESIGN section 1; wire
-//! shapes in reference FACTS 8), through `/api/aro_hcp/v1alpha1` or
+//! Clusters Service (OCM): hop `clusters_service` (docs/design.md §1.1; wire
+//! shapes in docs/design.md §10.8), through `/api/aro_hcp/v1alpha1` or
 //! `/api/clusters_mgmt/v1`.
 //!
 //! Polling rules, each a paged list (`page`/`size`/`total`), so a poll costs
@@ -238,7 +238,7 @@ pub fn parse_cluster(
     let code = non_empty(status.provision_error_code.as_deref());
     let message = non_empty(status.provision_error_message.as_deref()).or(
         // The description explains an error state when no message is given
-        // (how the RP backend words a CS failure, FACTS 7).
+        // (how the RP backend words a CS failure, docs/design.md §2.4, §10.7).
         if code.is_some() || phase == Phase::Failed {
             non_empty(status.description.as_deref())
         } else {

@@ -1,7 +1,7 @@
 //! Maestro resource bundles: hop `maestro_bundle`, and through the bundle's
 //! status feedback the hops `manifestwork`, `hosted_cluster` and `node_pool`
-//! marked `via="maestro"` (DESIGN section 1; wire shapes in reference FACTS 5
-//! and 6).
+//! marked `via="maestro"` (docs/design.md §2.6;
+//! wire shapes in §10.5 and §10.6).
 //!
 //! The nesting read (the contract with the simulated world and with ARO HCP):
 //! bundle `status.resourceStatus[]` → the manifest whose `resourceMeta.kind`

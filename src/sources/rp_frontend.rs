@@ -1,5 +1,5 @@
 //! ARO HCP RP frontend: `Microsoft.RedHatOpenShift/hcpOpenShiftClusters`
-//! (hop `rp_frontend`, DESIGN section 1; wire shapes in reference FACTS 7).
+//! (hop `rp_frontend`, docs/design.md §1.1; wire shapes in §10.7).
 //!
 //! Reads per subscription
 //! `GET {base}/subscriptions/{sub}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=V`

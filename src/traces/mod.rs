@@ -1,4 +1,4 @@
-//! One OpenTelemetry trace per cluster creation (DESIGN section 4).
+//! One OpenTelemetry trace per cluster creation (docs/design.md §7).
 //!
 //! Ids are derived from the cluster id, so every instance and every restart
 //! agrees on them and spans from the service and management sides land in one

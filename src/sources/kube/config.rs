@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// How HostedClusters map to cluster ids (DESIGN section 1).
+/// How HostedClusters map to cluster ids (docs/design.md §4.2, §4.3).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum KubeMode {

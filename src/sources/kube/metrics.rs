@@ -11,7 +11,7 @@ use prometheus_client::registry::Registry;
 
 use super::mapping::AgentFacts;
 
-/// `status.phase` values of a MultiClusterEngine (reference FACTS 9).
+/// `status.phase` values of a MultiClusterEngine (docs/design.md §10.9).
 pub const MCE_PHASES: &[&str] = &[
     "Progressing",
     "Paused",

@@ -1,5 +1,5 @@
 //! Management-side hops (4–8) over Kubernetes watches, one watcher set per
-//! management cluster (issue 3).
+//! management cluster (docs/design.md §9.6).
 //!
 //! Each [`KubeSource`] runs one task per watched kind; they share one
 //! [`mapping::Mapper`] (cross-kind joins: a control plane is a

@@ -3,7 +3,7 @@
 //! One [`Mapper`] per management cluster keeps the few facts it needs of each
 //! watched object (never the object): the hop reading of the shared view
 //! (`crate::views`, the same one the Maestro feedback path uses) plus what
-//! the joins need. It resolves each to a `cluster_id` (docs/design.md §2),
+//! the joins need. It resolves each to a `cluster_id` (docs/design.md §4),
 //! one file per kind, and on [`Mapper::flush`] emits only what changed since
 //! the last emission. Objects that cannot be resolved yet (a self-managed
 //! NodePool or ManagedCluster seen before its HostedCluster) wait, and are

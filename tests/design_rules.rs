@@ -1,0 +1,169 @@
+//! Rules of the design that a reader can check with grep, checked here so they
+//! stay true (docs/design.md §1.3):
+//! - no source, view or model code reads the wall clock: sources stamp what
+//!   they read with their context's clock, and phases that change with time
+//!   are the model's, from its injected clock;
+//! - the model settles time-driven phases from a deadline queue: no code path
+//!   of `Fleet` walks every timeline except the read-only `iter()` accessor;
+//! - comments cite the project's own docs, never a document outside the
+//!   repository or an issue number.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn files_under(dirs: &[&str]) -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut paths);
+    }
+    paths.sort();
+    assert!(!paths.is_empty(), "no Rust files under {dirs:?}");
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            (p, text)
+        })
+        .collect()
+}
+
+/// The code part of a line (what precedes a `//` comment).
+fn code_of(line: &str) -> &str {
+    line.split("//").next().unwrap_or("")
+}
+
+#[test]
+fn no_source_view_or_model_reads_the_wall_clock() {
+    let mut hits = Vec::new();
+    for (path, text) in files_under(&["src/sources", "src/views", "src/model"]) {
+        for (n, line) in text.lines().enumerate() {
+            let code = code_of(line);
+            if code.contains("Timestamp::now()") || code.contains("SystemTime::now()") {
+                hits.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "use the context's clock instead:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_fleet_never_walks_every_timeline_on_the_way_of_an_event() {
+    let (path, text) = files_under(&["src/model"])
+        .into_iter()
+        .find(|(p, _)| p.ends_with("model/fleet.rs"))
+        .unwrap_or_else(|| panic!("src/model/fleet.rs is missing"));
+    let walks: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let code = code_of(l);
+            [
+                "self.clusters.values",
+                "self.clusters.iter",
+                "self.clusters.keys",
+            ]
+            .iter()
+            .any(|w| code.contains(w))
+        })
+        .collect();
+    // The only walk is the read-only accessor the store renders from.
+    assert_eq!(walks.len(), 1, "{}: {walks:?}", path.display());
+    let before: Vec<&str> = text.lines().take(walks[0].0).collect();
+    let accessor = before
+        .iter()
+        .rev()
+        .find(|l| l.contains("fn "))
+        .copied()
+        .unwrap_or("");
+    assert!(
+        accessor.contains("pub fn iter(&self)"),
+        "{}: a walk over every timeline outside `iter()`: {walks:?}",
+        path.display()
+    );
+}
+
+#[test]
+fn comments_cite_the_projects_own_docs_only() {
+    let mut hits = Vec::new();
+    for (path, text) in files_under(&["src", "tests"]) {
+        if path.ends_with("design_rules.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("//") else {
+                continue;
+            };
+            let comment = &line[at..];
+            if cites_outside(comment) {
+                hits.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "cite docs/design.md (or another page under docs/) instead:\n{}",
+        hits.join("\n")
+    );
+}
+
+/// `DESIGN section 2`, `DESIGN §2`, `DESIGN.md`, `FACTS 5`, `issue 3`.
+fn cites_outside(comment: &str) -> bool {
+    let words: Vec<&str> = comment
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let numbered = |w: &str| {
+        w.trim_start_matches('§')
+            .trim_end_matches([':', '.', ';'])
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    };
+    words.windows(2).any(|pair| {
+        let (a, b) = (pair[0], pair[1]);
+        (a == "DESIGN" && (b == "section" || b.starts_with('§') || numbered(b)))
+            || (a == "FACTS" && numbered(b))
+            || (a.eq_ignore_ascii_case("issue") && (numbered(b) || b.starts_with('#')))
+    }) || words
+        .iter()
+        .any(|w| w.starts_with("DESIGN.md") || w.starts_with("DESIGN§"))
+}
+
+#[test]
+fn the_citation_check_catches_what_it_should() {
+    for bad in [
+        "// (DESIGN section 2)",
+        "// see DESIGN §3",
+        "/// wire shapes in reference FACTS 5 and 6",
+        "// as issue 3 asked",
+        "// see DESIGN.md",
+    ] {
+        assert!(cites_outside(bad), "{bad}");
+    }
+    for good in [
+        "// docs/design.md §3.4",
+        "// the design (docs/design.md) says",
+        "// an issue with the upstream",
+        "// FACTS are in docs",
+    ] {
+        assert!(!cites_outside(good), "{good}");
+    }
+}
