@@ -14,7 +14,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use url::Url;
 
-use crate::config::{ClustersServiceApi, Config, ConfigError, LogFormat, check_config};
+use crate::config::{
+    ClustersServiceApi, ClustersServiceOverrides, Config, ConfigError, HttpOverrides,
+    KubeOverrides, LogFormat, Overrides, RpFrontendOverrides, check_config,
+};
 use crate::model::Hop;
 
 /// Follows every OpenShift hosted control plane creation hop by hop (RP
@@ -72,7 +75,7 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// The effective, validated configuration.
     pub fn load_config(&self) -> Result<Config, ConfigError> {
-        Config::load(self.config.as_deref(), &self.overrides)
+        Config::load(self.config.as_deref(), &Overrides::from(&self.overrides))
     }
 }
 
@@ -196,30 +199,40 @@ pub struct KubeFlags {
     pub environment: Option<String>,
 }
 
-impl KubeFlags {
-    /// Whether the flags name management clusters (and so replace the file's list).
-    pub fn names_clusters(&self) -> bool {
-        self.kubeconfig.is_some() || self.contexts.is_some() || self.in_cluster.is_some()
+impl From<&ServeOverrides> for Overrides {
+    fn from(o: &ServeOverrides) -> Overrides {
+        Overrides {
+            listen: o.listen,
+            log_format: o.log_format,
+            slo_creation_target: o.slo_creation_target,
+            slo_terminal_hops: o.slo_terminal_hops.clone(),
+            shard: o.shard,
+            total_shards: o.total_shards,
+            rp_frontend: RpFrontendOverrides {
+                http: o.rp_frontend.http(),
+                api_version: o.rp_frontend.api_version.clone(),
+                subscriptions: o.rp_frontend.subscriptions.clone(),
+                resource_ids: o.rp_frontend.resource_ids.clone(),
+            },
+            clusters_service: ClustersServiceOverrides {
+                http: o.clusters_service.http(),
+                api: o.clusters_service.api,
+            },
+            maestro: o.maestro.http(),
+            kube: KubeOverrides::from(&o.kube),
+        }
     }
 }
 
-/// The HTTP settings every source shares, as given by flags or variables.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HttpOverrides {
-    pub base_url: Option<Url>,
-    pub bearer_token_file: Option<PathBuf>,
-    pub ca_file: Option<PathBuf>,
-    pub insecure_skip_tls_verify: Option<bool>,
-    pub timeout: Option<Duration>,
-    pub page_size: Option<u32>,
-    pub fast_poll_interval: Option<Duration>,
-    pub slow_poll_interval: Option<Duration>,
-    pub full_relist_interval: Option<Duration>,
-}
-
-impl HttpOverrides {
-    pub fn any_set(&self) -> bool {
-        *self != HttpOverrides::default()
+impl From<&KubeFlags> for KubeOverrides {
+    fn from(k: &KubeFlags) -> KubeOverrides {
+        KubeOverrides {
+            kubeconfig: k.kubeconfig.clone(),
+            contexts: k.contexts.clone(),
+            in_cluster: k.in_cluster.clone(),
+            mode: k.mode,
+            environment: k.environment.clone(),
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! Configuration: the YAML file, flags and `HCPFLOW_*` variables, validated.
 //!
 //! Precedence is flag > environment > file > default. Clap resolves flag over
-//! environment into [`ServeOverrides`]; [`Config::load`] lays those over the
-//! file. Every problem is reported with the dotted path of the key it concerns
+//! environment, the command line hands the result over as [`Overrides`], and
+//! [`Config::load`] lays those over the file. Every problem is reported with the dotted path of the key it concerns
 //! (`sources.maestro.fast_poll_interval`), and all of them at once, because an
 //! SRE fixing a config in a pipeline should not have to iterate one error at a
 //! time.
@@ -24,6 +24,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 pub use error::{ConfigError, FieldError};
+pub use overlay::{
+    ClustersServiceOverrides, HttpOverrides, KubeOverrides, Overrides, RpFrontendOverrides,
+};
 pub use types::{
     Auth, ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, KubeMode,
     KubeSourceConfig, LogFormat, MaestroConfig, RpFrontendConfig, SOURCE_CLUSTERS_SERVICE,
@@ -32,19 +35,18 @@ pub use types::{
 };
 pub use validate::{check_cluster_resource_id, is_guid};
 
-use crate::cli::ServeOverrides;
 use file::{ParsedFile, parse_file};
 
 /// Loads and validates `path` alone (no flags, no environment), for
 /// `hcp-flow check-config`.
 pub fn check_config(path: &Path) -> Result<Config, Vec<FieldError>> {
-    Config::load(Some(path), &ServeOverrides::default()).map_err(ConfigError::into_field_errors)
+    Config::load(Some(path), &Overrides::default()).map_err(ConfigError::into_field_errors)
 }
 
 impl Config {
     /// Reads `file` (if any), lays `overrides` over it and validates the
     /// result. Every error is reported, each with its key path.
-    pub fn load(file: Option<&Path>, overrides: &ServeOverrides) -> Result<Config, ConfigError> {
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
         let parsed = match file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {

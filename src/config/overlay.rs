@@ -1,22 +1,102 @@
 //! Laying flag and environment values over the file's.
+//!
+//! The override shapes are plain data, defined here rather than by the
+//! command line, so configuration never depends on how values were parsed:
+//! `cli` maps its clap arguments into [`Overrides`], and tests or other
+//! front ends can build one directly.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use url::Url;
 
 use super::error::FieldError;
 use super::types::{
-    Auth, ClustersServiceConfig, Config, HttpSourceConfig, KubeSourceConfig, MaestroConfig,
-    RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND,
+    Auth, ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, KubeMode,
+    KubeSourceConfig, LogFormat, MaestroConfig, RpFrontendConfig, SOURCE_CLUSTERS_SERVICE,
+    SOURCE_MAESTRO, SOURCE_RP_FRONTEND,
 };
-use crate::cli::{HttpOverrides, KubeFlags, ServeOverrides};
+use crate::model::Hop;
+
+/// Every `serve` setting that can come from outside the file. `None` leaves
+/// the file (or the default) in charge, so an unset flag never beats a key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    pub log_format: Option<LogFormat>,
+    pub slo_creation_target: Option<Duration>,
+    pub slo_terminal_hops: Option<Vec<Hop>>,
+    pub shard: Option<u32>,
+    pub total_shards: Option<u32>,
+    pub rp_frontend: RpFrontendOverrides,
+    pub clusters_service: ClustersServiceOverrides,
+    pub maestro: HttpOverrides,
+    pub kube: KubeOverrides,
+}
+
+/// The HTTP settings every polled source shares.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpOverrides {
+    pub base_url: Option<Url>,
+    pub bearer_token_file: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_tls_verify: Option<bool>,
+    pub timeout: Option<Duration>,
+    pub page_size: Option<u32>,
+    pub fast_poll_interval: Option<Duration>,
+    pub slow_poll_interval: Option<Duration>,
+    pub full_relist_interval: Option<Duration>,
+}
+
+impl HttpOverrides {
+    pub fn any_set(&self) -> bool {
+        *self != HttpOverrides::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RpFrontendOverrides {
+    pub http: HttpOverrides,
+    pub api_version: Option<String>,
+    pub subscriptions: Option<Vec<String>>,
+    pub resource_ids: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClustersServiceOverrides {
+    pub http: HttpOverrides,
+    pub api: Option<ClustersServiceApi>,
+}
+
+/// Management clusters named outside the file. Naming any replaces the
+/// file's list; `mode` and `environment` apply to every management cluster.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KubeOverrides {
+    pub kubeconfig: Option<PathBuf>,
+    /// `context` or `name=context`, one management cluster each.
+    pub contexts: Option<Vec<String>>,
+    /// The name of the cluster this pod runs in, watched through its
+    /// service account.
+    pub in_cluster: Option<String>,
+    pub mode: Option<KubeMode>,
+    pub environment: Option<String>,
+}
+
+impl KubeOverrides {
+    /// Whether the overrides name management clusters (and so replace the
+    /// file's list).
+    pub fn names_clusters(&self) -> bool {
+        self.kubeconfig.is_some() || self.contexts.is_some() || self.in_cluster.is_some()
+    }
+}
 
 impl Config {
     /// Lays flag/environment values over the file's. A `--<source>-base-url`
     /// creates a source the file does not have; other per-source settings
     /// without a base URL anywhere are an error rather than silently unused.
-    pub fn apply_overrides(&mut self, o: &ServeOverrides) -> Vec<FieldError> {
+    pub fn apply_overrides(&mut self, o: &Overrides) -> Vec<FieldError> {
         self.apply_overrides_except(o, &BTreeSet::new())
     }
 
@@ -25,7 +105,7 @@ impl Config {
     /// from a flag would hide it).
     pub(super) fn apply_overrides_except(
         &mut self,
-        o: &ServeOverrides,
+        o: &Overrides,
         failed: &BTreeSet<String>,
     ) -> Vec<FieldError> {
         let mut errors = Vec::new();
@@ -48,7 +128,7 @@ impl Config {
             self.shard.total = total;
         }
 
-        let rp = o.rp_frontend.http();
+        let rp = &o.rp_frontend.http;
         let rp_own_set = o.rp_frontend.api_version.is_some()
             || o.rp_frontend.subscriptions.is_some()
             || o.rp_frontend.resource_ids.is_some();
@@ -56,7 +136,7 @@ impl Config {
             && let Some(cfg) = overlay_source(
                 &mut self.sources.rp_frontend,
                 SOURCE_RP_FRONTEND,
-                &rp,
+                rp,
                 rp_own_set,
                 RpFrontendConfig::new,
                 |c| &mut c.http,
@@ -74,12 +154,12 @@ impl Config {
             }
         }
 
-        let cs = o.clusters_service.http();
+        let cs = &o.clusters_service.http;
         if !failed.contains("sources.clusters_service")
             && let Some(cfg) = overlay_source(
                 &mut self.sources.clusters_service,
                 SOURCE_CLUSTERS_SERVICE,
-                &cs,
+                cs,
                 o.clusters_service.api.is_some(),
                 ClustersServiceConfig::new,
                 |c| &mut c.http,
@@ -90,12 +170,11 @@ impl Config {
             cfg.api = api;
         }
 
-        let m = o.maestro.http();
         if !failed.contains("sources.maestro") {
             overlay_source(
                 &mut self.sources.maestro,
                 SOURCE_MAESTRO,
-                &m,
+                &o.maestro,
                 false,
                 MaestroConfig::new,
                 |c| &mut c.http,
@@ -111,7 +190,7 @@ impl Config {
     /// `--kubeconfig`/`--kube-contexts`/`--kube-in-cluster` replace the file's
     /// management clusters (a list given by flag replaces the file's list);
     /// `--kube-mode`/`--kube-environment` apply to all of them.
-    fn overlay_kube(&mut self, o: &KubeFlags, errors: &mut Vec<FieldError>) {
+    fn overlay_kube(&mut self, o: &KubeOverrides, errors: &mut Vec<FieldError>) {
         if o.names_clusters() {
             let mut list = Vec::new();
             let mode = o.mode.unwrap_or_default();
