@@ -8,6 +8,7 @@ pub mod app;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod metrics;
 pub mod model;
 pub mod server;
