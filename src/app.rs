@@ -1,5 +1,6 @@
 //! Wiring: config → store → sources → server, for `serve`, `demo` and the
-//! benchmark. No logic of its own beyond starting and stopping things.
+//! benchmark. No logic of its own beyond starting and stopping things, and
+//! nothing of the simulated world (that is `demo`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,19 +8,14 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::config::{
-    ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, MaestroConfig,
-    RpFrontendConfig,
-};
+use crate::config::{Config, HttpSourceConfig};
 use crate::metrics::fleet::RenderConfig;
 use crate::model::ModelConfig;
-use crate::sim::mgmt::MgmtCluster;
-use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig};
 use crate::sources::SourceContext;
 use crate::sources::clusters_service::ClustersServiceSource;
 use crate::sources::http::BuildError;
 use crate::sources::http::{HttpClient, RequestHook};
-use crate::sources::kube::{KubeMetrics, KubeMode, KubeSource, KubeSourceConfig};
+use crate::sources::kube::{KubeMetrics, KubeSource, KubeSourceConfig};
 use crate::sources::maestro::MaestroSource;
 use crate::sources::rp_frontend::RpFrontendSource;
 use crate::store::{Store, StoreConfig};
@@ -40,16 +36,10 @@ pub enum AppError {
         #[source]
         cause: std::io::Error,
     },
-    #[error("the simulated world could not start")]
-    World(#[source] std::io::Error),
     #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
     #[error("the OTLP trace export is misconfigured")]
     Traces(#[source] TracesError),
-    #[error("the simulated management clusters could not start")]
-    KubeWorld(#[source] std::io::Error),
-    #[error("the demo kubeconfig could not be written")]
-    Kubeconfig(#[source] crate::sim::kube::KubeSimError),
 }
 
 /// Handles of the families other parts register next to the store's.
@@ -271,200 +261,4 @@ pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, AppError>
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|cause| AppError::Listen { addr, cause })
-}
-
-/// Settings of `hcp-flow demo`.
-#[derive(Clone, Debug)]
-pub struct DemoSettings {
-    pub clusters: usize,
-    pub speed: f64,
-    pub seed: u64,
-    pub faults: bool,
-    pub listen: SocketAddr,
-}
-
-/// A simulated world and the exporter configuration that reads it.
-pub struct Demo {
-    pub world: World,
-    pub endpoints: Endpoints,
-    /// The world's management clusters (one simulated Kubernetes API server
-    /// each), watched through `kubeconfig`.
-    pub mgmt_clusters: Vec<MgmtCluster>,
-    pub kubeconfig: DemoKubeconfig,
-    pub config: Config,
-}
-
-impl Demo {
-    /// What the demo banner says about the simulated upstreams.
-    pub fn describe_upstreams(&self) -> String {
-        let mut out = format!(
-            "RP frontend {}, Clusters Service {}, Maestro {}",
-            self.endpoints.rp_frontend, self.endpoints.clusters_service, self.endpoints.maestro
-        );
-        for c in &self.mgmt_clusters {
-            out.push_str(&format!("\n    management cluster {} at {}", c.name, c.url));
-        }
-        out.push_str(&format!(
-            "\n    kubeconfig with one context per management cluster: {}",
-            self.kubeconfig.path().display()
-        ));
-        out
-    }
-}
-
-/// A kubeconfig in its own temporary directory, removed when dropped.
-#[derive(Debug)]
-pub struct DemoKubeconfig {
-    dir: std::path::PathBuf,
-    path: std::path::PathBuf,
-}
-
-impl DemoKubeconfig {
-    fn write(clusters: &[MgmtCluster]) -> Result<DemoKubeconfig, AppError> {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("hcp-flow-demo-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|cause| {
-            AppError::Kubeconfig(crate::sim::kube::KubeSimError::Kubeconfig {
-                path: dir.display().to_string(),
-                cause,
-            })
-        })?;
-        let path = dir.join("kubeconfig");
-        let servers: Vec<(&str, &str)> = clusters
-            .iter()
-            .map(|c| (c.name.as_str(), c.url.as_str()))
-            .collect();
-        crate::sim::kube::write_kubeconfig(&path, &servers).map_err(AppError::Kubeconfig)?;
-        Ok(DemoKubeconfig { dir, path })
-    }
-
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-}
-
-impl Drop for DemoKubeconfig {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Start the world on loopback and derive a configuration for it: the same
-/// sources as production, with poll intervals and the SLO target divided by
-/// the speed so every signal shows within minutes.
-pub async fn start_demo_world(
-    settings: &DemoSettings,
-    latency: LatencyModel,
-) -> Result<Demo, AppError> {
-    let world = World::new(
-        WorldConfig {
-            clusters: settings.clusters,
-            speed: settings.speed,
-            seed: settings.seed,
-            faults: settings.faults,
-            churn: true,
-            latency,
-            subscriptions: 3,
-        },
-        SimClock::Real,
-    );
-    let endpoints = world.serve().await.map_err(AppError::World)?;
-    let mgmt_clusters = world.serve_kube().await.map_err(AppError::KubeWorld)?;
-    let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;
-    let mut config = demo_config(settings, &world, &endpoints);
-    config.sources.kube = demo_kube_sources(settings, &world, kubeconfig.path());
-    Ok(Demo {
-        world,
-        endpoints,
-        mgmt_clusters,
-        kubeconfig,
-        config,
-    })
-}
-
-/// One kube source per management cluster of the world, through its context
-/// in `kubeconfig`: ARO mode, the world's environment, and the time-dependent
-/// settings divided by the speed (the degraded budget is the one the world's
-/// truth assumes).
-pub fn demo_kube_sources(
-    settings: &DemoSettings,
-    world: &World,
-    kubeconfig: &std::path::Path,
-) -> Vec<KubeSourceConfig> {
-    let speed = if settings.speed > 0.0 {
-        settings.speed
-    } else {
-        1.0
-    };
-    world
-        .mgmt_clusters()
-        .iter()
-        .map(|c| {
-            let mut k = KubeSourceConfig::new(&c.name, KubeMode::Aro);
-            k.kubeconfig = Some(kubeconfig.to_path_buf());
-            k.context = Some(c.name.clone());
-            k.environment = crate::sim::mgmt::KUBE_ENVIRONMENT.to_string();
-            k.min_backoff = Duration::from_millis(200);
-            k.max_backoff = k.max_backoff.div_f64(speed).max(Duration::from_secs(2));
-            k
-        })
-        .collect()
-}
-
-pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints) -> Config {
-    let speed = if settings.speed > 0.0 {
-        settings.speed
-    } else {
-        1.0
-    };
-    let scaled = |d: Duration, floor: Duration| (d.div_f64(speed)).max(floor);
-    let http = |url: &url::Url| {
-        let mut http = HttpSourceConfig::new(url.clone());
-        http.fast_poll_interval = scaled(http.fast_poll_interval, Duration::from_millis(500));
-        http.slow_poll_interval = scaled(http.slow_poll_interval, Duration::from_secs(2));
-        http.full_relist_interval = scaled(http.full_relist_interval, Duration::from_secs(10));
-        http
-    };
-    let mut config = Config {
-        listen: settings.listen,
-        ..Config::default()
-    };
-    config.slo.creation_target = config.slo.creation_target.div_f64(speed);
-    // The world's truth assumes these budgets (the defaults, scaled alike).
-    config.slo.hop_budgets = world.hop_budgets();
-    config.sources.rp_frontend = Some(RpFrontendConfig {
-        http: http(&endpoints.rp_frontend),
-        api_version: crate::config::default_rp_api_version(),
-        subscriptions: world.subscriptions(),
-        resource_ids: Vec::new(),
-    });
-    config.sources.clusters_service = Some(ClustersServiceConfig {
-        http: http(&endpoints.clusters_service),
-        api: ClustersServiceApi::AroHcpV1alpha1,
-    });
-    config.sources.maestro = Some(MaestroConfig {
-        http: http(&endpoints.maestro),
-    });
-    config
-}
-
-/// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
-pub async fn bench(clusters: usize, scrapes: usize) -> Result<String, crate::bench::BenchError> {
-    let exposition =
-        tokio::task::spawn_blocking(move || crate::bench::exposition(clusters, scrapes))
-            .await
-            .map_err(|e| crate::bench::BenchError::Aborted(e.to_string()))?;
-    let end_to_end = crate::bench::end_to_end(clusters, scrapes).await?;
-    Ok(crate::bench::report(&exposition, &end_to_end))
-}
-
-/// `hcp-flow bench --kube`: the management-side benchmark, as the markdown
-/// docs/performance.md quotes (100 timed changes).
-pub async fn bench_kube(
-    clusters: usize,
-    scrapes: usize,
-) -> Result<String, crate::bench::BenchError> {
-    let figures = crate::bench::kube(clusters, scrapes, 100).await?;
-    Ok(crate::bench::report_kube(&figures))
 }

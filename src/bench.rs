@@ -350,14 +350,14 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         .and_then(|l| l.local_addr())
         .map_err(BenchError::World)?
         .port();
-    let settings = crate::app::DemoSettings {
+    let settings = crate::demo::DemoSettings {
         clusters,
         speed: 1.0,
         seed: 1,
         faults: false,
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
     };
-    let config = crate::app::demo_config(&settings, &world, &endpoints);
+    let config = crate::demo::demo_config(&settings, &world, &endpoints);
     let cycle = config
         .sources
         .maestro
@@ -719,4 +719,20 @@ pub fn report_kube(k: &KubeFigures) -> String {
         rss(k.rss_at_ready),
         rss(k.rss),
     )
+}
+
+/// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
+pub async fn run(clusters: usize, scrapes: usize) -> Result<String, BenchError> {
+    let exposition = tokio::task::spawn_blocking(move || exposition(clusters, scrapes))
+        .await
+        .map_err(|e| BenchError::Aborted(e.to_string()))?;
+    let end_to_end = end_to_end(clusters, scrapes).await?;
+    Ok(report(&exposition, &end_to_end))
+}
+
+/// `hcp-flow bench --kube`: the management-side benchmark, as the markdown
+/// docs/performance.md quotes (100 timed changes).
+pub async fn run_kube(clusters: usize, scrapes: usize) -> Result<String, BenchError> {
+    let figures = kube(clusters, scrapes, 100).await?;
+    Ok(report_kube(&figures))
 }

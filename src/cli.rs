@@ -14,7 +14,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use url::Url;
 
-use crate::config::{ClustersServiceApi, Config, ConfigError, LogFormat, check_config};
+use crate::config::{
+    ClustersServiceApi, ClustersServiceOverrides, Config, ConfigError, HttpOverrides,
+    KubeOverrides, LogFormat, Overrides, RpFrontendOverrides, check_config,
+};
 use crate::model::Hop;
 
 /// Follows every OpenShift hosted control plane creation hop by hop (RP
@@ -72,7 +75,7 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// The effective, validated configuration.
     pub fn load_config(&self) -> Result<Config, ConfigError> {
-        Config::load(self.config.as_deref(), &self.overrides)
+        Config::load(self.config.as_deref(), &Overrides::from(&self.overrides))
     }
 }
 
@@ -112,6 +115,20 @@ pub struct ServeOverrides {
         value_parser = parse_hop
     )]
     pub slo_terminal_hops: Option<Vec<Hop>>,
+
+    /// How long a hop may stay pending, progressing or unknown while its
+    /// creation is in flight, as `hop=duration` pairs (e.g.
+    /// `hosted_cluster=15m,node_pool=30m`); hops not named keep the file's
+    /// or the default budget. A never-Available HostedCluster Degraded past
+    /// its budget is failed. Config key: slo.hop_budgets.<hop>.
+    #[arg(
+        long,
+        env = "HCPFLOW_SLO_HOP_BUDGETS",
+        value_name = "HOP=DURATION",
+        value_delimiter = ',',
+        value_parser = parse_hop_budget
+    )]
+    pub slo_hop_budgets: Option<Vec<(Hop, Duration)>>,
 
     /// This instance's shard, 0-based; it follows the clusters whose
     /// SHA-256(cluster_id) mod total-shards equals it. Default: 0. Config
@@ -196,30 +213,41 @@ pub struct KubeFlags {
     pub environment: Option<String>,
 }
 
-impl KubeFlags {
-    /// Whether the flags name management clusters (and so replace the file's list).
-    pub fn names_clusters(&self) -> bool {
-        self.kubeconfig.is_some() || self.contexts.is_some() || self.in_cluster.is_some()
+impl From<&ServeOverrides> for Overrides {
+    fn from(o: &ServeOverrides) -> Overrides {
+        Overrides {
+            listen: o.listen,
+            log_format: o.log_format,
+            slo_creation_target: o.slo_creation_target,
+            slo_terminal_hops: o.slo_terminal_hops.clone(),
+            slo_hop_budgets: o.slo_hop_budgets.clone().unwrap_or_default(),
+            shard: o.shard,
+            total_shards: o.total_shards,
+            rp_frontend: RpFrontendOverrides {
+                http: o.rp_frontend.http(),
+                api_version: o.rp_frontend.api_version.clone(),
+                subscriptions: o.rp_frontend.subscriptions.clone(),
+                resource_ids: o.rp_frontend.resource_ids.clone(),
+            },
+            clusters_service: ClustersServiceOverrides {
+                http: o.clusters_service.http(),
+                api: o.clusters_service.api,
+            },
+            maestro: o.maestro.http(),
+            kube: KubeOverrides::from(&o.kube),
+        }
     }
 }
 
-/// The HTTP settings every source shares, as given by flags or variables.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HttpOverrides {
-    pub base_url: Option<Url>,
-    pub bearer_token_file: Option<PathBuf>,
-    pub ca_file: Option<PathBuf>,
-    pub insecure_skip_tls_verify: Option<bool>,
-    pub timeout: Option<Duration>,
-    pub page_size: Option<u32>,
-    pub fast_poll_interval: Option<Duration>,
-    pub slow_poll_interval: Option<Duration>,
-    pub full_relist_interval: Option<Duration>,
-}
-
-impl HttpOverrides {
-    pub fn any_set(&self) -> bool {
-        *self != HttpOverrides::default()
+impl From<&KubeFlags> for KubeOverrides {
+    fn from(k: &KubeFlags) -> KubeOverrides {
+        KubeOverrides {
+            kubeconfig: k.kubeconfig.clone(),
+            contexts: k.contexts.clone(),
+            in_cluster: k.in_cluster.clone(),
+            mode: k.mode,
+            environment: k.environment.clone(),
+        }
     }
 }
 
@@ -571,6 +599,17 @@ fn parse_hop(s: &str) -> Result<Hop, String> {
             Hop::ALL.map(Hop::as_str).join(", ")
         )
     })
+}
+
+fn parse_hop_budget(s: &str) -> Result<(Hop, Duration), String> {
+    let (hop, budget) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not hop=duration, e.g. hosted_cluster=15m"))?;
+    let budget = parse_duration(budget.trim())?;
+    if budget.is_zero() {
+        return Err(format!("the budget of {hop} must be longer than 0s"));
+    }
+    Ok((parse_hop(hop)?, budget))
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {

@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod demo;
 pub mod metrics;
 pub mod model;
 pub mod server;

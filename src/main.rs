@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use hcp_flow::app::{self, DemoSettings, Exporter};
+use hcp_flow::app::{self, Exporter};
 use hcp_flow::cli::{Cli, Command};
 use hcp_flow::config::LogFormat;
+use hcp_flow::demo::{DemoSettings, start_demo_world};
 
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
@@ -57,9 +58,9 @@ fn main() -> anyhow::Result<ExitCode> {
             let _telemetry = init_logging(args.log_format)?;
             let (clusters, scrapes) = (args.clusters as usize, args.scrapes as usize);
             let report = if args.kube {
-                runtime()?.block_on(hcp_flow::app::bench_kube(clusters, scrapes))?
+                runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes))?
             } else {
-                runtime()?.block_on(hcp_flow::app::bench(clusters, scrapes))?
+                runtime()?.block_on(hcp_flow::bench::run(clusters, scrapes))?
             };
             match &args.output {
                 Some(path) => std::fs::write(path, &report)
@@ -99,7 +100,7 @@ async fn serve(config: hcp_flow::config::Config) -> anyhow::Result<()> {
 
 async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     let listener = app::bind(settings.listen).await?;
-    let demo = app::start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
+    let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
     let exporter = Exporter::start(&demo.config, settings.speed)?;
     let base = format!(
         "http://{}",

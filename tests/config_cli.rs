@@ -514,3 +514,43 @@ fn env_child_parses_variables() {
     // The file's value stays where no variable is set.
     assert_eq!(config.log_format, LogFormat::Json);
 }
+
+#[test]
+fn hop_budgets_come_from_the_file_then_the_flag_one_hop_at_a_time() {
+    let scratch = Scratch::new("hop-budgets");
+    let file = scratch.file(
+        "c.yaml",
+        "slo:\n  hop_budgets:\n    hosted_cluster: 5m\n    node_pool: 40m\n",
+    );
+    let file = file.to_str().unwrap();
+    let config = load(&[
+        "--config",
+        file,
+        "--maestro-base-url=http://maestro:8000",
+        "--slo-hop-budgets=node_pool=1h,manifestwork=2m",
+    ])
+    .unwrap();
+    let budgets = config.slo.hop_budgets;
+    assert_eq!(budgets.hosted_cluster, Duration::from_secs(300), "file");
+    assert_eq!(
+        budgets.node_pool,
+        Duration::from_secs(3600),
+        "flag over file"
+    );
+    assert_eq!(budgets.manifestwork, Duration::from_secs(120), "flag");
+    assert_eq!(budgets.maestro_bundle, Duration::from_secs(600), "default");
+
+    for bad in [
+        "--slo-hop-budgets=hostedcluster=5m",
+        "--slo-hop-budgets=hosted_cluster",
+        "--slo-hop-budgets=hosted_cluster=0s",
+    ] {
+        parse_error(&["hcp-flow", "serve", bad]);
+    }
+    let unknown = scratch.file("u.yaml", "slo:\n  hop_budgets:\n    hostedcluster: 5m\n");
+    let errors = load(&["--config", unknown.to_str().unwrap()]).unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.to_string().contains("slo")),
+        "{errors:?}"
+    );
+}

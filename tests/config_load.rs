@@ -7,9 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hcp_flow::cli::ServeOverrides;
 use hcp_flow::config::{
-    Auth, ClustersServiceApi, Config, ConfigError, FieldError, LogFormat,
+    Auth, ClustersServiceApi, Config, ConfigError, FieldError, LogFormat, Overrides,
     check_cluster_resource_id, check_config, is_guid, shard_of,
 };
 use hcp_flow::model::Hop;
@@ -419,7 +418,7 @@ fn missing_config_file_is_one_error_at_its_path() {
     assert_eq!(paths(&errors), vec!["/nonexistent/hcp-flow.yaml"]);
     assert!(errors[0].message.contains("cannot read"));
 
-    let err = Config::load(Some(path), &ServeOverrides::default()).unwrap_err();
+    let err = Config::load(Some(path), &Overrides::default()).unwrap_err();
     assert!(matches!(err, ConfigError::Read { .. }));
     assert!(
         std::error::Error::source(&err).is_some(),
@@ -597,7 +596,7 @@ fn several_errors_are_all_reported_at_once() {
 fn invalid_config_error_lists_every_error() {
     let scratch = Scratch::new("display");
     let file = scratch.file("c.yaml", "shard: {index: 1, total: 1}\n");
-    let err = Config::load(Some(&file), &ServeOverrides::default()).unwrap_err();
+    let err = Config::load(Some(&file), &Overrides::default()).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("shard.index: "), "{text}");
     assert!(text.contains("sources: no source configured"), "{text}");

@@ -19,7 +19,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hcp_flow::app::{self, DemoSettings, Exporter};
+use hcp_flow::app::{self, Exporter};
+use hcp_flow::demo::{DemoSettings, start_demo_world};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -215,7 +216,7 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
     };
-    let demo = app::start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
+    let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
         .await
         .expect("world");
     let exporter = Exporter::start(&demo.config, settings.speed).expect("exporter");

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use hcp_flow::app::{self, DemoSettings, Exporter};
+use hcp_flow::app::{self, Exporter};
+use hcp_flow::demo::{self, DemoSettings};
 use hcp_flow::model::{Hop, Phase};
 use hcp_flow::sim::{Api, Fault, FaultKind, LatencyModel, SimClock, Truth, World, WorldConfig};
 
@@ -75,7 +76,7 @@ async fn start(seed: u64) -> Running {
     };
     let world = World::new(world_config(seed), SimClock::Real);
     let endpoints = world.serve().await.unwrap();
-    let config = app::demo_config(&settings, &world, &endpoints);
+    let config = demo::demo_config(&settings, &world, &endpoints);
     let slow_poll = config
         .sources
         .clusters_service

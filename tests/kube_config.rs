@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use hcp_flow::cli::{Cli, Command, ServeOverrides};
-use hcp_flow::config::{Config, FieldError};
+use hcp_flow::cli::{Cli, Command};
+use hcp_flow::config::{Config, FieldError, Overrides};
 use hcp_flow::model::Hop;
 use hcp_flow::sim::kube::write_kubeconfig;
 use hcp_flow::sources::kube::{KubeMode, KubeSourceConfig};
@@ -35,21 +35,17 @@ fn kubeconfig(dir: &Path) -> PathBuf {
     path
 }
 
-fn load_yaml(
-    dir: &Path,
-    yaml: &str,
-    overrides: &ServeOverrides,
-) -> Result<Config, Vec<FieldError>> {
+fn load_yaml(dir: &Path, yaml: &str, overrides: &Overrides) -> Result<Config, Vec<FieldError>> {
     let path = dir.join("hcp-flow.yaml");
     std::fs::write(&path, yaml).unwrap();
     Config::load(Some(&path), overrides).map_err(|e| e.into_field_errors())
 }
 
-fn overrides(args: &[&str]) -> ServeOverrides {
+fn overrides(args: &[&str]) -> Overrides {
     let mut argv = vec!["hcp-flow", "serve"];
     argv.extend_from_slice(args);
     match Cli::try_parse_from(argv).unwrap().command {
-        Command::Serve(s) => s.overrides,
+        Command::Serve(s) => Overrides::from(&s.overrides),
         other => panic!("not serve: {other:?}"),
     }
 }
@@ -66,7 +62,7 @@ fn a_file_lists_management_clusters() {
         "sources:\n  kube:\n    - kubeconfig: {kc}\n      context: mgmt-2\n      environment: prod\n      max_backoff: 5m\n    - mgmt_cluster: hub\n      in_cluster: true\n      mode: self_managed\n",
         kc = kc.display()
     );
-    let config = load_yaml(&d, &yaml, &ServeOverrides::default()).unwrap();
+    let config = load_yaml(&d, &yaml, &Overrides::default()).unwrap();
     let kube = &config.sources.kube;
     assert_eq!(kube.len(), 2);
     // The context names the management cluster when mgmt_cluster is left out.
@@ -228,7 +224,7 @@ fn every_kube_error_has_its_field_path() {
       kubeconfig: /does/not/exist
 "
     );
-    let errors = load_yaml(&d, &yaml, &ServeOverrides::default()).unwrap_err();
+    let errors = load_yaml(&d, &yaml, &Overrides::default()).unwrap_err();
     let got = paths(&errors);
     for want in [
         "sources.kube[0].context",
@@ -252,12 +248,12 @@ fn every_kube_error_has_its_field_path() {
 
     // A key of the wrong type or misspelt: its index and key, and no
     // misleading "no source configured".
-    let errors = load_yaml(&d, "sources:\n  kube:\n    - mgmt_cluster: a\n      in_cluster: true\n      environment: prod\n    - mgmt_cluster: b\n      page_size: many\n", &ServeOverrides::default()).unwrap_err();
+    let errors = load_yaml(&d, "sources:\n  kube:\n    - mgmt_cluster: a\n      in_cluster: true\n      environment: prod\n    - mgmt_cluster: b\n      page_size: many\n", &Overrides::default()).unwrap_err();
     assert_eq!(paths(&errors), vec!["sources.kube[1].page_size"]);
     let errors = load_yaml(
         &d,
         "sources:\n  kube:\n    mgmt_cluster: a\n",
-        &ServeOverrides::default(),
+        &Overrides::default(),
     )
     .unwrap_err();
     assert_eq!(paths(&errors), vec!["sources.kube"]);
@@ -292,7 +288,8 @@ fn every_kube_key_is_documented_and_in_the_example() {
     cfg.watch = Some(vec![]);
     let value = serde_json::to_value(&cfg).unwrap();
     let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
-    assert!(keys.len() >= 17, "{keys:?}");
+    // The degraded budget and its re-check interval moved to slo.hop_budgets.
+    assert_eq!(keys.len(), 15, "{keys:?}");
     for key in keys {
         assert!(
             doc.contains(&format!("`sources.kube[].{key}`")),

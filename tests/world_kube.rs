@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hcp_flow::app::{DemoSettings, Exporter, start_demo_world};
+use hcp_flow::app::Exporter;
+use hcp_flow::demo::{DemoSettings, start_demo_world};
 use hcp_flow::metrics::exposition::Format;
 use hcp_flow::model::{Hop, Phase, Via};
 use hcp_flow::sim::{LatencyModel, Truth, World};
