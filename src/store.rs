@@ -81,7 +81,12 @@ impl Store {
     pub fn with_registry(config: StoreConfig, mut registry: Registry) -> Arc<Store> {
         let exporter = ExporterMetrics::register(&mut registry);
         let target = config.model.creation_target.as_secs_f64();
-        let creation = CreationMetrics::register(&mut registry, target, config.time_scale);
+        let creation = CreationMetrics::register(
+            &mut registry,
+            target,
+            &config.model.hop_budgets,
+            config.time_scale,
+        );
         for source in &config.sources {
             exporter.declare_source(source);
         }

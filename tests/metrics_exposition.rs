@@ -465,3 +465,32 @@ fn no_label_is_named_cluster_or_underscore_id() {
         }
     }
 }
+
+#[test]
+fn hop_budgets_are_published_as_configured() {
+    let mut config = model();
+    config.hop_budgets.hosted_cluster = Duration::from_secs(300);
+    let store = Store::new(StoreConfig {
+        model: config,
+        render: RenderConfig::default(),
+        time_scale: 60.0,
+        sources: Vec::new(),
+        clock: Default::default(),
+    });
+    let body = store.scrape(Format::Text);
+    let budget = |hop: &str| -> f64 {
+        let prefix = format!("hcpflow_hop_budget_seconds{{hop=\"{hop}\"}} ");
+        body.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no budget for {hop} in:\n{body}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(budget("hosted_cluster"), 300.0);
+    assert_eq!(budget("maestro_bundle"), 600.0, "the default");
+    let published = body
+        .lines()
+        .filter(|l| l.starts_with("hcpflow_hop_budget_seconds{"))
+        .count();
+    assert_eq!(published, Hop::ALL.len(), "one series per hop");
+}

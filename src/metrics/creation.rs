@@ -12,7 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::exporter::AlwaysDescribed;
-use crate::model::{Event, Hop, Outcome, SloOutcome};
+use crate::model::{Event, Hop, HopBudgets, Outcome, SloOutcome};
 use crate::traces::trace_id_hex;
 
 /// Histogram bounds of a creation, in seconds at speed 1. The SLO target is
@@ -79,6 +79,11 @@ pub struct HopOutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HopLabels {
+    pub hop: Hop,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SloLabels {
     pub outcome: SloOutcome,
 }
@@ -131,15 +136,19 @@ pub struct CreationMetrics {
     pub hop_duration: ExemplarHistogram<HopOutcomeLabels>,
     pub slo_events: Family<SloLabels, Counter>,
     pub slo_target: Gauge<f64, AtomicU64>,
+    pub hop_budget: Family<HopLabels, Gauge<f64, AtomicU64>>,
     pub tracked_clusters: Family<ScopeLabels, Gauge>,
     pub build_info: Family<BuildLabels, Gauge>,
 }
 
 impl CreationMetrics {
     /// `time_scale` divides bucket bounds (1 in `serve`, the speed in `demo`).
+    /// The target and budgets are published as configured (the demo's are
+    /// already scaled), so rules, `diagnose` and the UI read the model's own.
     pub fn register(
         registry: &mut Registry,
         target_seconds: f64,
+        budgets: &HopBudgets,
         time_scale: f64,
     ) -> CreationMetrics {
         let creation_buckets = Buckets::new(CREATION_BUCKETS, time_scale, Some(target_seconds));
@@ -149,10 +158,17 @@ impl CreationMetrics {
             hop_duration: Family::new_with_constructor(hop_buckets),
             slo_events: Family::default(),
             slo_target: Gauge::default(),
+            hop_budget: Family::default(),
             tracked_clusters: Family::default(),
             build_info: Family::default(),
         };
         metrics.slo_target.set(target_seconds);
+        for (hop, budget) in budgets.iter() {
+            metrics
+                .hop_budget
+                .get_or_create(&HopLabels { hop })
+                .set(budget.as_secs_f64());
+        }
         for outcome in [SloOutcome::Good, SloOutcome::Late, SloOutcome::Failed] {
             let _ = metrics.slo_events.get_or_create(&SloLabels { outcome });
         }
@@ -185,6 +201,11 @@ impl CreationMetrics {
             "hcpflow_creation_slo_target_seconds",
             "The creation latency SLO target",
             metrics.slo_target.clone(),
+        );
+        registry.register(
+            "hcpflow_hop_budget_seconds",
+            "How long a hop may stay pending, progressing or unknown while its creation is in flight (slo.hop_budgets)",
+            metrics.hop_budget.clone(),
         );
         registry.register(
             "hcpflow_tracked_clusters",
