@@ -10,8 +10,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::model::{CreationOutcome, Event, Fleet, Hop, Outcome, Via};
-use crate::store::EventListener;
+use crate::model::{CreationOutcome, Event, EventListener, Fleet, Hop, Outcome, Via};
 
 pub mod config;
 pub mod export;
