@@ -7,9 +7,8 @@ use serde::Serialize;
 
 use crate::model::{
     Condition, CreationOutcome, HopError, Identity, Phase, PodCounts, Replicas, SloOutcome,
-    TimeMark, Timeline, Via,
+    TimeMark, Timeline, Via, trace_id_hex,
 };
-use crate::traces::trace_id_hex;
 
 #[derive(Debug, Serialize)]
 pub struct TimelineJson<'a> {

@@ -20,6 +20,10 @@ use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
 use crate::model::{ApplyResult, Batch, Event, Fleet, Hop, ModelConfig, Timeline, Via};
 use crate::sources::ObservationSink;
 
+/// Defined beside the events it hears; re-exported so
+/// `store::EventListener` keeps working.
+pub use crate::model::EventListener;
+
 /// Which scope a hop view belongs to, for `hcpflow_tracked_clusters{scope}`.
 fn scope_of(hop: Hop, via: Via) -> &'static str {
     match (hop, via) {
@@ -52,12 +56,6 @@ struct State {
 pub struct SourceStatus {
     pub source: String,
     pub synced: bool,
-}
-
-/// Hears every model event with read access to the fleet (spans are built
-/// from the timeline). Called under the store lock: do no I/O, queue instead.
-pub trait EventListener: Send + Sync + 'static {
-    fn on_events(&self, events: &[Event], fleet: &Fleet);
 }
 
 pub struct Store {

@@ -12,8 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::exporter::AlwaysDescribed;
-use crate::model::{Event, Hop, HopBudgets, Outcome, SloOutcome};
-use crate::traces::trace_id_hex;
+use crate::model::{Event, Hop, HopBudgets, Outcome, SloOutcome, trace_id_hex};
 
 /// Histogram bounds of a creation, in seconds at speed 1. The SLO target is
 /// inserted when it is not one of them, so "within target" is one bucket.

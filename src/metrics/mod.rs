@@ -5,3 +5,4 @@ pub mod creation;
 pub mod exporter;
 pub mod exposition;
 pub mod fleet;
+mod labels;

@@ -3,7 +3,6 @@
 //! Every one of these becomes a label value, so they are enums: the type bounds
 //! cardinality (docs/design.md §5.3).
 
-use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 use serde::{Deserialize, Serialize};
 
 /// One step on the path of a creation (docs/design.md §1.1), in path order.
@@ -188,15 +187,3 @@ impl SloOutcome {
         }
     }
 }
-
-/// Label values are the snake_case names (the derive would use variant names).
-macro_rules! label_value_by_as_str {
-    ($($t:ty),*) => {$(
-        impl EncodeLabelValue for $t {
-            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
-                std::fmt::Write::write_str(encoder, self.as_str())
-            }
-        }
-    )*};
-}
-label_value_by_as_str!(Hop, Phase, Via, ConditionStatus, Outcome, SloOutcome);

@@ -3,6 +3,8 @@
 mod budget;
 mod fleet;
 mod hop;
+mod ids;
+mod listener;
 mod observation;
 pub mod testing;
 mod timeline;
@@ -10,6 +12,8 @@ mod timeline;
 pub use budget::HopBudgets;
 pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
+pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
+pub use listener::EventListener;
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,

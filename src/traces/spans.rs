@@ -10,8 +10,9 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use super::{span_id_of, trace_id};
-use crate::model::{ConditionStatus, Hop, HopTimeline, Outcome, Phase, Timeline, Via};
+use crate::model::{
+    ConditionStatus, Hop, HopTimeline, Outcome, Phase, Timeline, Via, span_id_of, trace_id,
+};
 
 /// The root span's name.
 pub const ROOT_SPAN_NAME: &str = "hcp.cluster.create";

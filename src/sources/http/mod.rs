@@ -1,0 +1,23 @@
+//! The HTTP client shared by the polled sources, and the plumbing their
+//! pollers share: paging, change tracking, backoff, batch delivery.
+//!
+//! Every request is counted in `hcpflow_source_requests_total` (with its
+//! duration) and every failure in `hcpflow_source_request_errors_total{kind}`.
+//! Credentials come from a file that is re-read when it changes (token
+//! rotation) and never appear in logs or errors.
+//!
+//! Split by concern: `client` talks HTTP, `pager` walks paged lists,
+//! `wire` reads the upstreams' JSON, `tracker` decides what to send. The
+//! pollers use them through the re-exports below, as `http::X`.
+
+mod client;
+mod pager;
+mod tracker;
+mod wire;
+
+pub use client::{
+    Backoff, BuildError, DEFAULT_BODY_LIMIT, HttpClient, RequestHook, SourceError, after,
+};
+pub use pager::{MAX_PAGES, PagedList, Pager, RawItem, decode_item, list_all};
+pub use tracker::{ObjectKey, Tracker, UpdateMode, deliver, extend_parsed, fingerprint};
+pub use wire::{WireCondition, conditions, null_default, parse_time, sql_quote, transition_of};

@@ -1,0 +1,293 @@
+//! What a poller sends: only the objects whose view changed, `Gone` for
+//! those an upstream owner stopped showing, and the batch itself.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use jiff::Timestamp;
+
+use crate::model::{Batch, Change, ClusterKey, Condition, Hop, HopView, Observation, Via};
+use crate::sources::{Parsed, SourceContext, UnknownValue};
+
+/// A hash of everything an observation says, to send only what changed.
+/// Destructured field by field so a new `HopView` field cannot be forgotten.
+pub fn fingerprint(view: &HopView) -> u64 {
+    let HopView {
+        state,
+        phase,
+        since,
+        created_at,
+        updated_at,
+        conditions,
+        identity,
+        error,
+        replicas,
+        pods,
+        fails_after_budget,
+    } = view;
+    let mut h = DefaultHasher::new();
+    if let Some(f) = fails_after_budget {
+        (f.since, &f.error.code, &f.error.message).hash(&mut h);
+    }
+    state.hash(&mut h);
+    phase.hash(&mut h);
+    since.hash(&mut h);
+    created_at.hash(&mut h);
+    updated_at.hash(&mut h);
+    for c in conditions {
+        let Condition {
+            kind,
+            status,
+            reason,
+            message,
+            last_transition,
+        } = c;
+        (kind, status, reason, message, last_transition).hash(&mut h);
+    }
+    let crate::model::IdentityPatch {
+        name,
+        resource_id,
+        subscription_id,
+        resource_group,
+        mgmt_cluster,
+        namespace,
+        platform,
+        version,
+    } = identity;
+    (
+        name,
+        resource_id,
+        subscription_id,
+        resource_group,
+        mgmt_cluster,
+        namespace,
+        platform,
+        version,
+    )
+        .hash(&mut h);
+    if let Some(e) = error {
+        (&e.code, &e.message).hash(&mut h);
+    }
+    replicas
+        .map(|r| (r.desired, r.current, r.ready))
+        .hash(&mut h);
+    pods.map(|p| (p.ready, p.not_ready)).hash(&mut h);
+    h.finish()
+}
+
+/// Identifies one object of one hop, as the model keys it.
+pub type ObjectKey = (ClusterKey, Hop, Via, String);
+
+fn object_key(o: &Observation) -> ObjectKey {
+    (o.key.clone(), o.hop, o.via, o.object.clone())
+}
+
+fn gone(key: ObjectKey) -> Observation {
+    let (key, hop, via, object) = key;
+    Observation {
+        key,
+        hop,
+        via,
+        object,
+        change: Change::Gone,
+    }
+}
+
+/// What a poller has sent, grouped by *owner* (the upstream object the
+/// observations were read from: an ARM resource, a CS cluster, a bundle,
+/// which may carry nested hops). It decides what to send next: objects whose
+/// view changed, and `Gone` for objects an owner no longer shows.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    owners: HashMap<String, Vec<(ObjectKey, u64)>>,
+}
+
+/// How [`Tracker::update`] treats one owner's new observations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpdateMode {
+    /// Send every observation, changed or not (relists, first sync).
+    pub send_all: bool,
+    /// The owner was only partly readable (e.g. unparsable feedback): keep
+    /// the objects it did not show instead of declaring them gone.
+    pub partial: bool,
+}
+
+impl Tracker {
+    /// Record what `owner` shows now (`observations` are upserts) and push
+    /// what must be sent to `out`.
+    pub fn update(
+        &mut self,
+        owner: &str,
+        observations: Vec<Observation>,
+        mode: UpdateMode,
+        out: &mut Vec<Observation>,
+    ) {
+        let previous = self.owners.remove(owner).unwrap_or_default();
+        let mut current: Vec<(ObjectKey, u64)> = Vec::with_capacity(observations.len());
+        for obs in observations {
+            let Change::Upsert(view) = &obs.change else {
+                out.push(obs);
+                continue;
+            };
+            let key = object_key(&obs);
+            let print = fingerprint(view);
+            let unchanged = previous.iter().any(|(k, p)| *k == key && *p == print);
+            current.push((key, print));
+            if mode.send_all || !unchanged {
+                out.push(obs);
+            }
+        }
+        for (key, print) in previous {
+            if current.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            if mode.partial {
+                current.push((key, print));
+            } else {
+                out.push(gone(key));
+            }
+        }
+        if !current.is_empty() {
+            self.owners.insert(owner.to_string(), current);
+        }
+    }
+
+    /// The owner is gone upstream: `Gone` for everything it showed.
+    pub fn remove(&mut self, owner: &str, out: &mut Vec<Observation>) {
+        if let Some(objects) = self.owners.remove(owner) {
+            out.extend(objects.into_iter().map(|(key, _)| gone(key)));
+        }
+    }
+
+    pub fn contains(&self, owner: &str) -> bool {
+        self.owners.contains_key(owner)
+    }
+
+    pub fn owners(&self) -> impl Iterator<Item = &str> {
+        self.owners.keys().map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.owners.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.owners.is_empty()
+    }
+}
+
+/// Count unknown values and deliver a batch. An empty batch is still sent
+/// when `initial`, so the model knows the source completed its first sync.
+pub fn deliver(
+    ctx: &SourceContext,
+    initial: bool,
+    observed_at: Timestamp,
+    observations: Vec<Observation>,
+    unknown: &[UnknownValue],
+) {
+    for u in unknown {
+        tracing::debug!(source = %ctx.name, field = u.field, value = %u.value, "unknown upstream value");
+        ctx.metrics.unknown_value(&ctx.name, u.field);
+    }
+    if observations.is_empty() && !initial {
+        return;
+    }
+    ctx.sink.apply(Batch {
+        source: ctx.name.clone(),
+        initial,
+        observed_at,
+        observations,
+    });
+}
+
+/// Merge a parsed page into an accumulator.
+pub fn extend_parsed(acc: &mut Parsed, more: Parsed) {
+    acc.observations.extend(more.observations);
+    acc.unknown.extend(more.unknown);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::{HopView, Phase};
+
+    fn upsert(id: &str, hop: Hop, object: &str, state: &str) -> Observation {
+        Observation {
+            key: ClusterKey::Id(id.to_string()),
+            hop,
+            via: Via::Maestro,
+            object: object.to_string(),
+            change: Change::Upsert(Box::new(HopView::new(state, Phase::Progressing))),
+        }
+    }
+
+    fn summary(out: &[Observation]) -> Vec<(String, bool)> {
+        out.iter()
+            .map(|o| (o.object.clone(), matches!(o.change, Change::Gone)))
+            .collect()
+    }
+
+    #[test]
+    fn tracker_sends_changes_and_gone() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let first = vec![
+            upsert("c", Hop::NodePool, "a", "x"),
+            upsert("c", Hop::NodePool, "b", "x"),
+        ];
+        t.update("bundle", first.clone(), UpdateMode::default(), &mut out);
+        assert_eq!(out.len(), 2);
+
+        out.clear();
+        t.update("bundle", first.clone(), UpdateMode::default(), &mut out);
+        assert!(out.is_empty(), "nothing changed, nothing sent");
+
+        t.update(
+            "bundle",
+            first.clone(),
+            UpdateMode {
+                send_all: true,
+                partial: false,
+            },
+            &mut out,
+        );
+        assert_eq!(out.len(), 2, "relists send everything");
+
+        out.clear();
+        t.update(
+            "bundle",
+            vec![upsert("c", Hop::NodePool, "a", "y")],
+            UpdateMode::default(),
+            &mut out,
+        );
+        assert_eq!(
+            summary(&out),
+            vec![("a".to_string(), false), ("b".to_string(), true)]
+        );
+
+        out.clear();
+        t.update(
+            "bundle",
+            vec![],
+            UpdateMode {
+                send_all: false,
+                partial: true,
+            },
+            &mut out,
+        );
+        assert!(out.is_empty(), "a partial read keeps what it did not show");
+        t.remove("bundle", &mut out);
+        assert_eq!(summary(&out), vec![("a".to_string(), true)]);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn fingerprint_sees_every_change() {
+        let base = HopView::new("installing", Phase::Progressing);
+        let mut other = base.clone();
+        other.identity.mgmt_cluster = Some("mgmt-1".into());
+        assert_ne!(fingerprint(&base), fingerprint(&other));
+        assert_eq!(fingerprint(&base), fingerprint(&base.clone()));
+    }
+}
