@@ -5,7 +5,7 @@
 //! clone `Arc`s of the rendered clusters and builds the body outside it, so a
 //! scrape never waits on an upstream and never holds the lock for long.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -24,13 +24,24 @@ use crate::sources::ObservationSink;
 /// `store::EventListener` keeps working.
 pub use crate::model::EventListener;
 
-/// Which scope a hop view belongs to, for `hcpflow_tracked_clusters{scope}`.
-fn scope_of(hop: Hop, via: Via) -> &'static str {
+/// The scopes `hcpflow_tracked_clusters{scope}` counts, in label order.
+const SCOPES: [&str; 2] = ["service", "management"];
+
+/// Which scope a hop view belongs to (an index into [`SCOPES`]).
+fn scope_of(hop: Hop, via: Via) -> usize {
     match (hop, via) {
-        (Hop::RpFrontend | Hop::ClustersService | Hop::MaestroBundle, _) => "service",
-        (_, Via::Maestro) => "service",
-        (_, Via::Direct) => "management",
+        (Hop::RpFrontend | Hop::ClustersService | Hop::MaestroBundle, _) => 0,
+        (_, Via::Maestro) => 0,
+        (_, Via::Direct) => 1,
     }
+}
+
+/// The scopes one timeline is seen in, as a bit per [`SCOPES`] entry.
+fn scopes_of(timeline: &Timeline) -> u8 {
+    timeline
+        .hops
+        .iter()
+        .fold(0, |mask, (hop, h)| mask | (1 << scope_of(*hop, h.via)))
 }
 
 #[derive(Clone, Debug)]
@@ -49,6 +60,23 @@ struct State {
     fleet: Fleet,
     rendered: BTreeMap<String, Arc<RenderedCluster>>,
     synced: BTreeSet<String>,
+    /// Each cluster's scopes and the count per scope, kept as clusters
+    /// change, so a tick never walks the fleet.
+    scopes: HashMap<String, u8>,
+    per_scope: [i64; SCOPES.len()],
+}
+
+impl State {
+    fn count_scopes(&mut self, cluster_id: &str, now: u8) {
+        let before = match now {
+            0 => self.scopes.remove(cluster_id).unwrap_or(0),
+            _ => self.scopes.insert(cluster_id.to_string(), now).unwrap_or(0),
+        };
+        for (i, count) in self.per_scope.iter_mut().enumerate() {
+            let bit = 1u8 << i;
+            *count += i64::from(now & bit != 0) - i64::from(before & bit != 0);
+        }
+    }
 }
 
 /// What `/readyz` and the landing page show of one source.
@@ -93,6 +121,8 @@ impl Store {
                 fleet: Fleet::new(config.model),
                 rendered: BTreeMap::new(),
                 synced: BTreeSet::new(),
+                scopes: HashMap::new(),
+                per_scope: [0; SCOPES.len()],
             }),
             listeners: parking_lot::RwLock::new(Vec::new()),
             registry,
@@ -131,25 +161,15 @@ impl Store {
         let mut state = self.state.lock();
         let result = state.fleet.tick(now);
         let events = self.after(&mut state, result);
-        let mut per_scope: BTreeMap<&'static str, i64> = BTreeMap::new();
-        for timeline in state.fleet.iter() {
-            let scopes: BTreeSet<&'static str> = timeline
-                .hops
-                .iter()
-                .map(|(hop, h)| scope_of(*hop, h.via))
-                .collect();
-            for scope in scopes {
-                *per_scope.entry(scope).or_default() += 1;
-            }
-        }
+        let per_scope = state.per_scope;
         drop(state);
-        for scope in ["service", "management"] {
+        for (scope, count) in SCOPES.iter().zip(per_scope) {
             self.creation
                 .tracked_clusters
                 .get_or_create(&crate::metrics::creation::ScopeLabels {
                     scope: scope.to_string(),
                 })
-                .set(per_scope.get(scope).copied().unwrap_or(0));
+                .set(count);
         }
         events
     }
@@ -158,11 +178,14 @@ impl Store {
     fn after(&self, state: &mut State, result: ApplyResult) -> Vec<Event> {
         for id in &result.removed {
             state.rendered.remove(id);
+            state.count_scopes(id, 0);
         }
         for id in &result.changed {
             if let Some(timeline) = state.fleet.get(id) {
                 let rendered = Arc::new(render_cluster(timeline, &self.render));
+                let scopes = scopes_of(timeline);
                 state.rendered.insert(id.clone(), rendered);
+                state.count_scopes(id, scopes);
             }
         }
         if !result.events.is_empty() {

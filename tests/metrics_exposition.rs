@@ -494,3 +494,56 @@ fn hop_budgets_are_published_as_configured() {
         .count();
     assert_eq!(published, Hop::ALL.len(), "one series per hop");
 }
+
+#[test]
+fn tracked_clusters_follow_changes_by_scope_without_a_walk() {
+    let store = Store::new(StoreConfig {
+        model: model(),
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: Vec::new(),
+        clock: Default::default(),
+    });
+    let tracked = |store: &Store, scope: &str| -> f64 {
+        let prefix = format!("hcpflow_tracked_clusters{{scope=\"{scope}\"}} ");
+        let body = store.scrape(Format::Text);
+        body.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map_or(0.0, |v| v.parse().unwrap())
+    };
+    let service = |id: &str| obs(id, Hop::ClustersService).state("installing", Phase::Progressing);
+    let direct = |id: &str| obs(id, Hop::HostedCluster).state("NotAvailable", Phase::Progressing);
+    let nested = |id: &str| direct(id).via(Via::Maestro);
+    store.apply_at(
+        batch(
+            false,
+            t(1),
+            vec![
+                service("a"),
+                service("b"),
+                direct("b"),
+                direct("c"),
+                nested("d"),
+            ],
+        ),
+        t(1),
+    );
+    store.tick_at(t(1));
+    assert_eq!(
+        tracked(&store, "service"),
+        3.0,
+        "a, b, and d through Maestro"
+    );
+    assert_eq!(tracked(&store, "management"), 2.0, "b and c");
+    store.apply_at(
+        batch(
+            false,
+            t(2),
+            vec![direct("b").gone(), service("c"), service("a").gone()],
+        ),
+        t(2),
+    );
+    store.tick_at(t(2));
+    assert_eq!(tracked(&store, "service"), 3.0, "b, c and d");
+    assert_eq!(tracked(&store, "management"), 1.0, "c");
+}
