@@ -91,7 +91,10 @@ impl HopBudgets {
         let mut out = *self;
         if speed > 0.0 {
             for hop in Hop::ALL {
-                out.set(hop, self.get(hop).div_f64(speed).max(Duration::from_secs(1)));
+                out.set(
+                    hop,
+                    self.get(hop).div_f64(speed).max(Duration::from_secs(1)),
+                );
             }
         }
         out
@@ -114,7 +117,10 @@ mod tests {
         assert_eq!(b.get(Hop::NodePool), Duration::from_secs(1800));
         let fast = b.scaled(60.0);
         assert_eq!(fast.get(Hop::HostedCluster), Duration::from_secs(15));
-        assert_eq!(b.scaled(100_000.0).get(Hop::Manifestwork), Duration::from_secs(1));
+        assert_eq!(
+            b.scaled(100_000.0).get(Hop::Manifestwork),
+            Duration::from_secs(1)
+        );
         assert_eq!(b.scaled(0.0), b);
     }
 }
