@@ -85,7 +85,7 @@ fn init_logging(format: LogFormat) -> anyhow::Result<hcp_flow::telemetry::Teleme
     hcp_flow::telemetry::init(format).context("setting up logging and telemetry")
 }
 
-async fn serve(config: hcp_flow::config::Config) -> anyhow::Result<()> {
+async fn serve(config: hcp_flow::config::Config) -> Result<(), hcp_flow::Error> {
     let listener = app::bind(config.listen).await?;
     let exporter = Exporter::start(&config, 1.0)?;
     tracing::info!(

@@ -1,0 +1,164 @@
+//! Maestro: resource bundles listed with `search` and `orderBy`, read one
+//! by one, and the consumers (one per management cluster).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use super::shared::{json_response, page_of, paging, param, query_pairs, respond};
+use crate::sim::plan::{Ms, Plan, SHARDS};
+use crate::sim::search::{Kind, Search, Value as SVal};
+use crate::sim::wire;
+use crate::sim::{Api, World};
+
+fn maestro_kind(field: &str) -> Option<Kind> {
+    match field {
+        "id" | "name" | "consumer_name" => Some(Kind::Str),
+        "version" => Some(Kind::Int),
+        "created_at" | "updated_at" | "deleted_at" => Some(Kind::Time),
+        _ => None,
+    }
+}
+
+fn maestro_field<'a>(p: &'a Plan, now: Ms) -> impl Fn(&str) -> SVal<'a> + 'a {
+    move |f| match f {
+        "id" => SVal::Str(&p.bundle_id),
+        "name" => SVal::Str(&p.cluster_id),
+        "consumer_name" => SVal::Str(p.shard().consumer_name),
+        "version" => SVal::Int(1),
+        "created_at" => SVal::Time(p.bundle_created),
+        "updated_at" => SVal::Time(p.updated_at(now)),
+        "deleted_at" => p.bundle_deleted_at(now).map_or(SVal::Null, SVal::Time),
+        _ => SVal::Null,
+    }
+}
+
+/// `orderBy`: comma-separated `field [asc|desc]` over the sortable columns.
+fn order_by(spec: &str) -> Result<Vec<(String, bool)>, String> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|part| {
+            let mut words = part.split_whitespace();
+            let field = words.next().unwrap_or_default().to_string();
+            let desc = match words.next().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("asc") => false,
+                Some("desc") => true,
+                Some(other) => return Err(format!("invalid order direction '{other}'")),
+            };
+            if words.next().is_some() || maestro_kind(&field).is_none() || field == "deleted_at" {
+                return Err(format!("invalid order by '{part}'"));
+            }
+            Ok((field, desc))
+        })
+        .collect()
+}
+
+fn sort_key(p: &Plan, now: Ms, field: &str) -> (Ms, String) {
+    match field {
+        "updated_at" => (p.updated_at(now), String::new()),
+        "created_at" => (p.bundle_created, String::new()),
+        "version" => (1, String::new()),
+        "consumer_name" => (0, p.shard().consumer_name.to_string()),
+        "name" => (0, p.cluster_id.clone()),
+        _ => (0, p.bundle_id.clone()),
+    }
+}
+
+async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Response {
+    let ctl = world.control(Api::Maestro).clone();
+    let pairs = query_pairs(&q);
+    let pg = match paging(&pairs) {
+        Ok(p) => p,
+        Err(e) => return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &e),
+    };
+    let raw_search = param(&pairs, "search").unwrap_or("");
+    let search = match Search::parse(raw_search, maestro_kind) {
+        Ok(s) => s,
+        Err(e) => {
+            let msg = format!("Failed to parse search query: {raw_search}: {e}");
+            return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &msg);
+        }
+    };
+    let order = match order_by(param(&pairs, "orderBy").unwrap_or("")) {
+        Ok(o) => o,
+        Err(e) => return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &e),
+    };
+    let now = world.now_ms();
+    let plans = world.plans(now);
+    let mut matched: Vec<&Arc<Plan>> = plans
+        .iter()
+        .filter(|p| p.bundle_exists(now) && search.matches(maestro_field(p, now)))
+        .collect();
+    // Default: creation order (then id), like the service's primary key scan.
+    matched.sort_by(|a, b| {
+        for (field, desc) in &order {
+            let o = sort_key(a, now, field).cmp(&sort_key(b, now, field));
+            let o = if *desc { o.reverse() } else { o };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        (a.bundle_created, &a.bundle_id).cmp(&(b.bundle_created, &b.bundle_id))
+    });
+    let (total, page) = page_of(matched, &pg);
+    let items: Vec<Value> = page.iter().filter_map(|p| wire::bundle(p, now)).collect();
+    let n = items.len();
+    let body = json!({ "kind": "ResourceBundleList", "page": pg.page, "size": n, "total": total, "items": items });
+    respond(&world, n, json_response(StatusCode::OK, &body)).await
+}
+
+async fn maestro_get(State(world): State<World>, Path(id): Path<String>) -> Response {
+    let ctl = world.control(Api::Maestro).clone();
+    let now = world.now_ms();
+    let plans = world.plans(now);
+    match plans
+        .iter()
+        .find(|p| p.bundle_id == id)
+        .and_then(|p| wire::bundle(p, now))
+    {
+        Some(body) => respond(&world, 1, json_response(StatusCode::OK, &body)).await,
+        None => {
+            let msg = format!("Resource Bundle with id='{id}' not found");
+            respond(
+                &world,
+                0,
+                ctl.error(StatusCode::NOT_FOUND, "NotFound", &msg),
+            )
+            .await
+        }
+    }
+}
+
+async fn maestro_consumers(State(world): State<World>) -> Response {
+    let created = wire::time(world.inner.params.t0 - 30 * 86_400_000, 6);
+    let items: Vec<Value> = SHARDS
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.id, "kind": "Consumer", "href": format!("/api/maestro/v1/consumers/{}", s.id),
+                "name": s.consumer_name, "labels": {}, "created_at": created, "updated_at": created
+            })
+        })
+        .collect();
+    let body = json!({ "kind": "ConsumerList", "page": 1, "size": items.len(), "total": items.len(), "items": items });
+    respond(&world, SHARDS.len(), json_response(StatusCode::OK, &body)).await
+}
+
+pub(super) fn maestro_router(world: &World) -> Router {
+    let ctl = world.control(Api::Maestro).clone();
+    Router::new()
+        .route("/api/maestro/v1/resource-bundles", get(maestro_list))
+        .route("/api/maestro/v1/resource-bundles/{id}", get(maestro_get))
+        .route("/api/maestro/v1/consumers", get(maestro_consumers))
+        .fallback(move || {
+            let ctl = ctl.clone();
+            async move { ctl.error(StatusCode::NOT_FOUND, "NotFound", "no such resource") }
+        })
+        .with_state(world.clone())
+}
