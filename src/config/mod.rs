@@ -16,6 +16,7 @@
 
 mod error;
 mod file;
+pub mod kube;
 mod overlay;
 mod types;
 mod validate;

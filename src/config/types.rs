@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+pub use super::kube::{KubeMode, KubeSourceConfig};
 use crate::model::{Hop, HopBudgets};
-pub use crate::sources::kube::{KubeMode, KubeSourceConfig};
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]

@@ -11,7 +11,8 @@
 //! proves the API server is back (source up again) and removes what vanished
 //! while it was away.
 
-pub mod config;
+/// The management-cluster settings, which the configuration owns.
+pub use crate::config::kube as config;
 pub mod mapping;
 pub mod metrics;
 pub mod objects;

@@ -1,6 +1,7 @@
-//! Settings of one management (or MCE hub) cluster's watcher set. The lead
-//! folds a list of these into the main config; each entry is its own source
-//! `kube/<mgmt_cluster>`.
+//! Settings of one management (or MCE hub) cluster's watcher set: the
+//! entries of `sources.kube`, each its own source `kube/<mgmt_cluster>`.
+//! They live with the rest of the configuration, so `config` never imports
+//! a source module.
 
 use std::path::PathBuf;
 use std::time::Duration;
