@@ -63,8 +63,10 @@ fn spec(id: &str, mode: KubeMode, faults: KubeClusterFaults) -> KubeClusterSpec 
 
 /// A HostedCluster Degraded and never Available fails after 10 minutes.
 fn new_fleet() -> Fleet {
-    let mut hop_budgets = HopBudgets::default();
-    hop_budgets.hosted_cluster = Duration::from_secs(10 * 60);
+    let hop_budgets = HopBudgets {
+        hosted_cluster: Duration::from_secs(10 * 60),
+        ..HopBudgets::default()
+    };
     Fleet::new(ModelConfig {
         creation_target: Duration::from_secs(1200),
         terminal_hops: vec![Hop::HostedCluster],

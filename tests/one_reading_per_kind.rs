@@ -121,8 +121,10 @@ fn facts(observations: &[Observation], hop: Hop) -> HopView {
 }
 
 fn store() -> std::sync::Arc<Store> {
-    let mut hop_budgets = HopBudgets::default();
-    hop_budgets.hosted_cluster = Duration::from_secs(15 * 60);
+    let hop_budgets = HopBudgets {
+        hosted_cluster: Duration::from_secs(15 * 60),
+        ..HopBudgets::default()
+    };
     Store::new(StoreConfig {
         model: ModelConfig {
             hop_budgets,

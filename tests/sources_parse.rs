@@ -527,8 +527,10 @@ fn maestro_degraded_hosted_cluster_fails_after_budget_in_the_model() {
 
     // The model decides it from its own clock: one step before the budget
     // runs out it is progressing, at it failed, with no new upstream read.
-    let mut hop_budgets = HopBudgets::default();
-    hop_budgets.hosted_cluster = Duration::from_secs(20 * 60);
+    let hop_budgets = HopBudgets {
+        hosted_cluster: Duration::from_secs(20 * 60),
+        ..HopBudgets::default()
+    };
     let mut fleet = Fleet::new(ModelConfig {
         hop_budgets,
         ..ModelConfig::default()

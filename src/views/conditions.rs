@@ -101,3 +101,15 @@ pub fn failure(c: &Condition) -> HopError {
         message: c.message.clone(),
     }
 }
+
+/// A condition for table tests: `kind` at `status`, with `reason`.
+#[cfg(test)]
+pub(crate) fn test_condition(kind: &str, status: &str, reason: &str) -> Condition {
+    Condition {
+        kind: kind.to_string(),
+        status: ConditionStatus::from_upstream(status),
+        reason: reason.to_string(),
+        message: String::new(),
+        last_transition: None,
+    }
+}

@@ -77,20 +77,15 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ConditionStatus;
 
+    /// The `Deleting` condition always carries a reason upstream.
     fn cond(kind: &str, status: &str) -> Condition {
-        Condition {
-            kind: kind.to_string(),
-            status: ConditionStatus::from_upstream(status),
-            reason: if kind == "Deleting" {
-                "ResourceRemaining".into()
-            } else {
-                String::new()
-            },
-            message: String::new(),
-            last_transition: None,
-        }
+        let reason = if kind == "Deleting" {
+            "ResourceRemaining"
+        } else {
+            ""
+        };
+        conditions::test_condition(kind, status, reason)
     }
 
     #[test]

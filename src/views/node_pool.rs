@@ -150,16 +150,9 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ConditionStatus;
 
     fn cond(kind: &str, status: &str) -> Condition {
-        Condition {
-            kind: kind.to_string(),
-            status: ConditionStatus::from_upstream(status),
-            reason: String::new(),
-            message: String::new(),
-            last_transition: None,
-        }
+        conditions::test_condition(kind, status, "")
     }
 
     #[test]

@@ -192,20 +192,11 @@ mod tests {
     use super::*;
 
     fn cond(kind: &str, status: &str) -> Condition {
-        Condition {
-            kind: kind.to_string(),
-            status: ConditionStatus::from_upstream(status),
-            reason: String::new(),
-            message: String::new(),
-            last_transition: None,
-        }
+        conditions::test_condition(kind, status, "")
     }
 
     fn cond_reason(kind: &str, status: &str, reason: &str) -> Condition {
-        Condition {
-            reason: reason.to_string(),
-            ..cond(kind, status)
-        }
+        conditions::test_condition(kind, status, reason)
     }
 
     #[test]
