@@ -109,7 +109,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     let target = demo.config.slo.creation_target;
     println!(
         "hcp-flow demo: {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\
-         \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets divided by {speed} too\n\
+         \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets and hop budgets divided by {speed} too\n\
          \x20 simulated upstreams: {upstreams}\n\
          \x20 open:\n\
          \x20   {base}/metrics            Prometheus metrics\n\
