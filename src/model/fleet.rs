@@ -252,8 +252,7 @@ impl Fleet {
         let deadline = after(timeline.created_at.at, target);
         if deadline > now {
             // The start moved later since this was queued; wait again.
-            self.deadlines
-                .push(Reverse((deadline, cluster_id.to_string(), Due::Late)));
+            queue(&mut self.deadlines, deadline, cluster_id, Due::Late);
             return false;
         }
         timeline.slo = Some(SloOutcome::Late);
@@ -289,11 +288,7 @@ impl Fleet {
         if !fail_if_due(&mut state.view, budget, now) {
             return false;
         }
-        state.since = state
-            .view
-            .fails_after_budget
-            .as_ref()
-            .map_or(state.since, |f| TimeMark::upstream(f.since));
+        state.since = state.view.since.map_or(state.since, TimeMark::upstream);
         hop_state.objects.insert(key, state);
         refresh_hop(timeline, hop, now, events);
         evaluate_creation(timeline, &self.config, events);
@@ -391,11 +386,8 @@ impl Fleet {
             (None, Change::Gone) => return,
             (None, Change::Upsert(view)) => {
                 let created = TimeMark::from_option(view.created_at, observed_at);
-                self.deadlines.push(Reverse((
-                    after(created.at, self.config.creation_target),
-                    cluster_id.to_string(),
-                    Due::Late,
-                )));
+                let late_at = after(created.at, self.config.creation_target);
+                queue(&mut self.deadlines, late_at, cluster_id, Due::Late);
                 self.clusters
                     .entry(cluster_id.to_string())
                     .or_insert_with(|| Timeline::new(cluster_id.to_string(), created))
@@ -414,11 +406,8 @@ impl Fleet {
                     && (timeline.created_at.observed || created < timeline.created_at.at)
                 {
                     timeline.created_at = TimeMark::upstream(created);
-                    self.deadlines.push(Reverse((
-                        after(created, self.config.creation_target),
-                        cluster_id.to_string(),
-                        Due::Late,
-                    )));
+                    let late_at = after(created, self.config.creation_target);
+                    queue(&mut self.deadlines, late_at, cluster_id, Due::Late);
                     changed = true;
                 }
                 // Decided now when already due, else queued: the same view
@@ -426,15 +415,12 @@ impl Fleet {
                 if !fail_if_due(&mut view, budget, now)
                     && let Some(deadline) = budget_deadline(&view, budget)
                 {
-                    self.deadlines.push(Reverse((
-                        deadline,
-                        cluster_id.to_string(),
-                        Due::Budget {
-                            hop,
-                            via,
-                            object: object.clone(),
-                        },
-                    )));
+                    let due = Due::Budget {
+                        hop,
+                        via,
+                        object: object.clone(),
+                    };
+                    queue(&mut self.deadlines, deadline, cluster_id, due);
                 }
                 let hop_state = timeline
                     .hops
@@ -443,17 +429,7 @@ impl Fleet {
                 let key = (via, object);
                 let previous = hop_state.objects.get(&key);
                 if previous.map(|p| &p.view) != Some(&*view) {
-                    // Views never send a failed view with a pending budget:
-                    // this one failed by it, from the Degraded transition.
-                    let failed_by_budget =
-                        view.phase == Phase::Failed && view.fails_after_budget.is_some();
                     let since = match (view.since, previous) {
-                        _ if failed_by_budget => view
-                            .fails_after_budget
-                            .as_ref()
-                            .map_or(TimeMark::observed(observed_at), |f| {
-                                TimeMark::upstream(f.since)
-                            }),
                         (Some(at), _) => TimeMark::upstream(at),
                         (None, Some(p)) if p.view.phase == view.phase => p.since,
                         (None, _) => TimeMark::observed(observed_at),
@@ -519,7 +495,9 @@ fn budget_deadline(view: &HopView, budget: Duration) -> Option<Timestamp> {
         .map(|f: &FailsAfterBudget| after(f.since, budget))
 }
 
-/// Fail a view whose budget ran out by `now`; true when it changed.
+/// Fail a view whose budget ran out by `now`; true when it changed. The
+/// failure dates from when the budget's clock started (the Degraded
+/// transition), like any upstream `since`.
 fn fail_if_due(view: &mut HopView, budget: Duration, now: Timestamp) -> bool {
     let Some(f) = view.fails_after_budget.as_ref() else {
         return false;
@@ -528,8 +506,13 @@ fn fail_if_due(view: &mut HopView, budget: Duration, now: Timestamp) -> bool {
         return false;
     }
     view.phase = Phase::Failed;
+    view.since = Some(f.since);
     view.error = Some(f.error.clone());
     true
+}
+
+fn queue(deadlines: &mut BinaryHeap<Deadline>, at: Timestamp, cluster_id: &str, due: Due) {
+    deadlines.push(Reverse((at, cluster_id.to_string(), due)));
 }
 
 fn elapsed(from: Timestamp, to: Timestamp) -> Duration {

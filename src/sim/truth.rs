@@ -255,7 +255,8 @@ impl FaultKind {
 /// spec's times and the phase tables of docs/design.md §2.2 (written out again here,
 /// independent of the exporter's mapping and of the object renderer).
 /// `degraded_budget`: how long a HostedCluster may be Degraded, never having
-/// been Available, before it counts as failed.
+/// been Available, before it counts as failed (failed at the budget, as the
+/// model decides it).
 pub(crate) fn management(
     spec: &crate::sim::kube::KubeClusterSpec,
     now: Timestamp,
@@ -309,7 +310,7 @@ pub(crate) fn management(
     let over_budget = degraded_since.is_some_and(|since| {
         now.duration_since(since)
             .try_into()
-            .is_ok_and(|d: std::time::Duration| d > degraded_budget)
+            .is_ok_and(|d: std::time::Duration| d >= degraded_budget)
     });
     hops.insert(
         Hop::HostedCluster,

@@ -33,6 +33,17 @@ pub struct SourceContext {
     pub clock: Clock,
 }
 
+impl SourceContext {
+    /// Count what this source did not recognise
+    /// (`hcpflow_unknown_values_total{source, field}`), never fatal.
+    pub fn count_unknown(&self, unknown: &[UnknownValue]) {
+        for u in unknown {
+            tracing::debug!(source = %self.name, field = u.field, value = %u.value, "unknown upstream value");
+            self.metrics.unknown_value(&self.name, u.field);
+        }
+    }
+}
+
 /// The result of turning one upstream response into observations.
 #[derive(Debug, Default)]
 pub struct Parsed {

@@ -185,10 +185,7 @@ pub fn deliver(
     observations: Vec<Observation>,
     unknown: &[UnknownValue],
 ) {
-    for u in unknown {
-        tracing::debug!(source = %ctx.name, field = u.field, value = %u.value, "unknown upstream value");
-        ctx.metrics.unknown_value(&ctx.name, u.field);
-    }
+    ctx.count_unknown(unknown);
     if observations.is_empty() && !initial {
         return;
     }

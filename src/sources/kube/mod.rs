@@ -348,10 +348,8 @@ impl Shared {
 
     /// Count what the views did not recognise in one object.
     fn unknown(&self, unknown: &mut Vec<UnknownValue>) {
-        for value in unknown.drain(..) {
-            debug!(source = %self.source, field = value.field, value = %value.value, "unknown upstream value");
-            self.ctx.metrics.unknown_value(&self.source, value.field);
-        }
+        self.ctx.count_unknown(unknown);
+        unknown.clear();
     }
 
     fn malformed(&self, kind: WatchKind, at: &ObjRef, error: &str) {
