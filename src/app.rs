@@ -131,6 +131,7 @@ impl Exporter {
             sink: store.clone(),
             metrics: store.exporter_metrics(),
             clock: store.clock().clone(),
+            health: store.health(),
         };
         let mut tasks = Vec::new();
         if let Some(cfg) = &config.sources.rp_frontend {
@@ -223,33 +224,24 @@ async fn run_kube_source(cfg: KubeSourceConfig, ctx: SourceContext, metrics: Kub
             Err(error) => {
                 tracing::error!(
                     source = %source,
-                    error = %error_chain(&error),
+                    error = %crate::sources::health::cause_chain(&error),
                     retry_in = ?backoff,
                     "cannot build the Kubernetes client of this management cluster"
                 );
-                ctx.metrics.declare_source(&source);
                 ctx.metrics.request_failed(
                     &source,
                     crate::metrics::exporter::RequestErrorKind::credentials,
                 );
-                ctx.metrics.sync_failed(&source);
+                ctx.health.failed(
+                    &source,
+                    crate::sources::health::WHOLE_SOURCE,
+                    &crate::sources::health::cause_chain(&error),
+                );
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(max);
             }
         }
     }
-}
-
-/// An error and its causes on one line (`a: b: c`).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
-        cause = e.source();
-    }
-    out
 }
 
 /// Late verdicts are at most 1% of the target (and at most a second) late.

@@ -5,7 +5,7 @@
 //! clone `Arc`s of the rendered clusters and builds the body outside it, so a
 //! scrape never waits on an upstream and never holds the lock for long.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -19,6 +19,7 @@ use crate::metrics::exposition::{self, Format};
 use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
 use crate::model::{ApplyResult, Batch, Event, Fleet, Hop, ModelConfig, Timeline, Via};
 use crate::sources::ObservationSink;
+use crate::sources::health::SourceHealth;
 
 /// Defined beside the events it hears; re-exported so
 /// `store::EventListener` keeps working.
@@ -59,7 +60,6 @@ pub struct StoreConfig {
 struct State {
     fleet: Fleet,
     rendered: BTreeMap<String, Arc<RenderedCluster>>,
-    synced: BTreeSet<String>,
     /// Each cluster's scopes and the count per scope, kept as clusters
     /// change, so a tick never walks the fleet.
     scopes: HashMap<String, u8>,
@@ -79,12 +79,7 @@ impl State {
     }
 }
 
-/// What `/readyz` and the landing page show of one source.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct SourceStatus {
-    pub source: String,
-    pub synced: bool,
-}
+pub use crate::sources::health::SourceStatus;
 
 pub struct Store {
     state: Mutex<State>,
@@ -93,7 +88,7 @@ pub struct Store {
     creation: CreationMetrics,
     exporter: ExporterMetrics,
     render: RenderConfig,
-    sources: Vec<String>,
+    health: SourceHealth,
     clock: Clock,
 }
 
@@ -113,14 +108,14 @@ impl Store {
             &config.model.hop_budgets,
             config.time_scale,
         );
+        let health = SourceHealth::new(exporter.clone(), config.clock.clone());
         for source in &config.sources {
-            exporter.declare_source(source);
+            health.expect(source);
         }
         Arc::new(Store {
             state: Mutex::new(State {
                 fleet: Fleet::new(config.model),
                 rendered: BTreeMap::new(),
-                synced: BTreeSet::new(),
                 scopes: HashMap::new(),
                 per_scope: [0; SCOPES.len()],
             }),
@@ -129,7 +124,7 @@ impl Store {
             creation,
             exporter,
             render: config.render,
-            sources: config.sources,
+            health,
             clock: config.clock,
         })
     }
@@ -146,13 +141,8 @@ impl Store {
 
     /// Apply a batch with an explicit clock (tests drive time through this).
     pub fn apply_at(&self, batch: Batch, now: Timestamp) -> Vec<Event> {
-        let source = batch.source.clone();
-        let initial = batch.initial;
         let mut state = self.state.lock();
         let result = state.fleet.apply(batch, now);
-        if initial {
-            state.synced.insert(source);
-        }
         self.after(&mut state, result)
     }
 
@@ -214,21 +204,18 @@ impl Store {
         exposition::render(format, &clusters, &self.registry)
     }
 
-    /// Every configured source synced once.
+    /// Every enabled kind of every configured source listed once.
     pub fn ready(&self) -> bool {
-        let state = self.state.lock();
-        self.sources.iter().all(|s| state.synced.contains(s))
+        self.health.ready()
     }
 
     pub fn source_status(&self) -> Vec<SourceStatus> {
-        let state = self.state.lock();
-        self.sources
-            .iter()
-            .map(|s| SourceStatus {
-                source: s.clone(),
-                synced: state.synced.contains(s),
-            })
-            .collect()
+        self.health.status()
+    }
+
+    /// Where sources report their lists and failures.
+    pub fn health(&self) -> SourceHealth {
+        self.health.clone()
     }
 
     /// Run `f` over the timelines under the lock (for the JSON API).

@@ -121,6 +121,7 @@ impl Harness {
                 sink: self.recorder.clone(),
                 metrics: self.store.exporter_metrics(),
                 clock: Default::default(),
+                health: self.store.health(),
             };
             let source = KubeSource::new(cfg, ctx, self.kube_metrics.clone())
                 .await

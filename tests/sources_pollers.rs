@@ -114,6 +114,7 @@ fn harness(name: &str) -> Harness {
         sink: sink.clone(),
         metrics: metrics.clone(),
         clock: Default::default(),
+        health: hcp_flow::sources::health::SourceHealth::new(metrics.clone(), Default::default()),
     };
     Harness { sink, metrics, ctx }
 }

@@ -75,6 +75,7 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
         sink: store.clone(),
         metrics: store.exporter_metrics(),
         clock: clock.clone(),
+        health: store.health(),
     };
     let client = |name: &str, http| HttpClient::new(name, http, store.exporter_metrics()).unwrap();
     let rp_cfg = config.sources.rp_frontend.clone().unwrap();

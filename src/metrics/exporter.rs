@@ -43,6 +43,40 @@ pub struct RequestErrorLabels {
     pub kind: RequestErrorKind,
 }
 
+/// The state of one kind a source reads; the `state` label of
+/// `hcpflow_source_kind_info`.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, serde::Serialize, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+#[serde(rename_all = "snake_case")]
+pub enum KindState {
+    /// Not listed yet.
+    pending,
+    /// Listed, and no failure since.
+    ok,
+    /// The last list or watch failed; the last good state is kept.
+    failing,
+    /// The API does not serve this kind (its CRD is not installed); an
+    /// optional kind is then disabled and rechecked slowly.
+    absent,
+    /// The exporter's identity may not read this kind (RBAC); disabled.
+    forbidden,
+}
+
+impl KindState {
+    /// Disabled kinds hold neither the source down nor `/readyz`.
+    pub fn enabled(self) -> bool {
+        !matches!(self, KindState::absent | KindState::forbidden)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindInfoLabels {
+    pub source: String,
+    /// The kind read (a Kubernetes kind, or the HTTP API's collection).
+    pub kind: String,
+    pub state: KindState,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct UnknownValueLabels {
     pub source: String,
@@ -82,6 +116,7 @@ pub struct ExporterMetrics {
     pub source_request_duration: Family<SourceLabels, Histogram>,
     pub watch_events: Family<WatchEventLabels, Counter>,
     pub unknown_values: Family<UnknownValueLabels, Counter>,
+    pub source_kind_info: Family<KindInfoLabels, Gauge>,
 }
 
 impl ExporterMetrics {
@@ -96,6 +131,7 @@ impl ExporterMetrics {
             }),
             watch_events: Family::default(),
             unknown_values: Family::default(),
+            source_kind_info: Family::default(),
         };
         registry.register(
             "hcpflow_source_up",
@@ -132,7 +168,27 @@ impl ExporterMetrics {
             "Upstream values the exporter did not recognise (mapped to phase unknown or skipped), by field",
             AlwaysDescribed(metrics.unknown_values.clone()),
         );
+        registry.register(
+            "hcpflow_source_kind_info",
+            "1 for the current state of each kind a source reads: pending, ok, failing, absent (API not installed, disabled) or forbidden (RBAC, disabled)",
+            AlwaysDescribed(metrics.source_kind_info.clone()),
+        );
         metrics
+    }
+
+    /// Set or clear the `hcpflow_source_kind_info` series of one kind
+    /// state (one series per kind: the caller clears the old state).
+    pub fn kind_state(&self, source: &str, kind: &str, state: KindState, present: bool) {
+        let labels = KindInfoLabels {
+            source: source.to_string(),
+            kind: kind.to_string(),
+            state,
+        };
+        if present {
+            self.source_kind_info.get_or_create(&labels).set(1);
+        } else {
+            self.source_kind_info.remove(&labels);
+        }
     }
 
     fn source(source: &str) -> SourceLabels {

@@ -30,10 +30,15 @@ use crate::config::{ClustersServiceApi, ClustersServiceConfig};
 use crate::model::{
     Change, ClusterKey, Hop, HopError, HopView, IdentityPatch, Observation, Phase, Via,
 };
+use crate::sources::health::cause_chain;
 use crate::sources::http::{
     self, Backoff, BuildError, HttpClient, SourceError, Tracker, UpdateMode, sql_quote,
 };
 use crate::sources::{Parsed, SourceContext, UnknownValue};
+
+/// The `kind` this source reports in `/readyz` and
+/// `hcpflow_source_kind_info`: the collection Clusters Service lists.
+pub const KIND: &str = "clusters";
 
 /// States a creation does not leave by itself; everything else is in flight.
 pub const SETTLED_STATES: [&str; 3] = ["ready", "hibernating", "error"];
@@ -387,6 +392,7 @@ impl ClustersServiceSource {
 
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
+        self.ctx.health.declare(&self.ctx.name, &[KIND]);
         let cfg = self.cfg.http.clone();
         let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
         let start = Instant::now();
@@ -428,29 +434,26 @@ impl ClustersServiceSource {
         let initial = !self.synced;
         let mut out = Vec::new();
         let mut unknown = Vec::new();
-        let ok = match self.read(kind, &mut out, &mut unknown).await {
+        let failure = match self.read(kind, &mut out, &mut unknown).await {
             Ok(shards_ok) => {
                 if kind == PollKind::Full {
                     self.synced = true;
                 }
                 http::deliver(&self.ctx, initial, observed_at, out, &unknown);
-                shards_ok
+                (!shards_ok).then(|| "a search of clusters in flight failed".to_string())
             }
             // Nothing is delivered from an incomplete read: it cannot tell
             // what is gone, and an initial batch must be a complete picture.
             Err(err) => {
-                tracing::warn!(source = %self.ctx.name, poll = ?kind, error = %err, "Clusters Service poll failed");
-                false
+                tracing::debug!(source = %self.ctx.name, poll = ?kind, error = %err, "Clusters Service poll failed");
+                Some(cause_chain(&err))
             }
         };
-        if ok {
-            self.ctx
-                .metrics
-                .sync_succeeded(&self.ctx.name, self.ctx.clock.now());
-        } else {
-            self.ctx.metrics.sync_failed(&self.ctx.name);
+        match &failure {
+            None => self.ctx.health.listed(&self.ctx.name, KIND),
+            Some(error) => self.ctx.health.failed(&self.ctx.name, KIND, error),
         }
-        ok
+        failure.is_none()
     }
 
     fn clusters_path(&self) -> String {

@@ -38,12 +38,17 @@ use serde::Deserialize;
 
 use crate::config::MaestroConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Via};
+use crate::sources::health::cause_chain;
 use crate::sources::http::{self, Backoff, BuildError, HttpClient, Tracker, UpdateMode};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 use crate::views::hosted_cluster::{self, HostedClusterStatus};
 use crate::views::node_pool::{self, NodePoolStatus};
 use crate::views::work::{self, ManifestCondition, WorkStatus};
 use crate::views::{WireCondition, conditions, null_default, parse_time};
+
+/// The `kind` this source reports in `/readyz` and
+/// `hcpflow_source_kind_info`: the collection Maestro lists.
+pub const KIND: &str = "resource-bundles";
 
 /// The label that carries the Clusters Service id on bundles.
 pub const CLUSTER_ID_LABEL: &str = "api.openshift.com/id";
@@ -333,6 +338,7 @@ impl MaestroSource {
 
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
+        self.ctx.health.declare(&self.ctx.name, &[KIND]);
         let cfg = self.cfg.http.clone();
         let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
         let mut next_full = Instant::now();
@@ -389,7 +395,7 @@ impl MaestroSource {
                 Ok(Some(items)) => items,
                 Ok(None) => break,
                 Err(err) => {
-                    tracing::warn!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
+                    tracing::debug!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
                     // Pages read before the failure already moved the change
                     // tracker: deliver what they said, or it would count as
                     // sent. (A first sync delivers nothing: its retry is a
@@ -397,7 +403,9 @@ impl MaestroSource {
                     if !initial {
                         http::deliver(&self.ctx, false, observed_at, out, &unknown);
                     }
-                    self.ctx.metrics.sync_failed(&self.ctx.name);
+                    self.ctx
+                        .health
+                        .failed(&self.ctx.name, KIND, &cause_chain(&err));
                     return false;
                 }
             };
@@ -426,9 +434,7 @@ impl MaestroSource {
             self.synced = true;
         }
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
-        self.ctx
-            .metrics
-            .sync_succeeded(&self.ctx.name, self.ctx.clock.now());
+        self.ctx.health.listed(&self.ctx.name, KIND);
         true
     }
 

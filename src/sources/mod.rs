@@ -9,6 +9,7 @@ use crate::metrics::exporter::ExporterMetrics;
 use crate::model::{Batch, Observation};
 
 pub mod clusters_service;
+pub mod health;
 pub mod http;
 pub mod kube;
 pub mod maestro;
@@ -31,6 +32,9 @@ pub struct SourceContext {
     /// and its successful syncs. Sources never read the wall clock
     /// themselves, and never use time to decide a phase (docs/design.md §3.4).
     pub clock: Clock,
+    /// Where the source reports its lists, failures and disabled kinds
+    /// (`source_up`, `/readyz`).
+    pub health: health::SourceHealth,
 }
 
 impl SourceContext {

@@ -31,11 +31,16 @@ use serde::Deserialize;
 
 use crate::config::RpFrontendConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Phase, Via};
+use crate::sources::health::cause_chain;
 use crate::sources::http::{
     self, Backoff, BuildError, HttpClient, MAX_PAGES, SourceError, Tracker, UpdateMode,
     WireCondition, null_default,
 };
 use crate::sources::{Parsed, SourceContext, UnknownValue};
+
+/// The `kind` this source reports in `/readyz` and
+/// `hcpflow_source_kind_info`: the ARM resource type the RP frontend lists.
+pub const KIND: &str = "hcpOpenShiftClusters";
 
 const PROVIDER_PATH: &str = "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters";
 
@@ -339,6 +344,7 @@ impl RpFrontendSource {
 
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
+        self.ctx.health.declare(&self.ctx.name, &[KIND]);
         loop {
             self.poll().await;
             let next = self
@@ -370,6 +376,7 @@ impl RpFrontendSource {
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut ok = true;
+        let mut failure = None;
         for i in 0..self.targets.len() {
             if !all && self.targets[i].next_due > now {
                 continue;
@@ -408,7 +415,8 @@ impl RpFrontendSource {
                 Err(err) => {
                     ok = false;
                     let delay = target.backoff.next_delay();
-                    tracing::warn!(source = %self.ctx.name, error = %err, retry_in = ?delay, "RP frontend read failed");
+                    tracing::debug!(source = %self.ctx.name, error = %err, retry_in = ?delay, "RP frontend read failed");
+                    failure = Some(cause_chain(&err));
                     target.next_due = http::after(Instant::now(), delay);
                 }
             }
@@ -417,12 +425,12 @@ impl RpFrontendSource {
         // batch would claim a first sync that did not happen.
         let initial = initial && (ok || !out.is_empty());
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
-        if ok {
-            self.ctx
-                .metrics
-                .sync_succeeded(&self.ctx.name, self.ctx.clock.now());
-        } else {
-            self.ctx.metrics.sync_failed(&self.ctx.name);
+        // Up only when every subscription's last read succeeded.
+        let all_ok = self.targets.iter().all(|t| t.backoff.failures() == 0);
+        match &failure {
+            None if all_ok => self.ctx.health.listed(&self.ctx.name, KIND),
+            None => {}
+            Some(error) => self.ctx.health.failed(&self.ctx.name, KIND, error),
         }
         ok
     }

@@ -18,7 +18,7 @@ pub mod metrics;
 pub mod objects;
 pub mod rbac;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,8 +43,6 @@ use crate::views::UnknownValue;
 pub use config::{KubeMode, KubeSourceConfig, WatchKind};
 use mapping::{Facts, Mapper, MapperConfig, ObjRef, ToFacts};
 
-/// How often a quiet but healthy watcher set says it is still in sync.
-const QUIET_HEALTH_INTERVAL: Duration = Duration::from_secs(30);
 pub use metrics::KubeMetrics;
 
 #[derive(Debug, thiserror::Error)]
@@ -170,8 +168,9 @@ impl KubeSource {
     /// each management cluster is its own `KubeSource`.
     pub async fn run(self) {
         let source = self.cfg.source_name();
-        self.ctx.metrics.declare_source(&source);
         let kinds = self.cfg.kinds();
+        let kind_names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        self.ctx.health.declare(&source, &kind_names);
         let shared = Arc::new(Shared {
             source: source.clone(),
             mgmt_cluster: self.cfg.mgmt_cluster.clone(),
@@ -179,7 +178,6 @@ impl KubeSource {
             metrics: self.metrics.clone(),
             inner: Mutex::new(Inner {
                 mapper: Mapper::new(MapperConfig::from(&self.cfg)),
-                healthy: kinds.iter().map(|k| (*k, false)).collect(),
             }),
         });
         info!(source = %source, kinds = ?kinds, "starting kube watches");
@@ -190,15 +188,6 @@ impl KubeSource {
             let client = self.client.clone();
             tasks.spawn(async move { watch_kind(shared, cfg, client, kind).await });
         }
-        let ticker = shared.clone();
-        tasks.spawn(async move {
-            let mut interval = tokio::time::interval(QUIET_HEALTH_INTERVAL);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                interval.tick().await;
-                ticker.quiet_tick();
-            }
-        });
         // The tasks loop forever; dropping `run` aborts them all (JoinSet).
         while let Some(done) = tasks.join_next().await {
             if let Err(e) = done {
@@ -218,8 +207,6 @@ struct Shared {
 
 struct Inner {
     mapper: Mapper,
-    /// Per kind: listed since its last error.
-    healthy: BTreeMap<WatchKind, bool>,
 }
 
 impl Shared {
@@ -269,24 +256,10 @@ impl Shared {
         });
     }
 
-    fn report_health(&self, inner: &Inner) {
-        if inner.healthy.values().all(|ok| *ok) {
-            self.ctx
-                .metrics
-                .sync_succeeded(&self.source, self.ctx.clock.now());
-        } else {
-            self.ctx.metrics.sync_failed(&self.source);
-        }
-    }
-
     /// A live event proves the watch is alive: keep the last-success time
     /// fresh, but never turn a failing source up (only a relist does).
-    fn refresh_health(&self, inner: &Inner) {
-        if inner.healthy.values().all(|ok| *ok) {
-            self.ctx
-                .metrics
-                .sync_succeeded(&self.source, self.ctx.clock.now());
-        }
+    fn refresh_health(&self) {
+        self.ctx.health.alive(&self.source);
     }
 
     fn relisted(
@@ -308,23 +281,25 @@ impl Shared {
         for (at, facts) in items {
             inner.mapper.upsert(at, facts);
         }
-        inner.healthy.insert(kind, true);
         self.emit(&mut inner, initial, kind);
-        self.report_health(&inner);
+        drop(inner);
+        self.ctx.health.listed(&self.source, kind.as_str());
     }
 
     fn applied(&self, kind: WatchKind, at: ObjRef, facts: Facts) {
         let mut inner = self.inner.lock();
         inner.mapper.upsert(at, facts);
         self.emit(&mut inner, false, kind);
-        self.refresh_health(&inner);
+        drop(inner);
+        self.refresh_health();
     }
 
     fn deleted(&self, kind: WatchKind, at: &ObjRef) {
         let mut inner = self.inner.lock();
         inner.mapper.delete(kind, at);
         self.emit(&mut inner, false, kind);
-        self.refresh_health(&inner);
+        drop(inner);
+        self.refresh_health();
     }
 
     fn failed(&self, kind: WatchKind, error: &watcher::Error) {
@@ -332,18 +307,11 @@ impl Shared {
         self.ctx
             .metrics
             .request_failed(&self.source, error_kind(error));
-        let mut inner = self.inner.lock();
-        inner.healthy.insert(kind, false);
-        self.report_health(&inner);
-    }
-
-    fn quiet_tick(&self) {
-        let inner = self.inner.lock();
-        // A settled management cluster can be quiet for hours, and the
-        // watcher keeps bookmarks to itself: while no watch has failed since
-        // the last relist, the source is in sync, so say so (else
-        // HCPSourceNotSynced would fire on a healthy, quiet cluster).
-        self.refresh_health(&inner);
+        self.ctx.health.failed(
+            &self.source,
+            kind.as_str(),
+            &crate::sources::health::cause_chain(error),
+        );
     }
 
     /// Count what the views did not recognise in one object.

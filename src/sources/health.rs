@@ -1,0 +1,525 @@
+//! What each source says of itself, from evidence only (docs/design.md §9.8):
+//! which kinds it reads, which have listed once, whether it is up, its last
+//! error and since when it is down.
+//!
+//! A source is up while every enabled kind has completed a list (or poll)
+//! since its last failure. `last_success` advances only on evidence: a
+//! completed list/poll or a received event/bookmark ([`SourceHealth::alive`]),
+//! never on a timer. A kind whose API is absent (optional CRD not installed)
+//! or forbidden is disabled: it neither holds the source down nor `/readyz`.
+//! The source's going down and its recovery are each logged once, with the
+//! cause and the time it was down, never once per retry.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use crate::clock::Clock;
+use crate::metrics::exporter::ExporterMetrics;
+
+pub use crate::metrics::exporter::KindState;
+
+#[derive(Debug, Clone)]
+struct KindHealth {
+    state: KindState,
+    listed_once: bool,
+    /// Why the kind is failing or disabled.
+    reason: Option<String>,
+}
+
+impl KindHealth {
+    fn new() -> KindHealth {
+        KindHealth {
+            state: KindState::pending,
+            listed_once: false,
+            reason: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct SourceState {
+    kinds: BTreeMap<String, KindHealth>,
+    up: bool,
+    /// When the source went down after having been up (or first failed).
+    down_since: Option<Timestamp>,
+    last_error: Option<LastError>,
+}
+
+impl SourceState {
+    fn all_enabled_ok(&self) -> bool {
+        self.kinds
+            .values()
+            .filter(|k| k.state.enabled())
+            .all(|k| k.state == KindState::ok)
+    }
+
+    fn ready(&self) -> bool {
+        self.kinds
+            .values()
+            .filter(|k| k.state.enabled())
+            .all(|k| k.listed_once)
+    }
+}
+
+/// The last error a source met, for `/readyz` and the landing page.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LastError {
+    pub kind: String,
+    pub at: Timestamp,
+    pub message: String,
+}
+
+/// One disabled kind and why.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DisabledKind {
+    pub kind: String,
+    pub state: KindState,
+    pub reason: Option<String>,
+}
+
+/// What `/readyz` and the landing page show of one source.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SourceStatus {
+    pub source: String,
+    /// Every enabled kind listed once.
+    pub synced: bool,
+    /// Every enabled kind listed since its last failure.
+    pub up: bool,
+    /// Enabled kinds that have not listed once yet.
+    pub pending: Vec<String>,
+    /// Enabled kinds whose last list or watch failed.
+    pub failing: Vec<String>,
+    pub disabled: Vec<DisabledKind>,
+    pub down_since: Option<Timestamp>,
+    pub last_error: Option<LastError>,
+}
+
+/// Shared by every source of one exporter; cheap to clone.
+#[derive(Clone)]
+pub struct SourceHealth {
+    sources: Arc<Mutex<BTreeMap<String, SourceState>>>,
+    metrics: ExporterMetrics,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for SourceHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceHealth").finish_non_exhaustive()
+    }
+}
+
+/// The placeholder kind of a source declared before it names its kinds.
+pub const WHOLE_SOURCE: &str = "*";
+
+impl SourceHealth {
+    pub fn new(metrics: ExporterMetrics, clock: Clock) -> SourceHealth {
+        SourceHealth {
+            sources: Arc::new(Mutex::new(BTreeMap::new())),
+            metrics,
+            clock,
+        }
+    }
+
+    /// Expect `source` before its task names its kinds, so `/readyz` waits
+    /// for it from the start.
+    pub fn expect(&self, source: &str) {
+        let mut sources = self.sources.lock();
+        if sources.contains_key(source) {
+            return;
+        }
+        let mut state = SourceState::default();
+        state
+            .kinds
+            .insert(WHOLE_SOURCE.to_string(), KindHealth::new());
+        sources.insert(source.to_string(), state);
+        drop(sources);
+        self.metrics.declare_source(source);
+        self.publish_kind(source, WHOLE_SOURCE, None, Some(KindState::pending));
+    }
+
+    /// The kinds `source` reads. Kinds already known keep their state (a
+    /// restarted source task does not forget what listed).
+    pub fn declare(&self, source: &str, kinds: &[&str]) {
+        let mut sources = self.sources.lock();
+        let state = sources.entry(source.to_string()).or_default();
+        let placeholder = state.kinds.remove(WHOLE_SOURCE).is_some();
+        let mut added = Vec::new();
+        for kind in kinds {
+            if !state.kinds.contains_key(*kind) {
+                state.kinds.insert(kind.to_string(), KindHealth::new());
+                added.push(kind.to_string());
+            }
+        }
+        drop(sources);
+        self.metrics.declare_source(source);
+        if placeholder {
+            self.publish_kind(source, WHOLE_SOURCE, Some(KindState::pending), None);
+        }
+        for kind in added {
+            self.publish_kind(source, &kind, None, Some(KindState::pending));
+        }
+    }
+
+    /// A list or poll of `kind` completed: it is evidence of a live source.
+    pub fn listed(&self, source: &str, kind: &str) {
+        let now = self.clock.now();
+        let mut sources = self.sources.lock();
+        let state = sources.entry(source.to_string()).or_default();
+        let placeholder = kind != WHOLE_SOURCE && state.kinds.remove(WHOLE_SOURCE).is_some();
+        let kind_health = state
+            .kinds
+            .entry(kind.to_string())
+            .or_insert_with(KindHealth::new);
+        let before = kind_health.state;
+        kind_health.state = KindState::ok;
+        kind_health.listed_once = true;
+        kind_health.reason = None;
+        let up = state.all_enabled_ok();
+        let recovered = up && !state.up;
+        let down_since = state.down_since.take_if(|_| up);
+        state.up = up;
+        drop(sources);
+        self.drop_placeholder(source, placeholder);
+        self.publish_kind(source, kind, Some(before), Some(KindState::ok));
+        if up {
+            self.metrics.sync_succeeded(source, now);
+        }
+        if recovered && let Some(since) = down_since {
+            let down_for = now.duration_since(since);
+            tracing::info!(
+                source,
+                down_for = %format_seconds(down_for.as_secs_f64()),
+                "source recovered"
+            );
+        }
+    }
+
+    /// An event or bookmark arrived: the source is alive. Keeps
+    /// `last_success` fresh while up; never turns a failing source up (only a
+    /// completed list does).
+    pub fn alive(&self, source: &str) {
+        let up = self.sources.lock().get(source).is_some_and(|s| s.up);
+        if up {
+            self.metrics.sync_succeeded(source, self.clock.now());
+        }
+    }
+
+    /// A list, poll or watch of `kind` failed. `error` is the whole cause
+    /// chain on one line. Logged once when the source goes down; later
+    /// failures only at debug level.
+    pub fn failed(&self, source: &str, kind: &str, error: &str) {
+        let now = self.clock.now();
+        let mut sources = self.sources.lock();
+        let state = sources.entry(source.to_string()).or_default();
+        let placeholder = kind != WHOLE_SOURCE && state.kinds.remove(WHOLE_SOURCE).is_some();
+        let kind_health = state
+            .kinds
+            .entry(kind.to_string())
+            .or_insert_with(KindHealth::new);
+        let before = kind_health.state;
+        kind_health.state = KindState::failing;
+        kind_health.reason = Some(error.to_string());
+        state.last_error = Some(LastError {
+            kind: kind.to_string(),
+            at: now,
+            message: error.to_string(),
+        });
+        let went_down = state.up || state.down_since.is_none();
+        state.up = false;
+        if went_down {
+            state.down_since = Some(now);
+        }
+        drop(sources);
+        self.drop_placeholder(source, placeholder);
+        self.publish_kind(source, kind, Some(before), Some(KindState::failing));
+        self.metrics.sync_failed(source);
+        if went_down {
+            tracing::warn!(
+                source,
+                kind,
+                error,
+                "source down; keeping its last good state"
+            );
+        } else {
+            tracing::debug!(source, kind, error, "source still down");
+        }
+    }
+
+    /// `kind` is disabled: its API is absent or forbidden. Logged once per
+    /// change, with the reason.
+    pub fn disabled(&self, source: &str, kind: &str, why: KindState, reason: &str) {
+        debug_assert!(!why.enabled());
+        let now = self.clock.now();
+        let mut sources = self.sources.lock();
+        let state = sources.entry(source.to_string()).or_default();
+        let placeholder = kind != WHOLE_SOURCE && state.kinds.remove(WHOLE_SOURCE).is_some();
+        let kind_health = state
+            .kinds
+            .entry(kind.to_string())
+            .or_insert_with(KindHealth::new);
+        let before = kind_health.state;
+        kind_health.state = why;
+        kind_health.reason = Some(reason.to_string());
+        let up = state.all_enabled_ok();
+        let recovered = up && !state.up;
+        state.up = up;
+        let down_since = state.down_since.take_if(|_| up);
+        drop(sources);
+        self.drop_placeholder(source, placeholder);
+        self.publish_kind(source, kind, Some(before), Some(why));
+        if up {
+            self.metrics.sync_succeeded(source, now);
+        }
+        if before != why {
+            tracing::warn!(
+                source,
+                kind,
+                state = ?why,
+                reason,
+                "kind disabled; it no longer holds the source down or /readyz"
+            );
+        }
+        if recovered && let Some(since) = down_since {
+            tracing::info!(
+                source,
+                down_for = %format_seconds(now.duration_since(since).as_secs_f64()),
+                "source recovered"
+            );
+        }
+    }
+
+    /// The state of one kind, if declared.
+    pub fn kind_state(&self, source: &str, kind: &str) -> Option<KindState> {
+        self.sources
+            .lock()
+            .get(source)
+            .and_then(|s| s.kinds.get(kind))
+            .map(|k| k.state)
+    }
+
+    /// Whether `source` is up now.
+    pub fn up(&self, source: &str) -> bool {
+        self.sources.lock().get(source).is_some_and(|s| s.up)
+    }
+
+    /// Every enabled kind of every source has listed once.
+    pub fn ready(&self) -> bool {
+        self.sources.lock().values().all(SourceState::ready)
+    }
+
+    pub fn status(&self) -> Vec<SourceStatus> {
+        self.sources
+            .lock()
+            .iter()
+            .map(|(name, s)| {
+                let enabled = || s.kinds.iter().filter(|(_, k)| k.state.enabled());
+                SourceStatus {
+                    source: name.clone(),
+                    synced: s.ready(),
+                    up: s.up,
+                    pending: enabled()
+                        .filter(|(_, k)| !k.listed_once)
+                        .map(|(n, _)| n.clone())
+                        .collect(),
+                    failing: enabled()
+                        .filter(|(_, k)| k.state == KindState::failing)
+                        .map(|(n, _)| n.clone())
+                        .collect(),
+                    disabled: s
+                        .kinds
+                        .iter()
+                        .filter(|(_, k)| !k.state.enabled())
+                        .map(|(n, k)| DisabledKind {
+                            kind: n.clone(),
+                            state: k.state,
+                            reason: k.reason.clone(),
+                        })
+                        .collect(),
+                    down_since: s.down_since,
+                    last_error: s.last_error.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// A source that reports a kind it never declared (a test driving one
+    /// poll) replaces the placeholder it was expected with.
+    fn drop_placeholder(&self, source: &str, removed: bool) {
+        if removed {
+            self.publish_kind(source, WHOLE_SOURCE, Some(KindState::pending), None);
+        }
+    }
+
+    fn publish_kind(
+        &self,
+        source: &str,
+        kind: &str,
+        before: Option<KindState>,
+        after: Option<KindState>,
+    ) {
+        if before == after {
+            return;
+        }
+        if let Some(before) = before {
+            self.metrics.kind_state(source, kind, before, false);
+        }
+        if let Some(after) = after {
+            self.metrics.kind_state(source, kind, after, true);
+        }
+    }
+}
+
+/// An error and its causes on one line (`a: b: c`), for logs and `/readyz`.
+pub fn cause_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let text = e.to_string();
+        // Some errors repeat their cause in their own message.
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = e.source();
+    }
+    out
+}
+
+/// `93s` → `1m33s`, for log lines a person reads.
+fn format_seconds(seconds: f64) -> String {
+    let total = seconds.max(0.0).round() as u64;
+    match (total / 3600, (total % 3600) / 60, total % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use prometheus_client::registry::Registry;
+
+    fn health() -> (SourceHealth, ExporterMetrics, Registry, Clock) {
+        let mut registry = Registry::default();
+        let metrics = ExporterMetrics::register(&mut registry);
+        let clock = Clock::manual("2026-01-01T00:00:00Z".parse().unwrap());
+        (
+            SourceHealth::new(metrics.clone(), clock.clone()),
+            metrics,
+            registry,
+            clock,
+        )
+    }
+
+    fn text(registry: &Registry) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, registry).unwrap();
+        out
+    }
+
+    #[test]
+    fn ready_and_up_need_every_enabled_kind() {
+        let (health, _, registry, _) = health();
+        health.expect("kube/a");
+        assert!(!health.ready());
+        health.declare("kube/a", &["HostedCluster", "Agent"]);
+        health.listed("kube/a", "HostedCluster");
+        assert!(!health.ready(), "Agent has not listed");
+        assert!(!health.up("kube/a"));
+        let status = health.status();
+        assert_eq!(status[0].pending, vec!["Agent".to_string()]);
+
+        health.disabled("kube/a", "Agent", KindState::absent, "no such CRD");
+        assert!(
+            health.ready(),
+            "an absent optional kind does not hold readiness"
+        );
+        assert!(health.up("kube/a"));
+        let out = text(&registry);
+        assert!(
+            out.contains(
+                r#"hcpflow_source_kind_info{source="kube/a",kind="Agent",state="absent"} 1"#
+            ),
+            "{out}"
+        );
+        assert!(!out.contains(r#"kind="Agent",state="pending""#), "{out}");
+        assert!(!out.contains(r#"kind="*""#), "placeholder gone: {out}");
+        assert!(
+            out.contains(r#"hcpflow_source_up{source="kube/a"} 1"#),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_failure_downs_the_source_until_that_kind_lists_again() {
+        let (health, _, registry, clock) = health();
+        health.declare("maestro", &["resource-bundles"]);
+        health.listed("maestro", "resource-bundles");
+        assert!(health.up("maestro"));
+        clock.advance(std::time::Duration::from_secs(10));
+        health.failed("maestro", "resource-bundles", "connection refused");
+        assert!(!health.up("maestro"));
+        assert!(health.ready(), "ready stays: it listed once");
+        // Evidence of life from a still-failing source does not turn it up.
+        health.alive("maestro");
+        assert!(!health.up("maestro"));
+        let status = &health.status()[0];
+        assert_eq!(status.failing, vec!["resource-bundles".to_string()]);
+        assert_eq!(
+            status.last_error.as_ref().unwrap().message,
+            "connection refused"
+        );
+        assert!(status.down_since.is_some());
+        clock.advance(std::time::Duration::from_secs(20));
+        health.listed("maestro", "resource-bundles");
+        assert!(health.up("maestro"));
+        assert!(health.status()[0].down_since.is_none());
+        let out = text(&registry);
+        assert!(
+            out.contains(r#"hcpflow_source_up{source="maestro"} 1"#),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                r#"hcpflow_source_kind_info{source="maestro",kind="resource-bundles",state="ok"} 1"#
+            ),
+            "{out}"
+        );
+        assert!(
+            !out.contains(r#"state="failing""#),
+            "one series per kind: {out}"
+        );
+    }
+
+    #[test]
+    fn last_success_moves_only_on_evidence() {
+        let (health, metrics, _, clock) = health();
+        health.declare("rp_frontend", &["hcpOpenShiftClusters"]);
+        health.listed("rp_frontend", "hcpOpenShiftClusters");
+        let last = |m: &ExporterMetrics| {
+            m.source_last_success
+                .get_or_create(&crate::metrics::exporter::SourceLabels {
+                    source: "rp_frontend".into(),
+                })
+                .get()
+        };
+        let first = last(&metrics);
+        clock.advance(std::time::Duration::from_secs(30));
+        assert_eq!(last(&metrics), first, "time alone is no evidence");
+        health.alive("rp_frontend");
+        assert_eq!(last(&metrics), first + 30.0);
+    }
+
+    #[test]
+    fn durations_read_like_a_person_writes_them() {
+        assert_eq!(format_seconds(14.2), "14s");
+        assert_eq!(format_seconds(93.0), "1m33s");
+        assert_eq!(format_seconds(3725.0), "1h2m5s");
+    }
+}
