@@ -19,6 +19,7 @@ use crate::sources::kube::{KubeMetrics, KubeSource, KubeSourceConfig};
 use crate::sources::maestro::MaestroSource;
 use crate::sources::rp_frontend::RpFrontendSource;
 use crate::store::{Store, StoreConfig};
+use crate::supervise::{Restart, supervise};
 use crate::telemetry::TraceparentHook;
 use crate::traces::{CreationTracer, TraceMetrics, TracerOptions, TracesError};
 
@@ -133,34 +134,69 @@ impl Exporter {
             clock: store.clock().clone(),
             health: store.health(),
         };
+        // Every source task runs supervised: restarted with backoff if it
+        // panics or returns, and down until it lists again.
         let mut tasks = Vec::new();
+        let supervised = |ctx: &SourceContext| {
+            (
+                ctx.name.clone(),
+                ctx.health.clone(),
+                ctx.metrics.clone(),
+                Restart::default(),
+            )
+        };
         if let Some(cfg) = &config.sources.rp_frontend {
             let ctx = ctx("rp_frontend");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            tasks.push(tokio::spawn(
-                RpFrontendSource::with_client(cfg.clone(), ctx, http).run(),
-            ));
+            let (name, health, metrics, restart) = supervised(&ctx);
+            let cfg = cfg.clone();
+            tasks.push(tokio::spawn(supervise(
+                name,
+                health,
+                metrics,
+                restart,
+                move || RpFrontendSource::with_client(cfg.clone(), ctx.clone(), http.clone()).run(),
+            )));
         }
         if let Some(cfg) = &config.sources.clusters_service {
             let ctx = ctx("clusters_service");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            tasks.push(tokio::spawn(
-                ClustersServiceSource::with_client(cfg.clone(), ctx, http).run(),
-            ));
+            let (name, health, metrics, restart) = supervised(&ctx);
+            let cfg = cfg.clone();
+            tasks.push(tokio::spawn(supervise(
+                name,
+                health,
+                metrics,
+                restart,
+                move || {
+                    ClustersServiceSource::with_client(cfg.clone(), ctx.clone(), http.clone()).run()
+                },
+            )));
         }
         if let Some(cfg) = &config.sources.maestro {
             let ctx = ctx("maestro");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            tasks.push(tokio::spawn(
-                MaestroSource::with_client(cfg.clone(), ctx, http).run(),
-            ));
+            let (name, health, metrics, restart) = supervised(&ctx);
+            let cfg = cfg.clone();
+            tasks.push(tokio::spawn(supervise(
+                name,
+                health,
+                metrics,
+                restart,
+                move || MaestroSource::with_client(cfg.clone(), ctx.clone(), http.clone()).run(),
+            )));
         }
         for cfg in &config.sources.kube {
             let ctx = ctx(&cfg.source_name());
-            tasks.push(tokio::spawn(run_kube_source(
-                cfg.clone(),
-                ctx,
-                kube_metrics.clone(),
+            let (name, health, metrics, restart) = supervised(&ctx);
+            let cfg = cfg.clone();
+            let kube_metrics = kube_metrics.clone();
+            tasks.push(tokio::spawn(supervise(
+                name,
+                health,
+                metrics,
+                restart,
+                move || run_kube_source(cfg.clone(), ctx.clone(), kube_metrics.clone()),
             )));
         }
         // The model clock: creations in flight become late the moment they
@@ -182,17 +218,60 @@ impl Exporter {
         })
     }
 
-    /// Serve HTTP on `listener` until `shutdown` resolves, then stop the sources.
+    /// Serve HTTP on `listener` until `shutdown` resolves; then stop the
+    /// sources, let in-flight requests finish and queued creation spans go
+    /// out, all within `grace` of the signal (docs/design.md §9.8).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+        grace: Duration,
     ) -> Result<(), AppError> {
-        let result = crate::server::serve(listener, self.store.clone(), shutdown).await;
+        let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel();
+        let sources = self
+            .tasks
+            .iter()
+            .map(|t| t.abort_handle())
+            .collect::<Vec<_>>();
+        let on_signal = async move {
+            shutdown.await;
+            // Nothing new is read once stopping: the sources go first.
+            for task in &sources {
+                task.abort();
+            }
+            let _ = signalled_tx.send(tokio::time::Instant::now());
+        };
+        let server = crate::server::serve(listener, self.store.clone(), on_signal);
+        tokio::pin!(server);
+        let mut deadline = None;
+        let result = tokio::select! {
+            result = &mut server => result,
+            _ = async {
+                match signalled_rx.await {
+                    Ok(at) => {
+                        deadline = Some(at + grace);
+                        tokio::time::sleep_until(at + grace).await;
+                    }
+                    Err(_) => std::future::pending::<()>().await,
+                }
+            } => {
+                tracing::warn!(grace = ?grace, "requests still in flight at the end of the grace period; stopping anyway");
+                Ok(())
+            }
+        };
         self.stop();
-        // Spans still queued go out before the process exits (SIGTERM).
+        // Spans still queued go out before the process exits, within what
+        // is left of the grace period.
         if let Some(tracer) = self.tracer.clone() {
-            let _ = tokio::task::spawn_blocking(move || tracer.shutdown()).await;
+            let left = deadline
+                .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+                .unwrap_or(grace);
+            let flush = tokio::task::spawn_blocking(move || tracer.shutdown());
+            if tokio::time::timeout(left, flush).await.is_err() {
+                tracing::warn!(
+                    "creation spans still queued at the end of the grace period were dropped"
+                );
+            }
         }
         result.map_err(AppError::Serve)
     }
@@ -242,6 +321,33 @@ async fn run_kube_source(cfg: KubeSourceConfig, ctx: SourceContext, metrics: Kub
             }
         }
     }
+}
+
+/// The configuration, one log event per setting: readable lines in text,
+/// `setting`/`value` fields in JSON (never one multi-line field).
+pub fn log_startup_summary(config: &Config) {
+    for (setting, value) in summary_entries(&config.summary()) {
+        tracing::info!(setting = %setting, value = %value, "configuration");
+    }
+}
+
+/// `key: value` lines, with indented continuation lines folded into the
+/// line they continue.
+fn summary_entries(summary: &str) -> Vec<(String, String)> {
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for line in summary.lines() {
+        match entries.last_mut() {
+            Some((_, value)) if line.starts_with(char::is_whitespace) => {
+                value.push_str("; ");
+                value.push_str(line.trim());
+            }
+            _ => {
+                let (setting, value) = line.split_once(": ").unwrap_or(("setting", line));
+                entries.push((setting.trim().to_string(), value.trim().to_string()));
+            }
+        }
+    }
+    entries
 }
 
 /// Late verdicts are at most 1% of the target (and at most a second) late.

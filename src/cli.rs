@@ -93,6 +93,18 @@ pub struct ServeOverrides {
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
 
+    /// On SIGTERM: how long in-flight scrapes and the last spans may take
+    /// before the process exits anyway (e.g. 10s; keep it below the pod's
+    /// terminationGracePeriodSeconds). Default: 10s. Config key:
+    /// shutdown_grace.
+    #[arg(
+        long,
+        env = "HCPFLOW_SHUTDOWN_GRACE",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    pub shutdown_grace: Option<Duration>,
+
     /// A creation is good when it completes within this long (e.g. 20m, 1h).
     /// Default: 20m. Config key: slo.creation_target.
     #[arg(
@@ -218,6 +230,7 @@ impl From<&ServeOverrides> for Overrides {
         Overrides {
             listen: o.listen,
             log_format: o.log_format,
+            shutdown_grace: o.shutdown_grace,
             slo_creation_target: o.slo_creation_target,
             slo_terminal_hops: o.slo_terminal_hops.clone(),
             slo_hop_budgets: o.slo_hop_budgets.clone().unwrap_or_default(),

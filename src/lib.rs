@@ -17,6 +17,7 @@ pub mod server;
 pub mod sim;
 pub mod sources;
 pub mod store;
+pub mod supervise;
 pub mod telemetry;
 pub mod traces;
 pub mod views;

@@ -2,6 +2,7 @@
 //! parts, stop them on SIGTERM/Ctrl-C. Wiring only.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
@@ -37,8 +38,13 @@ fn main() -> anyhow::Result<ExitCode> {
             })?;
             let telemetry = init_logging(config.log_format)?;
             config.log_warnings();
-            runtime()?.block_on(serve(config))?;
-            telemetry.shutdown();
+            let grace = config.shutdown_grace;
+            let runtime = runtime()?;
+            runtime.block_on(serve(config))?;
+            // A blocked flush must not hold the exit past the grace period.
+            runtime.shutdown_timeout(Duration::from_millis(100));
+            telemetry.shutdown_within(grace);
+            tracing::info!("stopped");
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => {
@@ -50,8 +56,10 @@ fn main() -> anyhow::Result<ExitCode> {
                 faults: !args.no_faults,
                 listen: args.listen,
             };
-            runtime()?.block_on(demo(settings))?;
-            telemetry.shutdown();
+            let runtime = runtime()?;
+            runtime.block_on(demo(settings))?;
+            runtime.shutdown_timeout(Duration::from_millis(100));
+            telemetry.shutdown_within(DEMO_SHUTDOWN_GRACE);
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(args) => {
@@ -72,6 +80,9 @@ fn main() -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The demo is for one machine: it stops quickly.
+const DEMO_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -88,13 +99,14 @@ fn init_logging(format: LogFormat) -> anyhow::Result<hcp_flow::telemetry::Teleme
 async fn serve(config: hcp_flow::config::Config) -> Result<(), hcp_flow::Error> {
     let listener = app::bind(config.listen).await?;
     let exporter = Exporter::start(&config, 1.0)?;
+    app::log_startup_summary(&config);
     tracing::info!(
         listen = %config.listen,
-        summary = %config.summary(),
-        "hcp-flow serving; /readyz turns ready once every source has synced"
+        "hcp-flow serving; /readyz turns ready once every kind of every source has listed"
     );
-    exporter.serve(listener, shutdown_signal()).await?;
-    tracing::info!("stopped");
+    exporter
+        .serve(listener, shutdown_signal(), config.shutdown_grace)
+        .await?;
     Ok(())
 }
 
@@ -123,7 +135,9 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
         faults = if settings.faults { "on" } else { "off" },
         upstreams = demo.describe_upstreams(),
     );
-    exporter.serve(listener, shutdown_signal()).await?;
+    exporter
+        .serve(listener, shutdown_signal(), DEMO_SHUTDOWN_GRACE)
+        .await?;
     Ok(())
 }
 

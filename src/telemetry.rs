@@ -61,6 +61,15 @@ impl Telemetry {
             tracing::warn!(%error, "the exporter's own spans could not all be sent");
         }
     }
+
+    /// [`Telemetry::shutdown`], giving up after `timeout`.
+    pub fn shutdown_within(&self, timeout: std::time::Duration) {
+        if let Some(provider) = &self.provider
+            && let Err(error) = provider.shutdown_with_timeout(timeout)
+        {
+            tracing::warn!(%error, "the exporter's own spans could not all be sent");
+        }
+    }
 }
 
 /// Install the global subscriber: `RUST_LOG` filter (default `info`), logs
@@ -86,8 +95,14 @@ pub fn init_with_env(
     })?;
     let provider = own_tracer_provider(env)?;
 
-    let text = (log_format == LogFormat::Text)
-        .then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    // Colour only for a person at a terminal: escape codes in a pod's log,
+    // a file or a pipe are noise (and NO_COLOR says no, see no-color.org).
+    let ansi = use_colour(std::io::IsTerminal::is_terminal(&std::io::stderr()), env);
+    let text = (log_format == LogFormat::Text).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(ansi)
+            .with_writer(std::io::stderr)
+    });
     let json = (log_format == LogFormat::Json).then(|| {
         tracing_subscriber::fmt::layer()
             .json()
@@ -114,6 +129,12 @@ pub fn init_with_env(
         opentelemetry::global::set_tracer_provider(provider.clone());
     }
     Ok(Telemetry { provider })
+}
+
+/// Text logs are coloured only when stderr is a terminal and `NO_COLOR` is
+/// unset or empty.
+pub fn use_colour(stderr_is_terminal: bool, env: &HashMap<String, String>) -> bool {
+    stderr_is_terminal && env.get("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Spans of the HTTP and gRPC stacks the OTLP exporter itself uses: tracing
@@ -199,6 +220,23 @@ mod tests {
     use opentelemetry::trace::TraceContextExt;
 
     use super::*;
+
+    #[test]
+    fn colour_only_at_a_terminal_without_no_color() {
+        let env = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert!(use_colour(true, &env(&[])));
+        assert!(!use_colour(false, &env(&[])), "a pipe or a file: no colour");
+        assert!(!use_colour(true, &env(&[("NO_COLOR", "1")])));
+        assert!(
+            use_colour(true, &env(&[("NO_COLOR", "")])),
+            "empty means unset"
+        );
+    }
 
     #[test]
     fn traceparent_names_the_current_span() {

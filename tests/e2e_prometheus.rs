@@ -222,7 +222,11 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
     let exporter = Exporter::start(&demo.config, settings.speed).expect("exporter");
     let listener = app::bind(settings.listen).await.expect("bind");
     let exporter_addr = listener.local_addr().unwrap();
-    tokio::spawn(exporter.serve(listener, std::future::pending()));
+    tokio::spawn(exporter.serve(
+        listener,
+        std::future::pending(),
+        std::time::Duration::from_secs(1),
+    ));
 
     // 2. Slack stands in as a webhook; Alertmanager routes everything to it.
     let (hook, received) = webhook_receiver().await;

@@ -14,7 +14,14 @@ use super::types::{
 
 /// The top-level keys, and the keys of `sources`, in the order they are
 /// documented.
-const TOP_KEYS: &[&str] = &["listen", "log_format", "slo", "shard", "sources"];
+const TOP_KEYS: &[&str] = &[
+    "listen",
+    "log_format",
+    "shutdown_grace",
+    "slo",
+    "shard",
+    "sources",
+];
 const SOURCE_KEYS: &[&str] = &[
     SOURCE_RP_FRONTEND,
     SOURCE_CLUSTERS_SERVICE,
@@ -86,6 +93,11 @@ pub(super) fn parse_file(text: &str, origin: &str) -> ParsedFile {
             "log_format" => {
                 if let Some(v) = typed(&mut out, "log_format", value) {
                     out.config.log_format = v;
+                }
+            }
+            "shutdown_grace" => {
+                if let Some(v) = typed::<HumanDuration>(&mut out, "shutdown_grace", value) {
+                    out.config.shutdown_grace = v.0;
                 }
             }
             "slo" => {
@@ -174,6 +186,10 @@ fn parse_kube(out: &mut ParsedFile, value: Value) {
 
 /// Deserializes one section, recording its error (with the full key path)
 /// and marking it failed.
+/// A bare duration value (`10s`, `1m30s`) where the key is a scalar.
+#[derive(serde::Deserialize)]
+struct HumanDuration(#[serde(with = "humantime_serde")] std::time::Duration);
+
 fn typed<T: DeserializeOwned>(out: &mut ParsedFile, path: &str, value: Value) -> Option<T> {
     match serde_path_to_error::deserialize::<_, T>(value) {
         Ok(v) => Some(v),

@@ -26,6 +26,7 @@ use crate::model::Hop;
 pub struct Overrides {
     pub listen: Option<SocketAddr>,
     pub log_format: Option<LogFormat>,
+    pub shutdown_grace: Option<Duration>,
     pub slo_creation_target: Option<Duration>,
     pub slo_terminal_hops: Option<Vec<Hop>>,
     /// Per-hop budgets to replace; hops not named keep theirs.
@@ -116,6 +117,9 @@ impl Config {
         }
         if let Some(format) = o.log_format {
             self.log_format = format;
+        }
+        if let Some(grace) = o.shutdown_grace {
+            self.shutdown_grace = grace;
         }
         if let Some(target) = o.slo_creation_target {
             self.slo.creation_target = target;

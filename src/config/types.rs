@@ -17,6 +17,11 @@ pub struct Config {
     /// Address the HTTP server listens on.
     pub listen: SocketAddr,
     pub log_format: LogFormat,
+    /// On SIGTERM: how long in-flight scrapes and the last spans may take
+    /// before the process exits anyway (keep it below the pod's
+    /// `terminationGracePeriodSeconds`).
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
     pub slo: SloConfig,
     pub shard: ShardConfig,
     pub sources: SourcesConfig,
@@ -27,6 +32,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([0, 0, 0, 0], 9464)),
             log_format: LogFormat::Text,
+            shutdown_grace: Duration::from_secs(10),
             slo: SloConfig::default(),
             shard: ShardConfig::default(),
             sources: SourcesConfig::default(),
@@ -492,6 +498,10 @@ impl Config {
         let mut lines = vec![
             format!("listen: {}", self.listen),
             format!("log_format: {}", self.log_format.as_str()),
+            format!(
+                "shutdown_grace: {}",
+                humantime::format_duration(self.shutdown_grace)
+            ),
             format!("shard: {} of {}", self.shard.index, self.shard.total),
             format!(
                 "slo: creation target {}, terminal hops {}{}",

@@ -117,6 +117,7 @@ pub struct ExporterMetrics {
     pub watch_events: Family<WatchEventLabels, Counter>,
     pub unknown_values: Family<UnknownValueLabels, Counter>,
     pub source_kind_info: Family<KindInfoLabels, Gauge>,
+    pub source_restarts: Family<SourceLabels, Counter>,
 }
 
 impl ExporterMetrics {
@@ -132,6 +133,7 @@ impl ExporterMetrics {
             watch_events: Family::default(),
             unknown_values: Family::default(),
             source_kind_info: Family::default(),
+            source_restarts: Family::default(),
         };
         registry.register(
             "hcpflow_source_up",
@@ -173,7 +175,18 @@ impl ExporterMetrics {
             "1 for the current state of each kind a source reads: pending, ok, failing, absent (API not installed, disabled) or forbidden (RBAC, disabled)",
             AlwaysDescribed(metrics.source_kind_info.clone()),
         );
+        registry.register(
+            "hcpflow_source_restarts",
+            "Source tasks restarted after they panicked or returned (the source is down until it lists again)",
+            AlwaysDescribed(metrics.source_restarts.clone()),
+        );
         metrics
+    }
+
+    pub fn source_restarted(&self, source: &str) {
+        self.source_restarts
+            .get_or_create(&Self::source(source))
+            .inc();
     }
 
     /// Set or clear the `hcpflow_source_kind_info` series of one kind
@@ -216,6 +229,7 @@ impl ExporterMetrics {
         let labels = Self::source(source);
         let _ = self.source_up.get_or_create(&labels);
         let _ = self.source_requests.get_or_create(&labels);
+        let _ = self.source_restarts.get_or_create(&labels);
     }
 
     pub fn request_done(&self, source: &str, seconds: f64) {
