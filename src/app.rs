@@ -220,7 +220,7 @@ impl Exporter {
 
     /// Serve HTTP on `listener` until `shutdown` resolves; then stop the
     /// sources, let in-flight requests finish and queued creation spans go
-    /// out, all within `grace` of the signal (docs/design.md §9.8).
+    /// out, all within `grace` of the signal (docs/design.md §9.7).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,

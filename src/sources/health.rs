@@ -1,4 +1,4 @@
-//! What each source says of itself, from evidence only (docs/design.md §9.8):
+//! What each source says of itself, from evidence only (docs/design.md §9.7):
 //! which kinds it reads, which have listed once, whether it is up, its last
 //! error and since when it is down.
 //!
