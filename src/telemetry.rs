@@ -20,6 +20,12 @@ use crate::config::LogFormat;
 use crate::traces::config::{OtlpConfig, OtlpConfigError, process_env};
 use crate::traces::export::{ExportError, OtlpTransport};
 
+/// Without `RUST_LOG`: the exporter's own lines at info. The kube client
+/// libraries warn on every retry of a forbidden or failing watch; the
+/// exporter says it once when the source goes down and once when it
+/// recovers (docs/design.md §9.7), so theirs are kept to errors.
+pub const DEFAULT_LOG_FILTER: &str = "info,kube_runtime=error,kube_client=error";
+
 /// The instrumentation scope of the exporter's own spans.
 const SCOPE: &str = "hcp-flow";
 
@@ -88,7 +94,7 @@ pub fn init_with_env(
         .get("RUST_LOG")
         .map(|v| v.trim())
         .filter(|v| !v.is_empty())
-        .unwrap_or("info");
+        .unwrap_or(DEFAULT_LOG_FILTER);
     let filter = EnvFilter::try_new(filter_text).map_err(|cause| TelemetryError::Filter {
         value: filter_text.to_string(),
         cause,
