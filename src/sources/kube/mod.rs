@@ -171,6 +171,9 @@ impl KubeSource {
         let kinds = self.cfg.kinds();
         let kind_names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
         self.ctx.health.declare(&source, &kind_names);
+        if self.cfg.mode == KubeMode::SelfManaged {
+            self.ctx.health.self_managed_hub(&self.cfg.mgmt_cluster);
+        }
         let shared = Arc::new(Shared {
             source: source.clone(),
             mgmt_cluster: self.cfg.mgmt_cluster.clone(),
@@ -972,5 +975,70 @@ where
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_environment_the_namespaces_contradict_is_named() {
+        let check = |mode, env, ns| environment_mismatch(mode, env, ns);
+        assert_eq!(check(KubeMode::Aro, "prod", "ocm-prod-2abc-name"), None);
+        let other = check(KubeMode::Aro, "prod", "ocm-int-2abc").unwrap();
+        assert!(
+            other.contains(r#"of environment "int", not the configured "prod""#),
+            "{other}"
+        );
+        let foreign = check(KubeMode::Aro, "prod", "clusters").unwrap();
+        assert!(
+            foreign.contains("not of the form ocm-prod-<id>"),
+            "{foreign}"
+        );
+        // Self-managed hubs and an unset environment have nothing to contradict.
+        assert_eq!(check(KubeMode::SelfManaged, "prod", "clusters"), None);
+        assert_eq!(check(KubeMode::Aro, "", "clusters"), None);
+    }
+
+    #[test]
+    fn optional_kinds_are_the_ones_a_cluster_may_lack() {
+        let optional: Vec<WatchKind> = WatchKind::ALL
+            .into_iter()
+            .filter(|k| optional(*k))
+            .collect();
+        assert_eq!(
+            optional,
+            vec![
+                WatchKind::HostedControlPlane,
+                WatchKind::MultiClusterEngine,
+                WatchKind::Agent
+            ]
+        );
+    }
+
+    #[test]
+    fn causes_name_what_went_wrong() {
+        let status = kube::core::Status::failure("agents is forbidden", "Forbidden").with_code(403);
+        let api = kube::Error::Api(Box::new(status));
+        assert_eq!(cause_of(&api), Cause::Status(403));
+        let failure = WatchFailure::Request {
+            verb: "list",
+            resource: "agent-install.openshift.io/v1beta1/agents".into(),
+            cause: api,
+        };
+        assert_eq!(failure.kind(), RequestErrorKind::status_4xx);
+        let refused =
+            kube::Error::ReadEvents(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(cause_of(&refused), Cause::ConnectRefused);
+        let reset =
+            kube::Error::ReadEvents(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(cause_of(&reset), Cause::Connect);
+        let dns = kube::Error::Service("dns error: failed to lookup address information".into());
+        assert_eq!(cause_of(&dns), Cause::Dns);
+        let idle = WatchFailure::Idle(Duration::from_secs(90));
+        assert_eq!(idle.kind(), RequestErrorKind::timeout);
+        assert_eq!(idle.cause().describe(), "timed out");
     }
 }
