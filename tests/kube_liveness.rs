@@ -446,3 +446,27 @@ async fn a_refused_connection_is_named_in_the_error() {
             .contains(r#"hcpflow_source_request_errors_total{source="kube/gone",kind="connect"}"#)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_removed_while_watched_disables_its_kind_and_forgets_its_objects() {
+    let (server, url) = KubeApiServer::start().await.unwrap();
+    server
+        .apply(serde_json::json!({"kind": "MultiClusterEngine", "metadata": {"name": "multiclusterengine"}, "status": {"phase": "Available"}}))
+        .unwrap();
+    let h = start("removed", "hub", &url, KubeMode::SelfManaged, |_| {}).await;
+    let source = "kube/hub";
+    let phase = r#"hcpflow_mce_phase{mgmt_cluster="hub",phase="Available"} 1"#;
+    eventually("mce phase", Duration::from_secs(15), || {
+        h.text().contains(phase)
+    })
+    .await;
+    assert!(server.set_installed("MultiClusterEngine", false));
+    let health = h.store.health();
+    eventually("absent", Duration::from_secs(10), || {
+        health.kind_state(source, "multiclusterengine") == Some(KindState::absent)
+    })
+    .await;
+    assert!(!h.text().contains(phase), "{}", h.text());
+    assert_eq!(h.up(source), 1, "an optional kind going away is no outage");
+    assert!(h.store.ready());
+}

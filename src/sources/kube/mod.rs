@@ -304,6 +304,19 @@ impl Shared {
         self.ctx.health.listed(&self.source, kind.as_str());
     }
 
+    /// The kind's API is gone (its CRD was removed): so are its objects.
+    fn forget(&self, kind: WatchKind) {
+        let mut inner = self.inner.lock();
+        let known = inner.mapper.known(kind);
+        if known.is_empty() {
+            return;
+        }
+        for at in &known {
+            inner.mapper.delete(kind, at);
+        }
+        self.emit(&mut inner, false, kind);
+    }
+
     fn applied(&self, kind: WatchKind, at: ObjRef, facts: Facts) {
         let mut inner = self.inner.lock();
         inner.mapper.upsert(at, facts);
@@ -714,6 +727,9 @@ async fn watch_loop<K>(
         let code = failure.code();
         if optional(kind) && matches!(code, Some(404 | 403)) {
             let (state, reason) = disabled_reason(&failure, &resource);
+            if state == KindState::absent {
+                shared.forget(kind);
+            }
             shared
                 .ctx
                 .health
