@@ -680,8 +680,13 @@ struct Selectors {
 
 /// How one list-then-watch session ended.
 enum Ended {
-    /// 410 Gone: the API server forgot our version; relist at once.
+    /// 410 Gone on a watch: the API server forgot our version; relist at once.
     Expired,
+    /// 410 on a list's continue token: the list took longer than the
+    /// server keeps its snapshot. Relisting at once could loop on a list
+    /// that is always too slow, so this waits the backoff, without
+    /// counting the source down (nothing failed).
+    ListExpired,
     Failed(WatchFailure),
 }
 
@@ -720,6 +725,12 @@ async fn watch_loop<K>(
         let failure = match ended {
             Ended::Expired => {
                 debug!(source = %shared.source, kind = kind.as_str(), "resourceVersion expired; relisting");
+                continue;
+            }
+            Ended::ListExpired => {
+                let delay = shared.next_delay(cfg);
+                debug!(source = %shared.source, kind = kind.as_str(), retry_in = ?delay, "list continue token expired; relisting");
+                shared.wait_retry(delay).await;
                 continue;
             }
             Ended::Failed(failure) => failure,
@@ -837,7 +848,7 @@ where
             let page = match self.request("list", self.api.list(&lp)).await {
                 Ok(page) => page,
                 // An expired continue token: start the list again.
-                Err(failure) if failure.code() == Some(410) => return Err(Ended::Expired),
+                Err(failure) if failure.code() == Some(410) => return Err(Ended::ListExpired),
                 Err(failure) => return Err(Ended::Failed(failure)),
             };
             for guard in page.items {
