@@ -26,23 +26,30 @@ use crate::sources::health::SourceHealth;
 pub use crate::model::EventListener;
 
 /// The scopes `hcpflow_tracked_clusters{scope}` counts, in label order.
-const SCOPES: [&str; 2] = ["service", "management"];
+const SCOPES: [&str; 3] = ["service", "management", "self_managed"];
 
-/// Which scope a hop view belongs to (an index into [`SCOPES`]).
-fn scope_of(hop: Hop, via: Via) -> usize {
+/// Which scope a hop view belongs to (an index into [`SCOPES`]): direct
+/// views are `management`, or `self_managed` when they come from a
+/// self-managed MCE hub (docs/design.md §8.1). Before there was a third
+/// entry, self-managed hubs' clusters were counted as `management` and the
+/// `self_managed` series never appeared.
+fn scope_of(hop: Hop, via: Via, self_managed_hub: bool) -> usize {
     match (hop, via) {
         (Hop::RpFrontend | Hop::ClustersService | Hop::MaestroBundle, _) => 0,
         (_, Via::Maestro) => 0,
+        (_, Via::Direct) if self_managed_hub => 2,
         (_, Via::Direct) => 1,
     }
 }
 
 /// The scopes one timeline is seen in, as a bit per [`SCOPES`] entry.
-fn scopes_of(timeline: &Timeline) -> u8 {
+fn scopes_of(timeline: &Timeline, health: &SourceHealth) -> u8 {
+    let mgmt_cluster = &timeline.identity.mgmt_cluster;
+    let hub = !mgmt_cluster.is_empty() && health.is_self_managed_hub(mgmt_cluster);
     timeline
         .hops
         .iter()
-        .fold(0, |mask, (hop, h)| mask | (1 << scope_of(*hop, h.via)))
+        .fold(0, |mask, (hop, h)| mask | (1 << scope_of(*hop, h.via, hub)))
 }
 
 #[derive(Clone, Debug)]
@@ -173,7 +180,7 @@ impl Store {
         for id in &result.changed {
             if let Some(timeline) = state.fleet.get(id) {
                 let rendered = Arc::new(render_cluster(timeline, &self.render));
-                let scopes = scopes_of(timeline);
+                let scopes = scopes_of(timeline, &self.health);
                 state.rendered.insert(id.clone(), rendered);
                 state.count_scopes(id, scopes);
             }

@@ -220,6 +220,7 @@ fn every_kube_error_has_its_field_path() {
       page_size: 0
       watch: []
       watch_timeout: 0s
+      idle_timeout: 500ms
     - mgmt_cluster: no-env
       kubeconfig: /does/not/exist
 "
@@ -235,6 +236,7 @@ fn every_kube_error_has_its_field_path() {
         "sources.kube[2].page_size",
         "sources.kube[2].watch",
         "sources.kube[2].watch_timeout",
+        "sources.kube[2].idle_timeout",
         "sources.kube[3].kubeconfig",
         "sources.kube[3].environment",
     ] {
@@ -289,7 +291,7 @@ fn every_kube_key_is_documented_and_in_the_example() {
     let value = serde_json::to_value(&cfg).unwrap();
     let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
     // The degraded budget and its re-check interval moved to slo.hop_budgets.
-    assert_eq!(keys.len(), 15, "{keys:?}");
+    assert_eq!(keys.len(), 16, "{keys:?}");
     for key in keys {
         assert!(
             doc.contains(&format!("`sources.kube[].{key}`")),

@@ -289,3 +289,75 @@ async fn discovery_and_version_answer() {
     let (code, _) = get(&format!("{url}/apis/nope/v1/things")).await;
     assert_eq!(code, 404);
 }
+
+#[tokio::test]
+async fn a_missing_crd_is_404_and_a_forbidden_kind_403_like_a_real_server() {
+    let (server, url) = server_with(&[]).await;
+    assert!(server.set_installed("Agent", false));
+    let (code, discovery) = get(&format!("{url}/apis/agent-install.openshift.io/v1beta1")).await;
+    assert_eq!(code, 404, "the group is no longer served: {discovery}");
+    let (_, groups) = get(&format!("{url}/apis")).await;
+    assert!(!groups.to_string().contains("agent-install"), "{groups}");
+    let (code, body) = get(&format!(
+        "{url}/apis/agent-install.openshift.io/v1beta1/agents"
+    ))
+    .await;
+    assert_eq!((code, body["reason"].as_str()), (404, Some("NotFound")));
+
+    assert!(server.set_forbidden("HostedCluster", true));
+    let (code, body) = get(&format!(
+        "{url}/apis/hypershift.openshift.io/v1beta1/namespaces/clusters/hostedclusters"
+    ))
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["reason"], "Forbidden");
+    assert!(
+        body["message"].as_str().unwrap().contains(
+            "cannot list resource \"hostedclusters\" in API group \"hypershift.openshift.io\" in the namespace \"clusters\""
+        ),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_frozen_server_holds_requests_and_watches_until_thawed() {
+    let (server, url) = server_with(&[hc("clusters", "a", json!({}))]).await;
+    server.set_bookmark_interval(Duration::from_millis(50));
+    let list = format!("{url}/apis/hypershift.openshift.io/v1beta1/hostedclusters");
+    let mut watch = http()
+        .get(format!(
+            "{list}?watch=1&allowWatchBookmarks=true&resourceVersion=1"
+        ))
+        .send()
+        .await
+        .unwrap();
+    // The replayed ADDED line arrives before the freeze.
+    assert!(watch.chunk().await.unwrap().is_some());
+    server.freeze();
+    // Drain whatever was in flight, then nothing at all, not even bookmarks.
+    while let Ok(chunk) = tokio::time::timeout(Duration::from_millis(150), watch.chunk()).await {
+        assert!(chunk.unwrap().is_some(), "the watch stays open");
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(400), watch.chunk())
+            .await
+            .is_err(),
+        "a frozen watch sends nothing"
+    );
+    let pending = tokio::spawn({
+        let list = list.clone();
+        async move { get(&list).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!pending.is_finished(), "a frozen server answers nothing");
+    server.unfreeze();
+    let (code, body) = pending.await.unwrap();
+    assert_eq!(code, 200, "{body}");
+    let line = tokio::time::timeout(Duration::from_secs(2), watch.chunk())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&line).contains("BOOKMARK"));
+}

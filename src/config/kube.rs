@@ -112,7 +112,14 @@ pub struct KubeSourceConfig {
     /// Server-side timeout of one watch call.
     #[serde(default = "defaults::watch_timeout", with = "humantime_serde")]
     pub watch_timeout: Duration,
-    /// First wait after a watch error; doubles up to `max_backoff`.
+    /// A watch that delivers nothing, not even a bookmark, for this long is
+    /// taken for hung: the source goes down and the kind relists
+    /// (docs/design.md §9.6). Longer than the API server's bookmark period
+    /// (about a minute on a real kube-apiserver).
+    #[serde(default = "defaults::idle_timeout", with = "humantime_serde")]
+    pub idle_timeout: Duration,
+    /// First wait after a watch error; doubles up to `max_backoff`, once per
+    /// round for the whole source, not once per kind.
     #[serde(default = "defaults::min_backoff", with = "humantime_serde")]
     pub min_backoff: Duration,
     #[serde(default = "defaults::max_backoff", with = "humantime_serde")]
@@ -139,6 +146,9 @@ pub mod defaults {
     }
     pub fn watch_timeout() -> Duration {
         Duration::from_secs(290)
+    }
+    pub fn idle_timeout() -> Duration {
+        Duration::from_secs(90)
     }
     pub fn min_backoff() -> Duration {
         Duration::from_millis(500)
@@ -167,6 +177,7 @@ impl KubeSourceConfig {
             control_plane_pod_label: defaults::control_plane_pod_label(),
             watch: None,
             watch_timeout: defaults::watch_timeout(),
+            idle_timeout: defaults::idle_timeout(),
             min_backoff: defaults::min_backoff(),
             max_backoff: defaults::max_backoff(),
             page_size: defaults::page_size(),

@@ -449,6 +449,12 @@ fn validate_kube(list: &[KubeSourceConfig], errors: &mut Vec<FieldError>) {
                 "must be at least 1s (the API server counts it in whole seconds)",
             ));
         }
+        if k.idle_timeout < Duration::from_secs(1) {
+            errors.push(FieldError::new(
+                at("idle_timeout"),
+                "must be at least 1s (shorter than a bookmark period, every quiet watch would look hung)",
+            ));
+        }
         if !k.min_backoff.is_zero() && k.min_backoff > k.max_backoff {
             errors.push(FieldError::new(
                 at("min_backoff"),

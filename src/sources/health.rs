@@ -102,6 +102,9 @@ pub struct SourceStatus {
 #[derive(Clone)]
 pub struct SourceHealth {
     sources: Arc<Mutex<BTreeMap<String, SourceState>>>,
+    /// Management clusters that are self-managed MCE hubs: what they show
+    /// counts in `hcpflow_tracked_clusters{scope="self_managed"}`.
+    self_managed_hubs: Arc<Mutex<std::collections::BTreeSet<String>>>,
     metrics: ExporterMetrics,
     clock: Clock,
 }
@@ -119,6 +122,7 @@ impl SourceHealth {
     pub fn new(metrics: ExporterMetrics, clock: Clock) -> SourceHealth {
         SourceHealth {
             sources: Arc::new(Mutex::new(BTreeMap::new())),
+            self_managed_hubs: Arc::new(Mutex::new(Default::default())),
             metrics,
             clock,
         }
@@ -290,6 +294,19 @@ impl SourceHealth {
                 "source recovered"
             );
         }
+    }
+
+    /// `mgmt_cluster` is a self-managed MCE hub (its kube source says so
+    /// before it delivers anything), so the store counts its clusters in
+    /// scope `self_managed` rather than `management` (docs/design.md §8.1).
+    pub fn self_managed_hub(&self, mgmt_cluster: &str) {
+        self.self_managed_hubs
+            .lock()
+            .insert(mgmt_cluster.to_string());
+    }
+
+    pub fn is_self_managed_hub(&self, mgmt_cluster: &str) -> bool {
+        self.self_managed_hubs.lock().contains(mgmt_cluster)
     }
 
     /// The state of one kind, if declared.

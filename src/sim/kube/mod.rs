@@ -8,7 +8,9 @@
 //! goes away and comes back on the same address), [`KubeApiHandle::compact`]
 //! (every older resourceVersion expires), and
 //! [`KubeApiHandle::insert_raw_malformed`] (an object that does not match its
-//! schema).
+//! schema), [`KubeApiHandle::freeze`] (a hung server: sockets open, nothing
+//! answered or sent), [`KubeApiHandle::set_installed`] (a CRD missing: 404)
+//! and [`KubeApiHandle::set_forbidden`] (RBAC: 403).
 //!
 //! `resources` lists the kinds served, `store` keeps the objects and their
 //! history, `protocol` answers requests from them, and `kubeconfig` writes
@@ -88,7 +90,12 @@ impl KubeApiServer {
             }),
             events,
             epoch,
+            // Well inside the exporter's default idle deadline, so a quiet
+            // but healthy simulated cluster never looks hung.
             bookmark_interval: Mutex::new(Duration::from_secs(5)),
+            frozen: watch::channel(false).0,
+            absent: Mutex::new(Default::default()),
+            forbidden: Mutex::new(Default::default()),
         });
         let handle = KubeApiHandle {
             inner,

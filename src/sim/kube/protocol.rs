@@ -117,6 +117,9 @@ pub(super) async fn handle(
     uri: Uri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
+    // A frozen server holds the request, its socket open, until thawed.
+    let mut frozen = inner.frozen.subscribe();
+    let _ = frozen.wait_for(|f| !*f).await;
     if method != Method::GET {
         return status(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -131,6 +134,9 @@ pub(super) async fn handle(
             "the server could not find the requested resource",
         );
     };
+    if let Some(refused) = refuse(&inner, &target) {
+        return refused;
+    }
     match target {
         Target::Version => axum::Json(json!({
             "major": "1", "minor": "33", "gitVersion": "v1.33.0-sim",
@@ -141,8 +147,8 @@ pub(super) async fn handle(
             json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}),
         )
         .into_response(),
-        Target::Groups => axum::Json(groups()).into_response(),
-        Target::ResourceList(gv) => match discovery(&gv) {
+        Target::Groups => axum::Json(groups(&inner.absent.lock())).into_response(),
+        Target::ResourceList(gv) => match discovery(&gv, &inner.absent.lock()) {
             Some(list) => axum::Json(list).into_response(),
             None => status(StatusCode::NOT_FOUND, "NotFound", "no such group version"),
         },
@@ -186,6 +192,48 @@ pub(super) async fn handle(
             }
         }
     }
+}
+
+/// A resource whose CRD is not installed answers 404 like any unknown
+/// path; a forbidden one 403 with the message a real server's RBAC gives.
+fn refuse(inner: &Inner, target: &Target) -> Option<Response> {
+    let (Target::Collection {
+        resource,
+        namespace,
+    }
+    | Target::Object {
+        resource,
+        namespace,
+        ..
+    }) = target
+    else {
+        return None;
+    };
+    if inner.absent.lock().contains(resource) {
+        return Some(status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+    }
+    if inner.forbidden.lock().contains(resource) {
+        let def = RESOURCES[*resource];
+        let scope = match namespace {
+            Some(ns) => format!("in the namespace \"{ns}\""),
+            None => "at the cluster scope".to_string(),
+        };
+        let qualified = if def.group.is_empty() {
+            def.plural.to_string()
+        } else {
+            format!("{}.{}", def.plural, def.group)
+        };
+        let message = format!(
+            "{qualified} is forbidden: User \"system:serviceaccount:hcp-flow:hcp-flow\" cannot list resource \"{}\" in API group \"{}\" {scope}",
+            def.plural, def.group
+        );
+        return Some(status(StatusCode::FORBIDDEN, "Forbidden", &message));
+    }
+    None
 }
 
 fn list_response(inner: &Inner, filter: &Filter, query: &HashMap<String, String>) -> Response {
@@ -329,6 +377,7 @@ fn watch_response(inner: Arc<Inner>, filter: Filter, query: &HashMap<String, Str
     };
     let mut epoch = inner.epoch.subscribe();
     epoch.mark_unchanged();
+    let mut frozen = inner.frozen.subscribe();
     let bookmark_every = *inner.bookmark_interval.lock();
     let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Bytes, Infallible>>(64);
     tokio::spawn(async move {
@@ -347,6 +396,14 @@ fn watch_response(inner: Arc<Inner>, filter: Filter, query: &HashMap<String, Str
         let mut ticker = tokio::time::interval(bookmark_every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            // Frozen: send nothing at all, not even bookmarks, until thawed.
+            if *frozen.borrow() {
+                tokio::select! {
+                    _ = &mut deadline => return,
+                    _ = epoch.changed() => return,
+                    _ = frozen.wait_for(|f| !*f) => {}
+                }
+            }
             let (line, last) = tokio::select! {
                 _ = &mut deadline => return,
                 _ = epoch.changed() => return,

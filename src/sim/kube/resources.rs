@@ -1,6 +1,8 @@
 //! The kinds the simulated API server serves, and the discovery documents
 //! a client reads to find them.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 
 /// A kind the server serves.
@@ -92,10 +94,13 @@ pub(super) fn find_resource(group: &str, version: &str, plural: &str) -> Option<
         .position(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
-pub(super) fn discovery(group_version: &str) -> Option<Value> {
+/// `absent`: indexes into [`RESOURCES`] whose CRD is not installed.
+pub(super) fn discovery(group_version: &str, absent: &BTreeSet<usize>) -> Option<Value> {
     let resources: Vec<Value> = RESOURCES
         .iter()
-        .filter(|r| r.api_version() == group_version)
+        .enumerate()
+        .filter(|(i, r)| r.api_version() == group_version && !absent.contains(i))
+        .map(|(_, r)| r)
         .map(|r| {
             json!({
                 "name": r.plural,
@@ -111,9 +116,14 @@ pub(super) fn discovery(group_version: &str) -> Option<Value> {
     })
 }
 
-pub(super) fn groups() -> Value {
+pub(super) fn groups(absent: &BTreeSet<usize>) -> Value {
     let mut seen: Vec<(&str, &str)> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+    let served = RESOURCES
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| !r.group.is_empty() && !absent.contains(i))
+        .map(|(_, r)| r);
+    for r in served {
         if !seen.contains(&(r.group, r.version)) {
             seen.push((r.group, r.version));
         }

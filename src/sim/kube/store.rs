@@ -52,6 +52,15 @@ pub(super) struct Inner {
     /// Bumped to end every open watch (stop, compact).
     pub(super) epoch: watch::Sender<u64>,
     pub(super) bookmark_interval: Mutex<Duration>,
+    /// While true the server holds every request and sends nothing on open
+    /// watches, sockets kept open: a hung API server, not a dead one.
+    pub(super) frozen: watch::Sender<bool>,
+    /// Resources whose CRD is "not installed": 404 like a real server, and
+    /// left out of discovery.
+    pub(super) absent: Mutex<std::collections::BTreeSet<usize>>,
+    /// Resources the client's RBAC forbids: 403 with a Status like a real
+    /// server's.
+    pub(super) forbidden: Mutex<std::collections::BTreeSet<usize>>,
 }
 
 impl KubeApiHandle {
@@ -212,6 +221,52 @@ impl KubeApiHandle {
 
     pub fn set_bookmark_interval(&self, every: Duration) {
         *self.inner.bookmark_interval.lock() = every.max(Duration::from_millis(10));
+    }
+
+    /// Hang the server: requests wait and open watches send nothing (not
+    /// even bookmarks) until [`KubeApiHandle::unfreeze`]; connections stay
+    /// open, so only a client's own deadline notices.
+    pub fn freeze(&self) {
+        self.inner.frozen.send_replace(true);
+    }
+
+    pub fn unfreeze(&self) {
+        self.inner.frozen.send_replace(false);
+    }
+
+    /// Serve `kind` or not, as a cluster with or without its CRD; false for
+    /// a kind the simulator does not know.
+    pub fn set_installed(&self, kind: &str, installed: bool) -> bool {
+        let Some(resource) = resource_by_kind(kind) else {
+            return false;
+        };
+        let mut absent = self.inner.absent.lock();
+        if installed {
+            absent.remove(&resource);
+        } else {
+            absent.insert(resource);
+        }
+        drop(absent);
+        // Open watches of an uninstalled kind end, as when a CRD is deleted.
+        self.close_watches();
+        true
+    }
+
+    /// Forbid (or allow again) listing and watching `kind`; false for a
+    /// kind the simulator does not know.
+    pub fn set_forbidden(&self, kind: &str, forbidden: bool) -> bool {
+        let Some(resource) = resource_by_kind(kind) else {
+            return false;
+        };
+        let mut set = self.inner.forbidden.lock();
+        if forbidden {
+            set.insert(resource);
+        } else {
+            set.remove(&resource);
+        }
+        drop(set);
+        self.close_watches();
+        true
     }
 
     /// Forget all history and end every open watch: each watcher's next

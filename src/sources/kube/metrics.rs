@@ -1,10 +1,11 @@
 //! Families only the kube watches feed: the MultiClusterEngine phase and agent
-//! counts of self-managed hubs. Sparse like `hcpflow_hop_phase`: only the
-//! current phase has a series.
+//! counts of self-managed hubs (sparse like `hcpflow_hop_phase`: only the
+//! current phase has a series), and watch restarts by reason.
 
 use std::collections::BTreeMap;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -74,10 +75,28 @@ pub fn agent_stage_label(stage: &str) -> (&str, bool) {
     }
 }
 
+/// Why a kind's watch was restarted with a fresh relist.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum RestartReason {
+    /// Nothing arrived, not even a bookmark, within `idle_timeout`.
+    idle,
+    /// A list or watch failed (connection, status, decode).
+    error,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RestartLabels {
+    pub source: String,
+    pub reason: RestartReason,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct KubeMetrics {
     pub mce_phase: Family<MceLabels, Gauge>,
     pub agents: Family<AgentLabels, Gauge>,
+    /// Bounded: one series per source and reason.
+    pub watch_restarts: Family<RestartLabels, Counter>,
 }
 
 impl KubeMetrics {
@@ -93,7 +112,21 @@ impl KubeMetrics {
             "Agents (agent-install.openshift.io) on the management cluster by approval and installation stage (other for an unknown stage). Cached state refreshed in the background",
             crate::metrics::exporter::AlwaysDescribed(metrics.agents.clone()),
         );
+        registry.register(
+            "hcpflow_watch_restarts",
+            "Kubernetes watches restarted with a fresh relist, by reason: idle (nothing, not even a bookmark, within idle_timeout) or error (a failed list or watch)",
+            crate::metrics::exporter::AlwaysDescribed(metrics.watch_restarts.clone()),
+        );
         metrics
+    }
+
+    pub fn restarted(&self, source: &str, reason: RestartReason) {
+        self.watch_restarts
+            .get_or_create(&RestartLabels {
+                source: source.to_string(),
+                reason,
+            })
+            .inc();
     }
 
     /// Show this phase (or none, when the MCE is gone) for `mgmt_cluster`.

@@ -1,0 +1,150 @@
+//! What a kube source shows of itself in the exporter's own traces and logs
+//! (docs/design.md §9.6): each relist and watch connection is a span named
+//! for its source and kind, and an `environment` the HostedCluster
+//! namespaces contradict is one warning, not one per object.
+//!
+//! A single-threaded runtime keeps every task on the test's thread, where
+//! the capturing subscriber is installed.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hcp_flow::metrics::fleet::RenderConfig;
+use hcp_flow::model::{Hop, ModelConfig};
+use hcp_flow::sim::kube::{
+    KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at, write_kubeconfig,
+};
+use hcp_flow::sources::kube::{KubeMetrics, KubeMode, KubeSource, KubeSourceConfig};
+use hcp_flow::sources::{ObservationSink, SourceContext};
+use hcp_flow::store::{Store, StoreConfig};
+use jiff::Timestamp;
+use prometheus_client::registry::Registry;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+#[derive(Clone, Default)]
+struct Captured {
+    spans: Arc<Mutex<Vec<String>>>,
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+/// `name{field=value,...}` of each span and event.
+struct Fields(String);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={:?}", field.name(), value));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Captured {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _id: &tracing::span::Id,
+        _ctx: Context<'_, S>,
+    ) {
+        let mut fields = Fields(attrs.metadata().name().to_string());
+        attrs.record(&mut fields);
+        self.spans.lock().unwrap().push(fields.0);
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut fields = Fields(String::new());
+            event.record(&mut fields);
+            self.warnings.lock().unwrap().push(fields.0);
+        }
+    }
+}
+
+#[tokio::test]
+async fn relists_and_watches_are_spans_and_a_wrong_environment_is_one_warning() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let captured = Captured::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
+
+    let (server, url) = KubeApiServer::start().await.unwrap();
+    let at = Timestamp::from_second(1_800_000_000).unwrap();
+    // Two clusters of environment "int", watched as if it were "prod".
+    for id in ["c1", "c2"] {
+        let spec = KubeClusterSpec {
+            cluster_id: id.to_string(),
+            name: format!("name-{id}"),
+            env: "int".to_string(),
+            mode: KubeMode::Aro,
+            created_at: at,
+            manifestwork_applied_at: Some(at),
+            hosted_cluster_available_at: Some(at),
+            control_plane_ready_at: Some(at),
+            managed_cluster_joined_at: Some(at),
+            node_pools: vec![],
+            faults: KubeClusterFaults::default(),
+        };
+        for obj in objects_at(&spec, at) {
+            server.apply(obj).unwrap();
+        }
+    }
+    let store = Store::new(StoreConfig {
+        model: ModelConfig {
+            creation_target: Duration::from_secs(1200),
+            terminal_hops: vec![Hop::HostedCluster],
+            shard: None,
+            hop_budgets: Default::default(),
+        },
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: vec!["kube/mgmt-s".to_string()],
+        clock: Default::default(),
+    });
+    let dir = std::env::temp_dir().join(format!("hcpflow-spans-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kubeconfig");
+    write_kubeconfig(&path, &[("mgmt-s", &url)]).unwrap();
+    let mut cfg = KubeSourceConfig::new("mgmt-s", KubeMode::Aro);
+    cfg.kubeconfig = Some(path);
+    cfg.context = Some("mgmt-s".to_string());
+    cfg.environment = "prod".to_string();
+    let sink: Arc<dyn ObservationSink> = store.clone();
+    let ctx = SourceContext {
+        name: cfg.source_name(),
+        sink,
+        metrics: store.exporter_metrics(),
+        clock: Default::default(),
+        health: store.health(),
+    };
+    let mut registry = Registry::default();
+    let source = KubeSource::new(cfg, ctx, KubeMetrics::register(&mut registry))
+        .await
+        .unwrap();
+    let task = tokio::spawn(source.run());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !store.ready() {
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let every watch connect.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    task.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let spans = captured.spans.lock().unwrap().clone();
+    for kind in ["hostedcluster", "nodepool", "manifestwork"] {
+        for name in ["kube.relist", "kube.watch"] {
+            let want = format!("{name} source=kube/mgmt-s kind=\"{kind}\"");
+            assert!(
+                spans.iter().any(|s| s == &want),
+                "no span {want}: {spans:#?}"
+            );
+        }
+    }
+    let warnings = captured.warnings.lock().unwrap().clone();
+    let environment: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("is of environment \"int\", not the configured \"prod\""))
+        .collect();
+    assert_eq!(environment.len(), 1, "once per source: {warnings:#?}");
+}
