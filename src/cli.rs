@@ -215,8 +215,13 @@ pub struct KubeFlags {
     )]
     pub mode: Option<crate::sources::kube::KubeMode>,
 
-    /// The <env> of ARO ocm-<env>-<id> namespaces (e.g. int, stg, prod);
-    /// required in aro mode. Config key: sources.kube[].environment.
+    /// The <env> of ARO namespaces ocm-<env>-<id>[-<name>] (e.g. int, stg,
+    /// prod). Used only to read a cluster's id from its HostedCluster,
+    /// NodePool or control-plane namespace when the object lacks the
+    /// api.openshift.com/id label: a wrong value leaves such clusters
+    /// unfollowed, and a HostedCluster namespace that contradicts it is
+    /// logged once as a warning. Required in aro mode, unused in
+    /// self_managed mode. Config key: sources.kube[].environment.
     #[arg(
         long = "kube-environment",
         env = "HCPFLOW_KUBE_ENVIRONMENT",

@@ -907,8 +907,17 @@ where
 
     async fn watch_once(&self, version: &mut String) -> Result<(), Ended> {
         let shared = self.shared;
+        // The server ends each watch before the idle deadline could pass
+        // (three quarters of it): a healthy but quiet API server then proves
+        // itself by closing the watch cleanly even where its bookmarks come
+        // only once a minute, and re-watching from the last version is cheap
+        // (no relist).
+        let server_timeout = self
+            .cfg
+            .watch_timeout
+            .min(self.cfg.idle_timeout.mul_f64(0.75));
         let mut wp = WatchParams::default().timeout(
-            u32::try_from(self.cfg.watch_timeout.as_secs())
+            u32::try_from(server_timeout.as_secs())
                 .unwrap_or(290)
                 .clamp(1, 290),
         );
@@ -928,8 +937,12 @@ where
         loop {
             let next = match tokio::time::timeout(self.cfg.idle_timeout, stream.next()).await {
                 Err(_) => return Err(Ended::Failed(WatchFailure::Idle(self.cfg.idle_timeout))),
-                // The server ended the watch (its timeout): watch again.
-                Ok(None) => return Ok(()),
+                // The server ended the watch (its timeout): it answered, so
+                // it is alive; watch again from where it left off.
+                Ok(None) => {
+                    shared.refresh_health();
+                    return Ok(());
+                }
                 Ok(Some(next)) => next,
             };
             let event = match next {
