@@ -169,8 +169,12 @@ pub struct HttpSourceConfig {
     /// Turn TLS verification off for this source. Never the default.
     #[serde(default)]
     pub insecure_skip_tls_verify: bool,
+    /// Deadline of one whole request, body included.
     #[serde(default = "defaults::timeout", with = "humantime_serde")]
     pub timeout: Duration,
+    /// Deadline of the TCP and TLS connection (capped at `timeout`).
+    #[serde(default = "defaults::connect_timeout", with = "humantime_serde")]
+    pub connect_timeout: Duration,
     #[serde(default = "defaults::page_size")]
     pub page_size: u32,
     /// Poll interval while some cluster of this source is in flight.
@@ -188,6 +192,11 @@ pub mod defaults {
     use std::time::Duration;
     pub fn timeout() -> Duration {
         Duration::from_secs(10)
+    }
+    /// Shorter than `timeout`: an unreachable upstream is told apart from
+    /// a slow one, and fails fast.
+    pub fn connect_timeout() -> Duration {
+        Duration::from_secs(5)
     }
     pub fn page_size() -> u32 {
         100
@@ -214,6 +223,7 @@ impl HttpSourceConfig {
             ca_file: None,
             insecure_skip_tls_verify: false,
             timeout: defaults::timeout(),
+            connect_timeout: defaults::connect_timeout(),
             page_size: defaults::page_size(),
             fast_poll_interval: defaults::fast_poll(),
             slow_poll_interval: defaults::slow_poll(),
@@ -335,6 +345,8 @@ macro_rules! flat_source_shape {
             insecure_skip_tls_verify: bool,
             #[serde(default = "defaults::timeout", with = "humantime_serde")]
             timeout: Duration,
+            #[serde(default = "defaults::connect_timeout", with = "humantime_serde")]
+            connect_timeout: Duration,
             #[serde(default = "defaults::page_size")]
             page_size: u32,
             #[serde(default = "defaults::fast_poll", with = "humantime_serde")]
@@ -355,6 +367,7 @@ macro_rules! flat_source_shape {
                         ca_file: raw.ca_file,
                         insecure_skip_tls_verify: raw.insecure_skip_tls_verify,
                         timeout: raw.timeout,
+                        connect_timeout: raw.connect_timeout,
                         page_size: raw.page_size,
                         fast_poll_interval: raw.fast_poll_interval,
                         slow_poll_interval: raw.slow_poll_interval,
@@ -373,6 +386,7 @@ macro_rules! flat_source_shape {
                     ca_file,
                     insecure_skip_tls_verify,
                     timeout,
+                    connect_timeout,
                     page_size,
                     fast_poll_interval,
                     slow_poll_interval,
@@ -384,6 +398,7 @@ macro_rules! flat_source_shape {
                     ca_file,
                     insecure_skip_tls_verify,
                     timeout,
+                    connect_timeout,
                     page_size,
                     fast_poll_interval,
                     slow_poll_interval,
