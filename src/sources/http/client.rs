@@ -26,7 +26,7 @@ const ERROR_BODY_EXCERPT: usize = 256;
 /// its message (with [`crate::sources::health::cause_chain`]) names the
 /// cause an SRE acts on: refused, DNS, the TLS verification reason, the
 /// status with the start of the body, the JSON path that did not decode
-/// (docs/design.md §9.9).
+/// (docs/design.md §9.8).
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("reading the bearer token file {path}")]
