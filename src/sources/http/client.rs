@@ -667,6 +667,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn excerpts_are_one_bounded_line() {
+        let text = format!("a\r\nb\t\"c\"{}", "é".repeat(1000));
+        let out = sanitise(&text);
+        assert!(out.starts_with("a  b \"c\""), "{out}");
+        assert_eq!(
+            out.chars().count(),
+            ERROR_BODY_EXCERPT + 1,
+            "cut, marked with …"
+        );
+        assert!(!out.chars().any(char::is_control));
+        assert_eq!(sanitise("short"), "short");
+    }
+
+    #[test]
+    fn decode_excerpts_centre_on_the_failure() {
+        let body = format!("{{\"pad\":\"{}\",\n\"total\": \"many\"}}", "x".repeat(500));
+        let err = serde_json::from_str::<serde_json::Value>(&body.replace("\"many\"", "many"))
+            .unwrap_err();
+        let out = excerpt_around(
+            body.replace("\"many\"", "many").as_bytes(),
+            err.line(),
+            err.column(),
+        );
+        assert!(out.starts_with('…'), "{out}");
+        assert!(out.contains("\"total\": many"), "{out}");
+        assert!(out.chars().count() <= ERROR_BODY_EXCERPT + 2);
+    }
+
+    #[test]
     fn backoff_grows_and_caps() {
         let mut b = Backoff::new(Duration::from_secs(1), Duration::from_secs(8));
         let delays: Vec<f64> = (0..6).map(|_| b.next_delay().as_secs_f64()).collect();
