@@ -724,3 +724,65 @@ fn the_types_deserialize_directly_with_unknown_keys_rejected() {
     .unwrap_err();
     assert!(err.to_string().contains("page_sise"), "{err}");
 }
+
+#[test]
+fn a_base_url_that_already_ends_in_the_api_path_is_rejected_with_the_fix() {
+    let scratch = Scratch::new("api-path");
+    let errors = errors_of(
+        &scratch,
+        "sources:\n  maestro:\n    base_url: https://maestro.example/api/maestro/v1/\n  \
+         clusters_service:\n    base_url: https://proxy.example/cs/api/clusters_mgmt/v1\n  \
+         rp_frontend:\n    base_url: https://rp.example/subscriptions/6b690bec-0c16-4ecb-8f67-781caf40bba7\n    \
+         subscriptions: [6b690bec-0c16-4ecb-8f67-781caf40bba7]\n",
+    );
+    assert_eq!(
+        paths(&errors),
+        vec![
+            "sources.clusters_service.base_url",
+            "sources.maestro.base_url",
+            "sources.rp_frontend.base_url",
+        ]
+    );
+    let cs = &find(&errors, "sources.clusters_service.base_url").message;
+    assert!(cs.contains("`/api/clusters_mgmt/v1`"), "{cs}");
+    assert!(
+        cs.contains("set base_url to https://proxy.example/cs"),
+        "the fix keeps the proxy prefix: {cs}"
+    );
+    let maestro = &find(&errors, "sources.maestro.base_url").message;
+    assert!(
+        maestro.contains("set base_url to https://maestro.example/"),
+        "{maestro}"
+    );
+    let rp = &find(&errors, "sources.rp_frontend.base_url").message;
+    assert!(rp.contains("set base_url to https://rp.example/"), "{rp}");
+
+    // A path prefix that is not an API path is a routing proxy: accepted.
+    let ok = check_yaml(
+        &scratch,
+        "sources:\n  maestro:\n    base_url: https://proxy.example/maestro/\n",
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[test]
+fn connect_timeout_is_positive_and_within_the_total() {
+    let scratch = Scratch::new("connect-timeout");
+    let errors = errors_of(
+        &scratch,
+        "sources:\n  maestro:\n    base_url: http://m\n    connect_timeout: 0s\n  \
+         clusters_service:\n    base_url: http://cs\n    timeout: 3s\n    connect_timeout: 4s\n",
+    );
+    assert_eq!(
+        paths(&errors),
+        vec![
+            "sources.clusters_service.connect_timeout",
+            "sources.maestro.connect_timeout",
+        ]
+    );
+    assert!(
+        find(&errors, "sources.clusters_service.connect_timeout")
+            .message
+            .contains("must not be longer than timeout")
+    );
+}

@@ -773,7 +773,7 @@ async fn oversized_body_is_counted() {
 }
 
 #[tokio::test]
-async fn connection_refused_is_a_connect_error() {
+async fn connection_refused_is_its_own_error_kind() {
     let h = harness("maestro");
     // Bind and drop to get a port nobody listens on.
     let port = {
@@ -789,7 +789,7 @@ async fn connection_refused_is_a_connect_error() {
     )
     .unwrap();
     assert!(!m.poll(maestro::PollKind::Full).await);
-    assert_eq!(h.errors(RequestErrorKind::connect), 1);
+    assert_eq!(h.errors(RequestErrorKind::connect_refused), 1);
     assert_eq!(h.up(), 0);
 }
 

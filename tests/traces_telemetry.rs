@@ -1,14 +1,24 @@
-//! The exporter's own spans: `telemetry::init_with_env` installs the global
-//! subscriber (once per process, hence a test binary of its own) and exports
-//! `tracing` spans over OTLP gRPC; the traceparent hook names the same span.
+//! The exporter's own spans, end to end (docs/design.md §7.6): a real
+//! Maestro poll, through the real `telemetry::init_with_env` pipeline, to
+//! an in-test OTLP receiver, against a stand-in upstream that records each
+//! request's headers. `init_with_env` installs the global subscriber (once
+//! per process), hence a test binary with one test.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap (house rules)
+
+#[path = "common/standin.rs"]
+mod standin;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hcp_flow::config::LogFormat;
+use hcp_flow::config::{HttpSourceConfig, LogFormat, MaestroConfig};
+use hcp_flow::metrics::exporter::ExporterMetrics;
+use hcp_flow::model::Batch;
+use hcp_flow::sources::http::HttpClient;
+use hcp_flow::sources::maestro::{self, MaestroSource};
+use hcp_flow::sources::{ObservationSink, SourceContext};
 use hcp_flow::telemetry::{TraceparentHook, init_with_env};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
@@ -18,6 +28,9 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use serde_json::json;
+use standin::{Behaviour, StandIn};
 
 #[derive(Clone, Default)]
 struct Received(Arc<Mutex<Vec<(String, Span)>>>);
@@ -74,8 +87,44 @@ fn grpc_receiver() -> (Received, String) {
     (received, format!("http://{addr}"))
 }
 
+#[derive(Default)]
+struct Discard;
+
+impl ObservationSink for Discard {
+    fn apply(&self, _: Batch) {}
+}
+
+fn attr(span: &Span, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref()?.value.clone())
+        .map(|v| match v {
+            Value::StringValue(s) => s,
+            Value::IntValue(i) => i.to_string(),
+            other => format!("{other:?}"),
+        })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Two pages of one bundle each, so one poll makes two requests.
+fn page(seen: &standin::Seen) -> Behaviour {
+    let n = if seen.target.contains("page=2") { 2 } else { 1 };
+    let bundle = json!({
+        "id": format!("b{n}"),
+        "metadata": {"labels": {"api.openshift.com/id": format!("c{n}")}},
+        "updated_at": "2026-06-10T23:00:00Z",
+    });
+    let body =
+        json!({"kind": "ResourceBundleList", "page": n, "size": 1, "total": 2, "items": [bundle]});
+    Behaviour::Answer(200, body.to_string())
+}
+
 #[test]
-fn own_spans_are_exported_and_propagated() {
+fn a_real_poll_exports_its_spans_and_sends_their_traceparent() {
     let (received, endpoint) = grpc_receiver();
     let env = HashMap::from([
         ("OTEL_EXPORTER_OTLP_ENDPOINT".to_string(), endpoint),
@@ -88,46 +137,125 @@ fn own_spans_are_exported_and_propagated() {
     ]);
     let telemetry = init_with_env(LogFormat::Json, &env).unwrap();
     assert!(telemetry.exporting());
+    let _ = rustls::crypto::ring::default_provider().install_default();
 
-    let traceparent = {
-        let poll = tracing::info_span!("poll_cycle", source = "maestro");
-        let _entered = poll.enter();
-        let request = tracing::info_span!(
-            "upstream_request",
-            path = "/api/maestro/v1/resource-bundles"
-        );
-        let _entered = request.enter();
-        tracing::info!("listing bundles");
-        let mut headers = reqwest::header::HeaderMap::new();
-        TraceparentHook.add_headers(&mut headers);
-        headers
-            .get("traceparent")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-            .expect("a traceparent inside an exported span")
-    };
-    // A debug span is below the default filter and never exported.
-    tracing::debug_span!("too_chatty").in_scope(|| {});
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let seen = runtime.block_on(async {
+        let upstream = StandIn::start(page).await;
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = ExporterMetrics::register(&mut registry);
+        let ctx = SourceContext {
+            name: "maestro".to_string(),
+            sink: Arc::new(Discard),
+            metrics: metrics.clone(),
+            clock: Default::default(),
+            health: hcp_flow::sources::health::SourceHealth::new(
+                metrics.clone(),
+                Default::default(),
+            ),
+        };
+        let mut http = HttpSourceConfig::new(upstream.base.clone());
+        http.page_size = 1;
+        // As the app builds it: the product's client with the product's hook.
+        let client = HttpClient::new("maestro", &http, metrics)
+            .unwrap()
+            .with_request_hook(Arc::new(TraceparentHook));
+        let mut source = MaestroSource::with_client(MaestroConfig { http }, ctx, client);
+        assert!(source.poll(maestro::PollKind::Full).await);
+        let ok = upstream.seen();
+        upstream.set(|_| Behaviour::Answer(503, "{\"reason\":\"maintenance\"}".into()));
+        assert!(!source.poll(maestro::PollKind::Full).await);
+        let failed = upstream.seen()[ok.len()..].to_vec();
+        (ok, failed)
+    });
+    runtime.shutdown_timeout(Duration::from_secs(5));
     telemetry.shutdown();
 
-    let got = received.0.lock().unwrap().clone();
-    let names: Vec<&str> = got.iter().map(|(_, s)| s.name.as_str()).collect();
-    assert!(names.contains(&"poll_cycle"), "{names:?}");
-    assert!(names.contains(&"upstream_request"), "{names:?}");
-    assert!(!names.contains(&"too_chatty"), "{names:?}");
-    assert!(got.iter().all(|(service, _)| service == "hcp-flow-self"));
-
-    let request = &got
-        .iter()
-        .find(|(_, s)| s.name == "upstream_request")
+    let (ok, failed) = seen;
+    let spans: Vec<Span> = received
+        .0
+        .lock()
         .unwrap()
-        .1;
-    let poll = &got.iter().find(|(_, s)| s.name == "poll_cycle").unwrap().1;
-    assert_eq!(request.parent_span_id, poll.span_id);
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        .iter()
+        .map(|(service, span)| {
+            assert_eq!(service, "hcp-flow-self");
+            span.clone()
+        })
+        .collect();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let by_id = |id: &str| {
+        spans
+            .iter()
+            .find(|s| hex(&s.span_id) == id)
+            .unwrap_or_else(|| panic!("no exported span {id} in {names:?}"))
+    };
+
+    assert_eq!(ok.len(), 2, "two pages, two requests");
+    let mut polls = Vec::new();
+    for request in ok.iter().chain(&failed) {
+        // Every request carries the traceparent of its own request span...
+        let traceparent = request
+            .header("traceparent")
+            .unwrap_or_else(|| panic!("no traceparent on {}", request.target));
+        let parts: Vec<&str> = traceparent.split('-').collect();
+        assert_eq!(parts.len(), 4, "{traceparent}");
+        assert_eq!((parts[0], parts[3]), ("00", "01"), "{traceparent}");
+        let span = by_id(parts[2]);
+        assert_eq!(span.name, "upstream_request");
+        assert_eq!(hex(&span.trace_id), parts[1]);
+        assert_eq!(attr(span, "url.path").as_deref(), Some(request.path()));
+        assert_eq!(attr(span, "http.request.method").as_deref(), Some("GET"));
+        // ...a child of the exported poll span, in the same trace.
+        let poll = by_id(&hex(&span.parent_span_id));
+        assert_eq!(poll.name, "poll");
+        assert_eq!(poll.trace_id, span.trace_id);
+        assert_eq!(attr(poll, "source").as_deref(), Some("maestro"));
+        assert_eq!(attr(poll, "poll_kind").as_deref(), Some("full"));
+        polls.push(hex(&poll.span_id));
+    }
+    // Both pages of one poll share its span; the second poll is another.
+    assert_eq!(polls[0], polls[1]);
+    assert_ne!(polls[0], polls[2]);
+
+    let ok_request = by_id(
+        ok[0]
+            .header("traceparent")
+            .unwrap()
+            .split('-')
+            .nth(2)
+            .unwrap(),
+    );
     assert_eq!(
-        traceparent,
-        format!("00-{}-{}-01", hex(&request.trace_id), hex(&request.span_id))
+        attr(ok_request, "http.response.status_code").as_deref(),
+        Some("200")
+    );
+    let failed_request = by_id(
+        failed[0]
+            .header("traceparent")
+            .unwrap()
+            .split('-')
+            .nth(2)
+            .unwrap(),
+    );
+    assert_eq!(
+        attr(failed_request, "http.response.status_code").as_deref(),
+        Some("503")
+    );
+    let error = attr(failed_request, "error").unwrap_or_default();
+    assert!(
+        error.contains("HTTP 503") && error.contains("maintenance"),
+        "{error}"
+    );
+    let status = failed_request.status.clone().unwrap_or_default();
+    assert_eq!(status.code, StatusCode::Error as i32);
+    let failed_poll = by_id(&polls[2]);
+    assert_eq!(
+        failed_poll.status.clone().unwrap_or_default().code,
+        StatusCode::Error as i32
     );
 
     // A second global subscriber is refused, not silently ignored.

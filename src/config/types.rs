@@ -175,8 +175,12 @@ pub struct HttpSourceConfig {
     /// Turn TLS verification off for this source. Never the default.
     #[serde(default)]
     pub insecure_skip_tls_verify: bool,
+    /// Deadline of one whole request, body included.
     #[serde(default = "defaults::timeout", with = "humantime_serde")]
     pub timeout: Duration,
+    /// Deadline of the TCP and TLS connection (capped at `timeout`).
+    #[serde(default = "defaults::connect_timeout", with = "humantime_serde")]
+    pub connect_timeout: Duration,
     #[serde(default = "defaults::page_size")]
     pub page_size: u32,
     /// Poll interval while some cluster of this source is in flight.
@@ -194,6 +198,11 @@ pub mod defaults {
     use std::time::Duration;
     pub fn timeout() -> Duration {
         Duration::from_secs(10)
+    }
+    /// Shorter than `timeout`: an unreachable upstream is told apart from
+    /// a slow one, and fails fast.
+    pub fn connect_timeout() -> Duration {
+        Duration::from_secs(5)
     }
     pub fn page_size() -> u32 {
         100
@@ -220,6 +229,7 @@ impl HttpSourceConfig {
             ca_file: None,
             insecure_skip_tls_verify: false,
             timeout: defaults::timeout(),
+            connect_timeout: defaults::connect_timeout(),
             page_size: defaults::page_size(),
             fast_poll_interval: defaults::fast_poll(),
             slow_poll_interval: defaults::slow_poll(),
@@ -341,6 +351,8 @@ macro_rules! flat_source_shape {
             insecure_skip_tls_verify: bool,
             #[serde(default = "defaults::timeout", with = "humantime_serde")]
             timeout: Duration,
+            #[serde(default = "defaults::connect_timeout", with = "humantime_serde")]
+            connect_timeout: Duration,
             #[serde(default = "defaults::page_size")]
             page_size: u32,
             #[serde(default = "defaults::fast_poll", with = "humantime_serde")]
@@ -361,6 +373,7 @@ macro_rules! flat_source_shape {
                         ca_file: raw.ca_file,
                         insecure_skip_tls_verify: raw.insecure_skip_tls_verify,
                         timeout: raw.timeout,
+                        connect_timeout: raw.connect_timeout,
                         page_size: raw.page_size,
                         fast_poll_interval: raw.fast_poll_interval,
                         slow_poll_interval: raw.slow_poll_interval,
@@ -379,6 +392,7 @@ macro_rules! flat_source_shape {
                     ca_file,
                     insecure_skip_tls_verify,
                     timeout,
+                    connect_timeout,
                     page_size,
                     fast_poll_interval,
                     slow_poll_interval,
@@ -390,6 +404,7 @@ macro_rules! flat_source_shape {
                     ca_file,
                     insecure_skip_tls_verify,
                     timeout,
+                    connect_timeout,
                     page_size,
                     fast_poll_interval,
                     slow_poll_interval,
@@ -430,6 +445,17 @@ impl Config {
                     "TLS certificate verification is turned off for this source"
                 );
             }
+        }
+        // The ARM list of hcpOpenShiftClusters declares no `$top`: pages are
+        // the RP's, followed by `nextLink` (docs/design.md §13.7).
+        if let Some(rp) = &self.sources.rp_frontend
+            && rp.http.page_size != defaults::page_size()
+        {
+            tracing::warn!(
+                source = SOURCE_RP_FRONTEND,
+                page_size = rp.http.page_size,
+                "page_size is ignored by rp_frontend: the ARM list takes no page size"
+            );
         }
     }
 

@@ -128,10 +128,40 @@ fn validate_http(prefix: &str, http: &HttpSourceConfig, errors: &mut Vec<FieldEr
         ));
     }
 
+    if let Some(at) = api_path_in(url) {
+        let path = url.path().trim_end_matches('/');
+        let api_path = &path[at..];
+        let mut fixed = url.clone();
+        fixed.set_path(if at == 0 { "/" } else { &path[..at] });
+        errors.push(FieldError::new(
+            format!("{prefix}.base_url"),
+            format!(
+                "{url} already ends in the API path `{api_path}`, which the exporter \
+                 appends itself; set base_url to {fixed}"
+            ),
+        ));
+    }
+
     if http.timeout.is_zero() {
         errors.push(FieldError::new(
             format!("{prefix}.timeout"),
             "must be longer than 0s",
+        ));
+    }
+    if http.connect_timeout.is_zero() {
+        errors.push(FieldError::new(
+            format!("{prefix}.connect_timeout"),
+            "must be longer than 0s",
+        ));
+    } else if http.connect_timeout > http.timeout && !http.timeout.is_zero() {
+        errors.push(FieldError::new(
+            format!("{prefix}.connect_timeout"),
+            format!(
+                "is {} but must not be longer than timeout ({}), the deadline of the \
+                 whole request",
+                humantime::format_duration(http.connect_timeout),
+                humantime::format_duration(http.timeout),
+            ),
         ));
     }
     if http.page_size == 0 || http.page_size > defaults::MAX_PAGE_SIZE {
@@ -190,6 +220,30 @@ fn validate_http(prefix: &str, http: &HttpSourceConfig, errors: &mut Vec<FieldEr
             message,
         ));
     }
+}
+
+/// API paths the sources append to `base_url` themselves; a base URL that
+/// ends in one (copied from a browser or a curl line) doubles it.
+const API_PATHS: [&str; 4] = [
+    "/api/clusters_mgmt/v1",
+    "/api/aro_hcp/v1alpha1",
+    "/api/maestro/v1",
+    "/subscriptions",
+];
+
+/// Where in `url`'s path (trailing `/` trimmed) an API path starts, if the
+/// path ends in one (an ARM URL may go on into `/subscriptions/<id>/...`).
+fn api_path_in(url: &url::Url) -> Option<usize> {
+    let lower = url.path().trim_end_matches('/').to_ascii_lowercase();
+    API_PATHS.iter().find_map(|api| {
+        if lower.ends_with(api) {
+            Some(lower.len() - api.len())
+        } else if *api == "/subscriptions" {
+            lower.find("/subscriptions/")
+        } else {
+            None
+        }
+    })
 }
 
 fn validate_rp(rp: &RpFrontendConfig, errors: &mut Vec<FieldError>) {

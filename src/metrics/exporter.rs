@@ -19,9 +19,17 @@ pub struct SourceLabels {
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum RequestErrorKind {
-    /// No answer within the source's timeout.
+    /// No answer (connect, a read, or the whole request) within the
+    /// source's deadlines.
     timeout,
-    /// TCP/TLS connection could not be made.
+    /// The upstream's port refused the TCP connection (nothing listens).
+    connect_refused,
+    /// The upstream's host name did not resolve.
+    dns,
+    /// The TLS handshake failed (certificate not trusted, expired, wrong
+    /// name); the message carries the verification reason.
+    tls,
+    /// Any other failure to connect (reset, unreachable network).
     connect,
     /// The upstream answered 5xx.
     status_5xx,
@@ -118,6 +126,7 @@ pub struct ExporterMetrics {
     pub unknown_values: Family<UnknownValueLabels, Counter>,
     pub source_kind_info: Family<KindInfoLabels, Gauge>,
     pub source_restarts: Family<SourceLabels, Counter>,
+    pub source_mass_deletions: Family<SourceLabels, Counter>,
 }
 
 impl ExporterMetrics {
@@ -134,6 +143,7 @@ impl ExporterMetrics {
             unknown_values: Family::default(),
             source_kind_info: Family::default(),
             source_restarts: Family::default(),
+            source_mass_deletions: Family::default(),
         };
         registry.register(
             "hcpflow_source_up",
@@ -180,11 +190,23 @@ impl ExporterMetrics {
             "Source tasks restarted after they panicked or returned (the source is down until it lists again)",
             AlwaysDescribed(metrics.source_restarts.clone()),
         );
+        registry.register(
+            "hcpflow_source_mass_deletions",
+            "Relists that would have deleted more than half of at least 10 known objects of the source at once; each is held back until the next full relist confirms it",
+            AlwaysDescribed(metrics.source_mass_deletions.clone()),
+        );
         metrics
     }
 
     pub fn source_restarted(&self, source: &str) {
         self.source_restarts
+            .get_or_create(&Self::source(source))
+            .inc();
+    }
+
+    /// A relist of `source` would delete a large share of what it knows.
+    pub fn mass_deletion(&self, source: &str) {
+        self.source_mass_deletions
             .get_or_create(&Self::source(source))
             .inc();
     }
@@ -230,6 +252,7 @@ impl ExporterMetrics {
         let _ = self.source_up.get_or_create(&labels);
         let _ = self.source_requests.get_or_create(&labels);
         let _ = self.source_restarts.get_or_create(&labels);
+        let _ = self.source_mass_deletions.get_or_create(&labels);
     }
 
     pub fn request_done(&self, source: &str, seconds: f64) {

@@ -25,6 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use tracing::Instrument;
 
 use crate::config::{ClustersServiceApi, ClustersServiceConfig};
 use crate::model::{
@@ -32,13 +33,18 @@ use crate::model::{
 };
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, SourceError, Tracker, UpdateMode, sql_quote,
+    self, Backoff, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode,
+    sql_quote,
 };
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
 /// The `kind` this source reports in `/readyz` and
 /// `hcpflow_source_kind_info`: the collection Clusters Service lists.
 pub const KIND: &str = "clusters";
+
+/// The `kind` of the cluster list envelope, under both APIs
+/// (docs/design.md §10.8).
+pub const LIST_KIND: &str = "ClusterList";
 
 /// States a creation does not leave by itself; everything else is in flight.
 pub const SETTLED_STATES: [&str; 3] = ["ready", "hibernating", "error"];
@@ -343,6 +349,17 @@ pub enum PollKind {
     Slow,
 }
 
+impl PollKind {
+    /// The `poll_kind` attribute of the poll span.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollKind::Full => "full",
+            PollKind::Fast => "fast",
+            PollKind::Slow => "slow",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum ShardEntry {
     Known(Option<String>),
@@ -358,6 +375,7 @@ pub struct ClustersServiceSource {
     in_flight: HashSet<String>,
     shards: HashMap<String, ShardEntry>,
     synced: bool,
+    guard: MassDeletionGuard,
 }
 
 impl ClustersServiceSource {
@@ -382,6 +400,7 @@ impl ClustersServiceSource {
             in_flight: HashSet::new(),
             shards: HashMap::new(),
             synced: false,
+            guard: MassDeletionGuard::default(),
         }
     }
 
@@ -430,6 +449,16 @@ impl ClustersServiceSource {
     /// One poll of the given kind: read, deliver, record success. Returns
     /// whether every request succeeded.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
+        // The poll span: every request of this poll is its child, and the
+        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        let span = http::poll_span(&self.ctx.name);
+        span.record("poll_kind", kind.as_str());
+        let ok = self.poll_inner(kind).instrument(span.clone()).await;
+        http::poll_done(&span, ok);
+        ok
+    }
+
+    async fn poll_inner(&mut self, kind: PollKind) -> bool {
         let observed_at = self.ctx.clock.now();
         let initial = !self.synced;
         let mut out = Vec::new();
@@ -467,7 +496,7 @@ impl ClustersServiceSource {
     ) -> Result<Vec<CsCluster>, SourceError> {
         let params: Vec<(&str, &str)> = search.map(|s| ("search", s)).into_iter().collect();
         let path = self.clusters_path();
-        let mut pager = http::Pager::new(&path, &params, self.cfg.http.page_size);
+        let mut pager = http::Pager::new(&path, &params, LIST_KIND, self.cfg.http.page_size);
         let mut clusters = Vec::new();
         while let Some(items) = pager.next(&self.client).await? {
             clusters.extend(
@@ -492,12 +521,15 @@ impl ClustersServiceSource {
             PollKind::Full => {
                 let reads = self.list(None, unknown).await?;
                 let seen: HashSet<&str> = reads.iter().map(|r| r.id.as_str()).collect();
-                vanished = self
+                let missing = self
                     .tracker
                     .owners()
                     .filter(|o| !seen.contains(o))
                     .map(str::to_string)
                     .collect();
+                vanished = self
+                    .guard
+                    .filter(&self.ctx, "clusters", self.tracker.len(), missing);
                 reads
             }
             PollKind::Fast => {

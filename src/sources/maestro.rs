@@ -39,12 +39,15 @@ use serde::Deserialize;
 use crate::config::MaestroConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Via};
 use crate::sources::health::cause_chain;
-use crate::sources::http::{self, Backoff, BuildError, HttpClient, Tracker, UpdateMode};
+use crate::sources::http::{
+    self, Backoff, BuildError, HttpClient, MassDeletionGuard, Tracker, UpdateMode, poll_span,
+};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 use crate::views::hosted_cluster::{self, HostedClusterStatus};
 use crate::views::node_pool::{self, NodePoolStatus};
 use crate::views::work::{self, ManifestCondition, WorkStatus};
 use crate::views::{WireCondition, conditions, null_default, parse_time};
+use tracing::Instrument;
 
 /// The `kind` this source reports in `/readyz` and
 /// `hcpflow_source_kind_info`: the collection Maestro lists.
@@ -54,6 +57,9 @@ pub const KIND: &str = "resource-bundles";
 pub const CLUSTER_ID_LABEL: &str = "api.openshift.com/id";
 
 pub const BUNDLES_PATH: &str = "/api/maestro/v1/resource-bundles";
+
+/// The `kind` of the bundle list envelope (docs/design.md §10.6).
+pub const LIST_KIND: &str = "ResourceBundleList";
 
 /// How far behind the newest `updated_at` seen the incremental query starts.
 pub const INCREMENTAL_OVERLAP: SignedDuration = SignedDuration::from_secs(2);
@@ -300,6 +306,16 @@ pub enum PollKind {
     Incremental,
 }
 
+impl PollKind {
+    /// The `poll_kind` attribute of the poll span.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollKind::Full => "full",
+            PollKind::Incremental => "incremental",
+        }
+    }
+}
+
 /// The Maestro poller.
 pub struct MaestroSource {
     ctx: SourceContext,
@@ -308,6 +324,7 @@ pub struct MaestroSource {
     tracker: Tracker,
     newest_updated_at: Option<Timestamp>,
     synced: bool,
+    guard: MassDeletionGuard,
 }
 
 impl MaestroSource {
@@ -328,6 +345,7 @@ impl MaestroSource {
             tracker: Tracker::default(),
             newest_updated_at: None,
             synced: false,
+            guard: MassDeletionGuard::default(),
         }
     }
 
@@ -365,12 +383,22 @@ impl MaestroSource {
     /// One poll: read, deliver, record success. An incremental poll before
     /// anything was seen is a full one. Returns whether it succeeded.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
+        // The poll span: every request of this poll is its child, and the
+        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        let span = poll_span(&self.ctx.name);
+        let ok = self.poll_inner(kind).instrument(span.clone()).await;
+        super::http::poll_done(&span, ok);
+        ok
+    }
+
+    async fn poll_inner(&mut self, kind: PollKind) -> bool {
         let observed_at = self.ctx.clock.now();
         let initial = !self.synced;
         let kind = match (kind, self.newest_updated_at) {
             (PollKind::Incremental, Some(_)) if self.synced => PollKind::Incremental,
             _ => PollKind::Full,
         };
+        tracing::Span::current().record("poll_kind", kind.as_str());
         let search = match (kind, self.newest_updated_at) {
             (PollKind::Incremental, Some(newest)) => Some(updated_since_search(newest)),
             _ => None,
@@ -383,13 +411,15 @@ impl MaestroSource {
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut seen = HashSet::new();
+        // What was tracked before this poll: the pages below add to it.
+        let known = self.tracker.len();
         let mode = UpdateMode {
             send_all: kind == PollKind::Full,
             partial: false,
         };
         // Page by page: each bundle becomes observations (and its nested JSON
         // is dropped) before the next page is fetched.
-        let mut pager = http::Pager::new(BUNDLES_PATH, &params, self.cfg.http.page_size);
+        let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
         loop {
             let items = match pager.next(&self.client).await {
                 Ok(Some(items)) => items,
@@ -420,12 +450,13 @@ impl MaestroSource {
             }
         }
         if kind == PollKind::Full {
-            let vanished: Vec<String> = self
+            let missing: Vec<String> = self
                 .tracker
                 .owners()
                 .filter(|o| !seen.contains(*o))
                 .map(str::to_string)
                 .collect();
+            let vanished = self.guard.filter(&self.ctx, KIND, known, missing);
             for owner in vanished {
                 self.tracker.remove(&owner, &mut out);
             }

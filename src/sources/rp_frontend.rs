@@ -28,13 +28,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 use serde::Deserialize;
+use tracing::Instrument;
 
 use crate::config::RpFrontendConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Phase, Via};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, MAX_PAGES, SourceError, Tracker, UpdateMode,
-    WireCondition, null_default,
+    self, Backoff, BuildError, HttpClient, MAX_PAGES, MassDeletionGuard, SourceError, Tracker,
+    UpdateMode, WireCondition, null_default,
 };
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
@@ -44,14 +45,27 @@ pub const KIND: &str = "hcpOpenShiftClusters";
 
 const PROVIDER_PATH: &str = "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters";
 
-/// An ARM list page: `{value, nextLink}`.
+/// An ARM list page: `{value, nextLink}`. `value` is optional here so that
+/// [`ArmList::check`] can refuse a page without it.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ArmList {
-    #[serde(default, deserialize_with = "null_default")]
-    pub value: Vec<http::RawItem>,
+    #[serde(default)]
+    pub value: Option<Vec<http::RawItem>>,
     #[serde(default)]
     pub next_link: Option<String>,
+}
+
+impl ArmList {
+    /// A page without `value` (an error document, `{}`, a proxy's JSON)
+    /// is not a list: read as an empty one it would declare every cluster
+    /// of the subscription gone (docs/design.md §9.9).
+    pub fn check(&self) -> Result<(), String> {
+        match self.value {
+            Some(_) => Ok(()),
+            None => Err("no `value`".to_string()),
+        }
+    }
 }
 
 /// The fields of an hcpOpenShiftClusters resource the exporter reads.
@@ -237,8 +251,9 @@ pub fn parse_cluster(
 /// skipped and counted).
 pub fn parse_list(list: ArmList) -> (Vec<ParsedCluster>, Vec<UnknownValue>) {
     let mut unknown = Vec::new();
-    let mut clusters = Vec::with_capacity(list.value.len());
-    for item in list.value {
+    let items = list.value.unwrap_or_default();
+    let mut clusters = Vec::with_capacity(items.len());
+    for item in items {
         if let Some(c) = http::decode_item::<HcpOpenShiftCluster>(&item, "value[]", &mut unknown) {
             clusters.push(parse_cluster(&c, &mut unknown));
         }
@@ -287,6 +302,8 @@ pub struct RpFrontendSource {
     targets: Vec<Target>,
     explicit_owners: HashSet<String>,
     endpoints: EndpointsByResourceId,
+    /// One per subscription: each list is a relist of its subscription.
+    guards: HashMap<String, MassDeletionGuard>,
 }
 
 impl RpFrontendSource {
@@ -333,6 +350,7 @@ impl RpFrontendSource {
             targets,
             explicit_owners,
             endpoints: EndpointsByResourceId::default(),
+            guards: HashMap::new(),
         }
     }
 
@@ -370,6 +388,16 @@ impl RpFrontendSource {
     }
 
     async fn poll_targets(&mut self, all: bool) -> bool {
+        // The poll span: every request of this poll is its child, and the
+        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        let span = http::poll_span(&self.ctx.name);
+        span.record("poll_kind", if all { "full" } else { "due_targets" });
+        let ok = self.poll_targets_inner(all).instrument(span.clone()).await;
+        http::poll_done(&span, ok);
+        ok
+    }
+
+    async fn poll_targets_inner(&mut self, all: bool) -> bool {
         let observed_at = self.ctx.clock.now();
         let now = Instant::now();
         let initial = !self.targets.iter().all(|t| t.succeeded_once);
@@ -451,7 +479,10 @@ impl RpFrontendSource {
             .append_pair("api-version", &self.cfg.api_version);
         let mut clusters = Vec::new();
         for _ in 0..MAX_PAGES {
-            let page: ArmList = self.client.get_json(url.clone()).await?;
+            let page: ArmList = self
+                .client
+                .get_list(url.clone(), "ARM list", ArmList::check)
+                .await?;
             let next = page.next_link.clone().filter(|l| !l.is_empty());
             let (parsed, page_unknown) = parse_list(page);
             clusters.extend(parsed);
@@ -464,16 +495,25 @@ impl RpFrontendSource {
         // Only now, with every page read, is the list complete.
         let seen: HashSet<String> = clusters.iter().map(|c| c.resource_id.clone()).collect();
         let sub_lower = sub.to_lowercase();
-        let vanished: Vec<String> = self
+        let listed: Vec<&str> = self
             .tracker
             .owners()
             .filter(|owner| {
-                !seen.contains(*owner)
-                    && !self.explicit_owners.contains(*owner)
+                !self.explicit_owners.contains(*owner)
                     && id_scope(owner).0.as_deref() == Some(sub_lower.as_str())
             })
+            .collect();
+        let known = listed.len();
+        let missing: Vec<String> = listed
+            .into_iter()
+            .filter(|owner| !seen.contains(*owner))
             .map(str::to_string)
             .collect();
+        let vanished = self
+            .guards
+            .entry(sub_lower.clone())
+            .or_default()
+            .filter(&self.ctx, sub, known, missing);
         for owner in vanished {
             self.tracker.remove(&owner, out);
             self.endpoints.write().remove(&owner);
@@ -497,23 +537,15 @@ impl RpFrontendSource {
         let mut url = self.client.url(id)?;
         url.query_pairs_mut()
             .append_pair("api-version", &self.cfg.api_version);
-        let Some(item) = self
+        let Some(cluster) = self
             .client
-            .get_json_or_absent::<serde_json::Value>(url.clone())
+            .get_json_or_absent::<HcpOpenShiftCluster>(url)
             .await?
         else {
             self.tracker.remove(owner, out);
             self.endpoints.write().remove(owner);
             return Ok(false);
         };
-        let cluster: HcpOpenShiftCluster = serde_json::from_value(item).map_err(|source| {
-            let err = SourceError::Decode {
-                url: url.to_string(),
-                source,
-            };
-            self.ctx.metrics.request_failed(&self.ctx.name, err.kind());
-            err
-        })?;
         let parsed = parse_cluster(&cluster, unknown);
         let flight = in_flight(parsed.phase);
         self.accept(parsed, send_all, out);

@@ -8,10 +8,12 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
+use tracing::Instrument;
 use url::Url;
 
 use crate::config::{Auth, HttpSourceConfig};
 use crate::metrics::exporter::{ExporterMetrics, RequestErrorKind};
+use crate::sources::health::cause_chain;
 
 /// Largest response body read. Maestro pages of 100 bundles with nested
 /// feedback stay far below; a body this large is an upstream bug.
@@ -20,7 +22,11 @@ pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024 * 1024;
 /// Longest part of an error body kept in an error message.
 const ERROR_BODY_EXCERPT: usize = 256;
 
-/// Why an upstream call failed. Each variant knows its `kind` label.
+/// Why an upstream call failed. Each variant knows its `kind` label, and
+/// its message (with [`crate::sources::health::cause_chain`]) names the
+/// cause an SRE acts on: refused, DNS, the TLS verification reason, the
+/// status with the start of the body, the JSON path that did not decode
+/// (docs/design.md §9.8).
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("reading the bearer token file {path}")]
@@ -36,29 +42,44 @@ pub enum SourceError {
         #[source]
         source: url::ParseError,
     },
-    #[error("GET {url} failed ({kind:?})")]
+    #[error("GET {url}: {}", .kind.describe())]
     Transport {
         url: String,
         kind: RequestErrorKind,
         #[source]
         source: reqwest::Error,
     },
+    #[error("GET {url}: no complete answer within the {}s deadline", .after.as_secs_f64())]
+    Deadline { url: String, after: Duration },
     #[error("GET {url} answered HTTP {status}: {body}")]
     Status {
         url: String,
         status: u16,
-        /// The start of the error body, for the log.
+        /// The start of the error body, sanitised, for the log.
         body: String,
     },
     #[error("GET {url}: body larger than the {limit} byte limit")]
     BodyTooLarge { url: String, limit: usize },
     #[error("refusing to follow {url}: it leaves the source's base URL {base}")]
     ForeignLink { url: String, base: String },
-    #[error("GET {url}: body is not the expected JSON")]
+    #[error("GET {url}: body is not the expected JSON at `{path}` (near: {excerpt})")]
     Decode {
         url: String,
+        /// Where in the document decoding stopped (`items[3].id`).
+        path: String,
+        /// The body around the failure, sanitised.
+        excerpt: String,
         #[source]
         source: serde_json::Error,
+    },
+    /// A 200 that decoded but is not a well-formed list of its API: no
+    /// items, another `kind`, or a `total` its items contradict. Never read
+    /// as an empty list (docs/design.md §9.9).
+    #[error("GET {url}: not a well-formed {expected}: {problem}")]
+    NotAList {
+        url: String,
+        expected: &'static str,
+        problem: String,
     },
 }
 
@@ -70,13 +91,126 @@ impl SourceError {
                 RequestErrorKind::other
             }
             SourceError::Transport { kind, .. } => *kind,
+            SourceError::Deadline { .. } => RequestErrorKind::timeout,
             SourceError::Status { status, .. } if *status >= 500 => RequestErrorKind::status_5xx,
             SourceError::Status { status, .. } if *status >= 400 => RequestErrorKind::status_4xx,
             SourceError::Status { .. } => RequestErrorKind::other,
             SourceError::BodyTooLarge { .. } => RequestErrorKind::body_too_large,
-            SourceError::Decode { .. } => RequestErrorKind::decode,
+            SourceError::Decode { .. } | SourceError::NotAList { .. } => RequestErrorKind::decode,
         }
     }
+
+    /// A decode failure of `body` fetched from `url`, with the JSON path
+    /// and the text around where it failed.
+    pub fn decode(
+        url: &Url,
+        body: &[u8],
+        err: serde_path_to_error::Error<serde_json::Error>,
+    ) -> SourceError {
+        let path = err.path().to_string();
+        let source = err.into_inner();
+        SourceError::Decode {
+            url: url.to_string(),
+            path,
+            excerpt: excerpt_around(body, source.line(), source.column()),
+            source,
+        }
+    }
+}
+
+impl RequestErrorKind {
+    /// What the kind means, for the error message.
+    fn describe(self) -> &'static str {
+        match self {
+            RequestErrorKind::timeout => "timed out",
+            RequestErrorKind::connect_refused => "connection refused",
+            RequestErrorKind::dns => "the host name did not resolve",
+            RequestErrorKind::tls => "TLS handshake failed",
+            RequestErrorKind::connect => "could not connect",
+            _ => "request failed",
+        }
+    }
+}
+
+/// Sort a reqwest failure into its `kind` by walking its cause chain: reqwest
+/// itself only says "connect" or "timeout". An `io::Error` hides the error
+/// it wraps from `source()`, so each one is opened with `get_ref`.
+pub fn classify(err: &reqwest::Error) -> RequestErrorKind {
+    if err.is_timeout() {
+        return RequestErrorKind::timeout;
+    }
+    let mut found = None;
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cause {
+        let mut inner = Some(e);
+        while let Some(e) = inner {
+            if e.downcast_ref::<rustls::Error>().is_some() {
+                return RequestErrorKind::tls;
+            }
+            inner = match e.downcast_ref::<std::io::Error>() {
+                Some(io) => {
+                    match io.kind() {
+                        std::io::ErrorKind::ConnectionRefused => {
+                            found.get_or_insert(RequestErrorKind::connect_refused);
+                        }
+                        std::io::ErrorKind::TimedOut => {
+                            found.get_or_insert(RequestErrorKind::timeout);
+                        }
+                        _ => {}
+                    }
+                    io.get_ref()
+                        .map(|e| e as &(dyn std::error::Error + 'static))
+                }
+                None => None,
+            };
+        }
+        // hyper-util's connector names a resolver failure "dns error"; it
+        // has no type of its own to match.
+        if e.to_string().starts_with("dns error") {
+            found.get_or_insert(RequestErrorKind::dns);
+        }
+        cause = e.source();
+    }
+    match found {
+        Some(kind) => kind,
+        None if err.is_connect() => RequestErrorKind::connect,
+        None => RequestErrorKind::other,
+    }
+}
+
+/// At most [`ERROR_BODY_EXCERPT`] characters of `text`, control characters
+/// (newlines included) replaced by spaces, so an upstream's error page
+/// stays one bounded log line.
+pub fn sanitise(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(ERROR_BODY_EXCERPT)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(ERROR_BODY_EXCERPT).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// The body around `line`:`column` (1-based, as serde_json counts), at
+/// most [`ERROR_BODY_EXCERPT`] characters, sanitised.
+fn excerpt_around(body: &[u8], line: usize, column: usize) -> String {
+    let text = String::from_utf8_lossy(body);
+    let offset = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + column.saturating_sub(1);
+    let half = ERROR_BODY_EXCERPT / 2;
+    let mut start = offset.saturating_sub(half).min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let tail = &text[start..];
+    let prefix = if start > 0 { "…" } else { "" };
+    format!("{prefix}{}", sanitise(tail))
 }
 
 /// Why a client could not be built from its config.
@@ -169,6 +303,8 @@ pub struct HttpClient {
     metrics: ExporterMetrics,
     body_limit: usize,
     hook: Option<Arc<dyn RequestHook>>,
+    /// The whole request's deadline, body included.
+    total: Duration,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -189,9 +325,13 @@ impl HttpClient {
         cfg: &HttpSourceConfig,
         metrics: ExporterMetrics,
     ) -> Result<HttpClient, BuildError> {
+        // Three deadlines (docs/design.md §9.8): connecting, each read (an
+        // upstream that accepted and went silent), and the whole request,
+        // body included (a slow drip that never stalls a single read).
         let mut builder = reqwest::Client::builder()
             .timeout(cfg.timeout)
-            .connect_timeout(cfg.timeout)
+            .connect_timeout(cfg.connect_timeout.min(cfg.timeout))
+            .read_timeout(cfg.timeout)
             .user_agent(concat!("hcp-flow/", env!("CARGO_PKG_VERSION")));
         if let Some(path) = &cfg.ca_file {
             let pem = std::fs::read(path).map_err(|source| BuildError::ReadCa {
@@ -227,6 +367,7 @@ impl HttpClient {
             metrics,
             body_limit: DEFAULT_BODY_LIMIT,
             hook: None,
+            total: cfg.timeout,
         })
     }
 
@@ -281,19 +422,32 @@ impl HttpClient {
             })
     }
 
-    /// GET `url` and decode its JSON body.
+    /// GET `url` and decode its JSON body; a 404 is an error here.
     pub async fn get_json<T: DeserializeOwned>(&self, url: Url) -> Result<T, SourceError> {
-        match self.get_json_or_absent(url.clone()).await? {
+        self.get_list(url, "", |_: &T| Ok(())).await
+    }
+
+    /// GET a list page and prove it is one (`check` says what is wrong with
+    /// it, if anything) before anyone reads it: a 200 that is not a
+    /// well-formed `expected` fails as `decode`, never as an empty list
+    /// (docs/design.md §9.9).
+    pub async fn get_list<T: DeserializeOwned>(
+        &self,
+        url: Url,
+        expected: &'static str,
+        check: impl FnOnce(&T) -> Result<(), String>,
+    ) -> Result<T, SourceError> {
+        match self
+            .get(url.clone(), false, Some((expected, check)))
+            .await?
+        {
             Some(value) => Ok(value),
-            None => {
-                let err = SourceError::Status {
-                    url: url.to_string(),
-                    status: 404,
-                    body: String::new(),
-                };
-                self.metrics.request_failed(&self.source, err.kind());
-                Err(err)
-            }
+            // `get` turns a 404 into an error when it is not an answer.
+            None => Err(SourceError::Status {
+                url: url.to_string(),
+                status: 404,
+                body: String::new(),
+            }),
         }
     }
 
@@ -302,24 +456,82 @@ impl HttpClient {
         &self,
         url: Url,
     ) -> Result<Option<T>, SourceError> {
-        let result = self.get_body(&url).await.and_then(|body| match body {
-            None => Ok(None),
-            Some(bytes) => {
-                serde_json::from_slice(&bytes)
-                    .map(Some)
-                    .map_err(|source| SourceError::Decode {
+        self.get(url, true, None::<(&str, fn(&T) -> Result<(), String>)>)
+            .await
+    }
+
+    /// One request in its own `upstream_request` span, a child of the
+    /// caller's poll span (docs/design.md §7.6): the traceparent hook runs
+    /// inside it, so the upstream sees this request's span id.
+    async fn get<T: DeserializeOwned>(
+        &self,
+        url: Url,
+        absent_ok: bool,
+        check: Option<(&'static str, impl FnOnce(&T) -> Result<(), String>)>,
+    ) -> Result<Option<T>, SourceError> {
+        let span = tracing::info_span!(
+            "upstream_request",
+            source = %self.source,
+            http.request.method = "GET",
+            url.path = %url.path(),
+            http.response.status_code = tracing::field::Empty,
+            error = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let result = self
+            .get_decoded(&url, absent_ok)
+            .instrument(span.clone())
+            .await
+            .and_then(|value| match (&value, check) {
+                (Some(v), Some((expected, check))) => match check(v) {
+                    Ok(()) => Ok(value),
+                    Err(problem) => Err(SourceError::NotAList {
                         url: url.to_string(),
-                        source,
-                    })
-            }
-        });
+                        expected,
+                        problem,
+                    }),
+                },
+                _ => Ok(value),
+            });
         if let Err(err) = &result {
             self.metrics.request_failed(&self.source, err.kind());
+            span.record("error", tracing::field::display(cause_chain(err)));
+            span.record("otel.status_code", "ERROR");
         }
         result
     }
 
-    async fn get_body(&self, url: &Url) -> Result<Option<Vec<u8>>, SourceError> {
+    async fn get_decoded<T: DeserializeOwned>(
+        &self,
+        url: &Url,
+        absent_ok: bool,
+    ) -> Result<Option<T>, SourceError> {
+        let body = match self.get_body(url).await? {
+            Answer::Found(body) => body,
+            Answer::NotFound(_) if absent_ok => return Ok(None),
+            Answer::NotFound(body) => {
+                return Err(SourceError::Status {
+                    url: url.to_string(),
+                    status: 404,
+                    body: sanitise(&String::from_utf8_lossy(&body)),
+                });
+            }
+        };
+        let mut de = serde_json::Deserializer::from_slice(&body);
+        let value = serde_path_to_error::deserialize(&mut de)
+            .map_err(|err| SourceError::decode(url, &body, err))?;
+        // Text after the document (two documents, a trailing HTML error):
+        // not the answer we asked for.
+        de.end().map_err(|source| SourceError::Decode {
+            url: url.to_string(),
+            path: "(after the document)".to_string(),
+            excerpt: excerpt_around(&body, source.line(), source.column()),
+            source,
+        })?;
+        Ok(Some(value))
+    }
+
+    async fn get_body(&self, url: &Url) -> Result<Answer, SourceError> {
         let mut headers = HeaderMap::new();
         if let Some(token) = &self.token {
             headers.insert(AUTHORIZATION, token.header().await?);
@@ -328,30 +540,34 @@ impl HttpClient {
             hook.add_headers(&mut headers);
         }
         let started = Instant::now();
-        let result = self.send(url, headers).await;
+        // reqwest's `timeout` already covers the body; this outer deadline
+        // makes "no complete answer within `timeout`" hold whatever the
+        // HTTP stack does with a slow-drip body (docs/design.md §9.8).
+        let result = match tokio::time::timeout(self.total, self.send(url, headers)).await {
+            Ok(result) => result,
+            Err(_elapsed) => Err(SourceError::Deadline {
+                url: url.to_string(),
+                after: self.total,
+            }),
+        };
         let seconds = started.elapsed().as_secs_f64();
         self.metrics.request_done(&self.source, seconds);
         match &result {
-            Ok(body) => {
-                tracing::debug!(source = %self.source, %url, seconds, found = body.is_some(), "GET")
+            Ok(answer) => {
+                let found = matches!(answer, Answer::Found(_));
+                tracing::debug!(source = %self.source, %url, seconds, found, "GET")
             }
             Err(err) => {
-                tracing::debug!(source = %self.source, %url, seconds, error = %err, "GET failed")
+                tracing::debug!(source = %self.source, %url, seconds, error = %cause_chain(err), "GET failed")
             }
         }
         result
     }
 
-    async fn send(&self, url: &Url, headers: HeaderMap) -> Result<Option<Vec<u8>>, SourceError> {
+    async fn send(&self, url: &Url, headers: HeaderMap) -> Result<Answer, SourceError> {
         let transport = |source: reqwest::Error| SourceError::Transport {
             url: url.to_string(),
-            kind: if source.is_timeout() {
-                RequestErrorKind::timeout
-            } else if source.is_connect() {
-                RequestErrorKind::connect
-            } else {
-                RequestErrorKind::other
-            },
+            kind: classify(&source),
             source,
         };
         let mut response = self
@@ -362,9 +578,7 @@ impl HttpClient {
             .await
             .map_err(transport)?;
         let status = response.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
+        tracing::Span::current().record("http.response.status_code", status.as_u16());
         let too_large = || SourceError::BodyTooLarge {
             url: url.to_string(),
             limit: self.body_limit,
@@ -382,20 +596,25 @@ impl HttpClient {
             }
             body.extend_from_slice(&chunk);
         }
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(Answer::NotFound(body));
+        }
         if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            let mut end = text.len().min(ERROR_BODY_EXCERPT);
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
             return Err(SourceError::Status {
                 url: url.to_string(),
                 status: status.as_u16(),
-                body: text[..end].to_string(),
+                body: sanitise(&String::from_utf8_lossy(&body)),
             });
         }
-        Ok(Some(body))
+        Ok(Answer::Found(body))
     }
+}
+
+/// A response the client reads on: a body, or a 404 with its body (an
+/// answer on a GET by id, an error on a list).
+enum Answer {
+    Found(Vec<u8>),
+    NotFound(Vec<u8>),
 }
 
 /// Exponential backoff with jitter for failed syncs, so a struggling
@@ -446,6 +665,35 @@ pub fn after(from: Instant, delay: Duration) -> Instant {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_are_one_bounded_line() {
+        let text = format!("a\r\nb\t\"c\"{}", "é".repeat(1000));
+        let out = sanitise(&text);
+        assert!(out.starts_with("a  b \"c\""), "{out}");
+        assert_eq!(
+            out.chars().count(),
+            ERROR_BODY_EXCERPT + 1,
+            "cut, marked with …"
+        );
+        assert!(!out.chars().any(char::is_control));
+        assert_eq!(sanitise("short"), "short");
+    }
+
+    #[test]
+    fn decode_excerpts_centre_on_the_failure() {
+        let body = format!("{{\"pad\":\"{}\",\n\"total\": \"many\"}}", "x".repeat(500));
+        let err = serde_json::from_str::<serde_json::Value>(&body.replace("\"many\"", "many"))
+            .unwrap_err();
+        let out = excerpt_around(
+            body.replace("\"many\"", "many").as_bytes(),
+            err.line(),
+            err.column(),
+        );
+        assert!(out.starts_with('…'), "{out}");
+        assert!(out.contains("\"total\": many"), "{out}");
+        assert!(out.chars().count() <= ERROR_BODY_EXCERPT + 2);
+    }
 
     #[test]
     fn backoff_grows_and_caps() {

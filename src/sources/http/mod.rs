@@ -18,6 +18,27 @@ mod wire;
 pub use client::{
     Backoff, BuildError, DEFAULT_BODY_LIMIT, HttpClient, RequestHook, SourceError, after,
 };
-pub use pager::{MAX_PAGES, PagedList, Pager, RawItem, decode_item, list_all};
-pub use tracker::{ObjectKey, Tracker, UpdateMode, deliver, extend_parsed, fingerprint};
+pub use pager::{MAX_PAGES, PagedList, Pager, RawItem, decode_item};
+pub use tracker::{
+    MASS_DELETION_MIN_KNOWN, MassDeletionGuard, ObjectKey, Tracker, UpdateMode, deliver,
+    extend_parsed, fingerprint,
+};
 pub use wire::{WireCondition, conditions, null_default, parse_time, sql_quote, transition_of};
+
+/// The span of one poll cycle of `source` (docs/design.md §7.6); the
+/// poller records `poll_kind` once it knows which list it reads.
+pub fn poll_span(source: &str) -> tracing::Span {
+    tracing::info_span!(
+        "poll",
+        source,
+        poll_kind = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// Mark a failed poll's span as an error, so a trace backend shows it.
+pub fn poll_done(span: &tracing::Span, ok: bool) {
+    if !ok {
+        span.record("otel.status_code", "ERROR");
+    }
+}

@@ -5,7 +5,6 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::client::{HttpClient, SourceError};
-use super::wire::null_default;
 use crate::sources::UnknownValue;
 
 /// A paged list never has this many pages; stop rather than loop forever on
@@ -18,13 +17,68 @@ pub const MAX_PAGES: u64 = 100_000;
 pub type RawItem = Box<serde_json::value::RawValue>;
 
 /// The OCM-style paged list envelope (Clusters Service and Maestro):
-/// `{kind, page, size, total, items}`.
+/// `{kind, page, size, total, items}`. Every field is optional here so that
+/// [`PagedList::check`] can say which one is missing or wrong.
 #[derive(Debug, Deserialize)]
 pub struct PagedList {
     #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub page: Option<u64>,
+    /// The number of items in this page (OCM's meaning, not the one asked).
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
     pub total: Option<u64>,
-    #[serde(default, deserialize_with = "null_default")]
-    pub items: Vec<RawItem>,
+    /// `None`: the key is absent (not a list); `null` reads as empty and is
+    /// then held to `total`.
+    #[serde(default, deserialize_with = "present_or_null")]
+    pub items: Option<Vec<RawItem>>,
+}
+
+fn present_or_null<'de, D: serde::Deserializer<'de>>(
+    de: D,
+) -> Result<Option<Vec<RawItem>>, D::Error> {
+    Ok(Some(
+        Option::<Vec<RawItem>>::deserialize(de)?.unwrap_or_default(),
+    ))
+}
+
+impl PagedList {
+    /// What is wrong with this page as page `page` of a `kind` list of which
+    /// `seen` items came on earlier pages (docs/design.md §9.9). An answer
+    /// that fails here proves nothing: read as an empty list it would
+    /// declare every cluster gone.
+    pub fn check(&self, kind: &str, page: u64, seen: u64) -> Result<(), String> {
+        let Some(items) = &self.items else {
+            return Err("no `items`".to_string());
+        };
+        let count = items.len() as u64;
+        if let Some(got) = self.kind.as_deref()
+            && got != kind
+        {
+            return Err(format!("`kind` is {got:?}, expected {kind:?}"));
+        }
+        if let Some(got) = self.page
+            && got != page
+        {
+            return Err(format!("`page` is {got}, page {page} was asked for"));
+        }
+        if let Some(size) = self.size
+            && size != count
+        {
+            return Err(format!("`size` is {size} but {count} items came"));
+        }
+        if let Some(total) = self.total
+            && count == 0
+            && total > seen
+        {
+            return Err(format!(
+                "page {page} has no items but `total` is {total} and {seen} came before it"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Walks an OCM-style paged list (`page` is 1-based) one request, one page at
@@ -34,6 +88,8 @@ pub struct PagedList {
 pub struct Pager<'a> {
     path: &'a str,
     params: &'a [(&'a str, &'a str)],
+    /// The list's `kind` (`ClusterList`, `ResourceBundleList`).
+    kind: &'static str,
     page_size: u32,
     page: u64,
     seen: u64,
@@ -41,10 +97,16 @@ pub struct Pager<'a> {
 }
 
 impl<'a> Pager<'a> {
-    pub fn new(path: &'a str, params: &'a [(&'a str, &'a str)], page_size: u32) -> Pager<'a> {
+    pub fn new(
+        path: &'a str,
+        params: &'a [(&'a str, &'a str)],
+        kind: &'static str,
+        page_size: u32,
+    ) -> Pager<'a> {
         Pager {
             path,
             params,
+            kind,
             page_size: page_size.max(1),
             page: 1,
             seen: 0,
@@ -67,8 +129,12 @@ impl<'a> Pager<'a> {
                 query.append_pair(key, value);
             }
         }
-        let list: PagedList = client.get_json(url).await?;
-        let count = list.items.len() as u64;
+        let (kind, page, seen) = (self.kind, self.page, self.seen);
+        let list: PagedList = client
+            .get_list(url, kind, |list: &PagedList| list.check(kind, page, seen))
+            .await?;
+        let items = list.items.unwrap_or_default();
+        let count = items.len() as u64;
         self.seen += count;
         self.done = match list.total {
             Some(total) => self.seen >= total,
@@ -76,30 +142,8 @@ impl<'a> Pager<'a> {
         } || count == 0
             || self.page >= MAX_PAGES;
         self.page += 1;
-        Ok(Some(list.items))
+        Ok(Some(items))
     }
-}
-
-/// Every page of a list, decoded item by item into `T` (malformed items are
-/// skipped and counted under `field`). For lists whose typed items are small.
-pub async fn list_all<T: DeserializeOwned>(
-    client: &HttpClient,
-    path: &str,
-    params: &[(&str, &str)],
-    page_size: u32,
-    field: &'static str,
-    unknown: &mut Vec<UnknownValue>,
-) -> Result<Vec<T>, SourceError> {
-    let mut pager = Pager::new(path, params, page_size);
-    let mut out = Vec::new();
-    while let Some(items) = pager.next(client).await? {
-        out.extend(
-            items
-                .iter()
-                .filter_map(|item| decode_item(item, field, unknown)),
-        );
-    }
-    Ok(out)
 }
 
 /// Decode one list item, counting it under `field` when it is not the shape

@@ -176,6 +176,70 @@ impl Tracker {
     }
 }
 
+/// A relist deleting more than half of what a source knows is a mass
+/// deletion only from this many known objects on; below, a few clusters
+/// deleted together is ordinary.
+pub const MASS_DELETION_MIN_KNOWN: usize = 10;
+
+/// Holds back a relist that would delete more than half of at least
+/// [`MASS_DELETION_MIN_KNOWN`] known objects at once, until the next full
+/// relist confirms it (docs/design.md §9.9). A list that proves it is a list
+/// can still be wrong (a search that broke upstream, a restored empty
+/// database, the wrong region behind the URL); deleting half the fleet's
+/// timelines on one such answer loses their history for good, while waiting
+/// one relist only delays a real deletion.
+#[derive(Debug, Default)]
+pub struct MassDeletionGuard {
+    held: bool,
+}
+
+impl MassDeletionGuard {
+    /// Of the `vanished` owners a relist of `scope` found missing among
+    /// `known`, the ones to delete now: all of them, or none while a mass
+    /// deletion waits for confirmation. Warns and counts each occurrence
+    /// once.
+    pub fn filter(
+        &mut self,
+        ctx: &SourceContext,
+        scope: &str,
+        known: usize,
+        vanished: Vec<String>,
+    ) -> Vec<String> {
+        let mass = known >= MASS_DELETION_MIN_KNOWN && vanished.len() * 2 > known;
+        if !mass {
+            self.held = false;
+            return vanished;
+        }
+        if self.held {
+            self.held = false;
+            tracing::warn!(
+                source = %ctx.name,
+                scope,
+                known,
+                deleted = vanished.len(),
+                "a second relist confirms the mass deletion; applying it"
+            );
+            return vanished;
+        }
+        self.held = true;
+        ctx.metrics.mass_deletion(&ctx.name);
+        tracing::warn!(
+            source = %ctx.name,
+            scope,
+            known,
+            missing = vanished.len(),
+            "a relist would delete more than half of what this source knows at once; \
+             holding the deletion back until the next full relist confirms it"
+        );
+        Vec::new()
+    }
+
+    /// True while a mass deletion waits for its confirming relist.
+    pub fn holding(&self) -> bool {
+        self.held
+    }
+}
+
 /// Count unknown values and deliver a batch. An empty batch is still sent
 /// when `initial`, so the model knows the source completed its first sync.
 pub fn deliver(
