@@ -127,7 +127,7 @@ fn yaml_numbers_and_booleans_keep_their_types() {
         "shard: {index: 2, total: 3}\n\
          sources:\n  maestro:\n    base_url: http://maestro:8000\n    page_size: 250\n    \
          insecure_skip_tls_verify: true\n  rp_frontend:\n    base_url: https://rp\n    \
-         insecure_skip_tls_verify: false\n    page_size: 10000\n    \
+         insecure_skip_tls_verify: false\n    \
          subscriptions: [6b690bec-0c16-4ecb-8f67-781caf40bba7]\n",
     )
     .unwrap();
@@ -137,7 +137,6 @@ fn yaml_numbers_and_booleans_keep_their_types() {
     assert_eq!(maestro.page_size, 250);
     assert!(maestro.insecure_skip_tls_verify);
     let rp = config.sources.rp_frontend.unwrap().http;
-    assert_eq!(rp.page_size, 10000);
     assert!(!rp.insecure_skip_tls_verify);
 }
 
@@ -785,4 +784,17 @@ fn connect_timeout_is_positive_and_within_the_total() {
             .message
             .contains("must not be longer than timeout")
     );
+}
+
+#[test]
+fn an_rp_frontend_page_size_is_refused_because_the_arm_list_takes_none() {
+    let scratch = Scratch::new("rp-page-size");
+    let errors = errors_of(
+        &scratch,
+        "sources:\n  rp_frontend:\n    base_url: https://rp.example\n    page_size: 50\n    \
+         subscriptions: [6b690bec-0c16-4ecb-8f67-781caf40bba7]\n",
+    );
+    assert_eq!(paths(&errors), vec!["sources.rp_frontend.page_size"]);
+    let message = &find(&errors, "sources.rp_frontend.page_size").message;
+    assert!(message.contains("nextLink"), "{message}");
 }

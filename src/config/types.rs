@@ -446,17 +446,6 @@ impl Config {
                 );
             }
         }
-        // The ARM list of hcpOpenShiftClusters declares no `$top`: pages are
-        // the RP's, followed by `nextLink` (docs/design.md §13.7).
-        if let Some(rp) = &self.sources.rp_frontend
-            && rp.http.page_size != defaults::page_size()
-        {
-            tracing::warn!(
-                source = SOURCE_RP_FRONTEND,
-                page_size = rp.http.page_size,
-                "page_size is ignored by rp_frontend: the ARM list takes no page size"
-            );
-        }
     }
 
     /// Hops whose readiness completes a creation: `slo.terminal_hops` when

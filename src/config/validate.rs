@@ -153,7 +153,12 @@ fn validate_http(prefix: &str, http: &HttpSourceConfig, errors: &mut Vec<FieldEr
             format!("{prefix}.connect_timeout"),
             "must be longer than 0s",
         ));
-    } else if http.connect_timeout > http.timeout && !http.timeout.is_zero() {
+    } else if http.connect_timeout > http.timeout
+        && !http.timeout.is_zero()
+        // Left at its default, the connect deadline just shrinks to a
+        // shorter `timeout` (the client uses the smaller of the two).
+        && http.connect_timeout != super::types::defaults::connect_timeout()
+    {
         errors.push(FieldError::new(
             format!("{prefix}.connect_timeout"),
             format!(
@@ -248,6 +253,16 @@ fn api_path_in(url: &url::Url) -> Option<usize> {
 
 fn validate_rp(rp: &RpFrontendConfig, errors: &mut Vec<FieldError>) {
     let prefix = format!("sources.{SOURCE_RP_FRONTEND}");
+    // The ARM list of hcpOpenShiftClusters declares no `$top`: pages are the
+    // RP's, followed by `nextLink` (docs/design.md §13.7). A setting that
+    // would change nothing is refused rather than silently ignored.
+    if rp.http.page_size != super::types::defaults::page_size() {
+        errors.push(FieldError::new(
+            format!("{prefix}.page_size"),
+            "the RP frontend's list takes no page size (its pages follow nextLink); remove the setting"
+                .to_string(),
+        ));
+    }
     if !is_api_version(&rp.api_version) {
         errors.push(FieldError::new(
             format!("{prefix}.api_version"),
