@@ -479,7 +479,7 @@ impl HttpClient {
             otel.status_code = tracing::field::Empty,
         );
         let result = self
-            .get_decoded(&url, absent_ok)
+            .get_decoded(&url, absent_ok, check.is_some())
             .instrument(span.clone())
             .await
             .and_then(|value| match (&value, check) {
@@ -505,6 +505,7 @@ impl HttpClient {
         &self,
         url: &Url,
         absent_ok: bool,
+        list: bool,
     ) -> Result<Option<T>, SourceError> {
         let body = match self.get_body(url).await? {
             Answer::Found(body) => body,
@@ -517,6 +518,20 @@ impl HttpClient {
                 });
             }
         };
+        // Every list envelope is a JSON object; serde would also read a
+        // struct from an array (`[[…]]` as a list with no items).
+        if list
+            && body
+                .iter()
+                .find(|b| !b.is_ascii_whitespace())
+                .is_some_and(|b| *b != b'{')
+        {
+            return Err(SourceError::NotAList {
+                url: url.to_string(),
+                expected: "a JSON object",
+                problem: format!("the body starts with {:?}", excerpt_around(&body, 1, 1)),
+            });
+        }
         let mut de = serde_json::Deserializer::from_slice(&body);
         let value = serde_path_to_error::deserialize(&mut de)
             .map_err(|err| SourceError::decode(url, &body, err))?;

@@ -53,6 +53,11 @@ impl PagedList {
         let Some(items) = &self.items else {
             return Err("no `items`".to_string());
         };
+        // Clusters Service and Maestro always send the envelope; `items`
+        // alone (and null, which reads as empty) is no answer of theirs.
+        if self.kind.is_none() && self.total.is_none() {
+            return Err("no `kind` and no `total`: not a list envelope".to_string());
+        }
         let count = items.len() as u64;
         if let Some(got) = self.kind.as_deref()
             && got != kind
