@@ -137,67 +137,38 @@ impl Exporter {
         // Every source task runs supervised: restarted with backoff if it
         // panics or returns, and down until it lists again.
         let mut tasks = Vec::new();
-        let supervised = |ctx: &SourceContext| {
-            (
-                ctx.name.clone(),
-                ctx.health.clone(),
-                ctx.metrics.clone(),
-                Restart::default(),
-            )
-        };
+        let restart = Restart::default();
         if let Some(cfg) = &config.sources.rp_frontend {
             let ctx = ctx("rp_frontend");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            let (name, health, metrics, restart) = supervised(&ctx);
             let cfg = cfg.clone();
-            tasks.push(tokio::spawn(supervise(
-                name,
-                health,
-                metrics,
-                restart,
-                move || RpFrontendSource::with_client(cfg.clone(), ctx.clone(), http.clone()).run(),
-            )));
+            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+                RpFrontendSource::with_client(cfg.clone(), ctx, http.clone()).run()
+            })));
         }
         if let Some(cfg) = &config.sources.clusters_service {
             let ctx = ctx("clusters_service");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            let (name, health, metrics, restart) = supervised(&ctx);
             let cfg = cfg.clone();
-            tasks.push(tokio::spawn(supervise(
-                name,
-                health,
-                metrics,
-                restart,
-                move || {
-                    ClustersServiceSource::with_client(cfg.clone(), ctx.clone(), http.clone()).run()
-                },
-            )));
+            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+                ClustersServiceSource::with_client(cfg.clone(), ctx, http.clone()).run()
+            })));
         }
         if let Some(cfg) = &config.sources.maestro {
             let ctx = ctx("maestro");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            let (name, health, metrics, restart) = supervised(&ctx);
             let cfg = cfg.clone();
-            tasks.push(tokio::spawn(supervise(
-                name,
-                health,
-                metrics,
-                restart,
-                move || MaestroSource::with_client(cfg.clone(), ctx.clone(), http.clone()).run(),
-            )));
+            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+                MaestroSource::with_client(cfg.clone(), ctx, http.clone()).run()
+            })));
         }
         for cfg in &config.sources.kube {
             let ctx = ctx(&cfg.source_name());
-            let (name, health, metrics, restart) = supervised(&ctx);
             let cfg = cfg.clone();
             let kube_metrics = kube_metrics.clone();
-            tasks.push(tokio::spawn(supervise(
-                name,
-                health,
-                metrics,
-                restart,
-                move || run_kube_source(cfg.clone(), ctx.clone(), kube_metrics.clone()),
-            )));
+            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+                run_kube_source(cfg.clone(), ctx, kube_metrics.clone())
+            })));
         }
         // The model clock: creations in flight become late the moment they
         // pass the target, even when no source reports anything.

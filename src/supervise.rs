@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::metrics::exporter::ExporterMetrics;
-use crate::sources::health::{SourceHealth, WHOLE_SOURCE};
+use crate::sources::SourceContext;
+use crate::sources::health::WHOLE_SOURCE;
 
 /// How a supervised task is restarted.
 #[derive(Clone, Copy, Debug)]
@@ -32,26 +32,22 @@ impl Default for Restart {
     }
 }
 
-/// Run `start()` forever: each time its future panics or returns, mark the
-/// source down, count the restart and start it again after a backoff. Abort
-/// the returned future's task to stop.
-pub async fn supervise<F, Fut>(
-    source: String,
-    health: SourceHealth,
-    metrics: ExporterMetrics,
-    restart: Restart,
-    mut start: F,
-) where
-    F: FnMut() -> Fut,
+/// Run `start(ctx)` forever: each time its future panics or returns, mark
+/// the source down, count the restart and start it again with a fresh
+/// context after a backoff. Abort the returned future's task to stop.
+pub async fn supervise<F, Fut>(ctx: SourceContext, restart: Restart, mut start: F)
+where
+    F: FnMut(SourceContext) -> Fut,
     Fut: Future<Output = ()>,
 {
+    let source = ctx.name.clone();
     let mut backoff = restart.min_backoff;
     loop {
         let started = tokio::time::Instant::now();
         // A source holds no state another task could see half-updated
         // (it reports through the store's own locks), so resuming after
         // its panic is sound.
-        let ended = AssertUnwindSafe(start()).catch_unwind().await;
+        let ended = AssertUnwindSafe(start(ctx.clone())).catch_unwind().await;
         let why = match ended {
             Ok(()) => "the source task returned".to_string(),
             Err(panic) => format!("the source task panicked: {}", panic_message(&*panic)),
@@ -59,8 +55,8 @@ pub async fn supervise<F, Fut>(
         if started.elapsed() >= restart.healthy_after {
             backoff = restart.min_backoff;
         }
-        metrics.source_restarted(&source);
-        health.failed(&source, WHOLE_SOURCE, &why);
+        ctx.metrics.source_restarted(&source);
+        ctx.health.failed(&source, WHOLE_SOURCE, &why);
         tracing::error!(source = %source, reason = %why, restart_in = ?backoff, "restarting the source task");
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(restart.max_backoff.max(restart.min_backoff));

@@ -34,6 +34,9 @@ use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 use serde_json::{Value, json};
 use url::Url;
 
+#[path = "common/promtool.rs"]
+mod promtool;
+
 const SUB: &str = "6b690bec-0c16-4ecb-8f67-781caf40bba7";
 
 // ---------------------------------------------------------------------------
@@ -394,6 +397,15 @@ impl ObservationSink for Recording {
 }
 
 impl Recording {
+    /// A fresh store behind a recorder (and the TLS provider the client needs).
+    fn new() -> Arc<Recording> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Arc::new(Recording {
+            store: store(),
+            batches: Mutex::default(),
+        })
+    }
+
     fn gone_since(&self, from: usize) -> usize {
         self.batches.lock()[from..]
             .iter()
@@ -483,14 +495,21 @@ fn store() -> Arc<Store> {
     })
 }
 
-fn context(name: &str, sink: Arc<Recording>) -> SourceContext {
-    SourceContext {
+/// The context and HTTP client of source `name`, delivering to `sink`.
+fn wiring(
+    name: &str,
+    http: &HttpSourceConfig,
+    sink: &Arc<Recording>,
+) -> (SourceContext, HttpClient) {
+    let ctx = SourceContext {
         name: name.to_string(),
         metrics: sink.store.exporter_metrics(),
         clock: Default::default(),
         health: sink.store.health(),
-        sink,
-    }
+        sink: sink.clone(),
+    };
+    let client = HttpClient::new(name, http, ctx.metrics.clone()).unwrap();
+    (ctx, client)
 }
 
 fn http(base: &Url) -> HttpSourceConfig {
@@ -498,33 +517,6 @@ fn http(base: &Url) -> HttpSourceConfig {
     cfg.timeout = Duration::from_secs(5);
     cfg.page_size = 100;
     cfg
-}
-
-fn promtool_check(body: &str) {
-    use std::io::Write;
-    let mut child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian's prometheus package; .ci/run installs it)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && report.trim().is_empty(),
-        "promtool check metrics:\n{report}"
-    );
 }
 
 /// Every corpus body, to each HTTP source after a good list. `poll` runs one
@@ -583,29 +575,24 @@ async fn through_the_poller<F, Fut>(
                 "{source}: down while it answers {name}"
             );
         }
-        promtool_check(&sink.store.scrape(Format::Text));
+        promtool::check_metrics(&sink.store.scrape(Format::Text));
     }
 }
 
 #[tokio::test]
 async fn clusters_service_keeps_its_clusters_through_the_hostile_corpus() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let sink = Arc::new(Recording {
-        store: store(),
-        batches: Mutex::default(),
-    });
+    let sink = Recording::new();
     let mut a = cs_seed();
     a["id"] = json!("cs-a");
     let mut b = cs_seed();
     b["id"] = json!("cs-b");
     let good = json!({"kind": "ClusterList", "page": 1, "size": 2, "total": 2, "items": [a, b]});
     let (stand, base) = Stand::start(good.clone()).await;
-    let ctx = context("clusters_service", sink.clone());
     let cfg = ClustersServiceConfig {
         http: http(&base),
         api: ClustersServiceApi::AroHcpV1alpha1,
     };
-    let client = HttpClient::new("clusters_service", &cfg.http, ctx.metrics.clone()).unwrap();
+    let (ctx, client) = wiring("clusters_service", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(ClustersServiceSource::with_client(
         cfg, ctx, client,
     )));
@@ -618,11 +605,7 @@ async fn clusters_service_keeps_its_clusters_through_the_hostile_corpus() {
 
 #[tokio::test]
 async fn maestro_keeps_its_bundles_through_the_hostile_corpus() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let sink = Arc::new(Recording {
-        store: store(),
-        batches: Mutex::default(),
-    });
+    let sink = Recording::new();
     let work = work_status_seed();
     let mut a = bundle_seed(&work);
     a["id"] = json!("bundle-a");
@@ -633,9 +616,8 @@ async fn maestro_keeps_its_bundles_through_the_hostile_corpus() {
     let good =
         json!({"kind": "ResourceBundleList", "page": 1, "size": 2, "total": 2, "items": [a, b]});
     let (stand, base) = Stand::start(good.clone()).await;
-    let ctx = context("maestro", sink.clone());
     let cfg = MaestroConfig { http: http(&base) };
-    let client = HttpClient::new("maestro", &cfg.http, ctx.metrics.clone()).unwrap();
+    let (ctx, client) = wiring("maestro", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(MaestroSource::with_client(
         cfg, ctx, client,
     )));
@@ -648,23 +630,18 @@ async fn maestro_keeps_its_bundles_through_the_hostile_corpus() {
 
 #[tokio::test]
 async fn the_rp_frontend_forgets_no_resource_through_the_hostile_corpus() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let sink = Arc::new(Recording {
-        store: store(),
-        batches: Mutex::default(),
-    });
+    let sink = Recording::new();
     let mut good = rp_seed();
     // The reference example links to another origin; one page is enough here.
     good.as_object_mut().unwrap().remove("nextLink");
     let (stand, base) = Stand::start(good.clone()).await;
-    let ctx = context("rp_frontend", sink.clone());
     let cfg = RpFrontendConfig {
         http: http(&base),
         api_version: "2026-09-01-preview".into(),
         subscriptions: vec![SUB.into()],
         resource_ids: vec![],
     };
-    let client = HttpClient::new("rp_frontend", &cfg.http, ctx.metrics.clone()).unwrap();
+    let (ctx, client) = wiring("rp_frontend", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(RpFrontendSource::with_client(
         cfg, ctx, client,
     )));
@@ -686,23 +663,17 @@ async fn the_rp_frontend_forgets_no_resource_through_the_hostile_corpus() {
 /// A body over the limit is refused whole, counted, and loses nothing.
 #[tokio::test]
 async fn an_oversized_body_is_refused_and_forgets_nothing() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let sink = Arc::new(Recording {
-        store: store(),
-        batches: Mutex::default(),
-    });
+    let sink = Recording::new();
     let mut a = cs_seed();
     a["id"] = json!("cs-a");
     let good = json!({"kind": "ClusterList", "page": 1, "size": 1, "total": 1, "items": [a]});
     let (stand, base) = Stand::start(good.clone()).await;
-    let ctx = context("clusters_service", sink.clone());
     let cfg = ClustersServiceConfig {
         http: http(&base),
         api: ClustersServiceApi::AroHcpV1alpha1,
     };
-    let client = HttpClient::new("clusters_service", &cfg.http, ctx.metrics.clone())
-        .unwrap()
-        .with_body_limit(64 * 1024);
+    let (ctx, client) = wiring("clusters_service", &cfg.http, &sink);
+    let client = client.with_body_limit(64 * 1024);
     let mut source = ClustersServiceSource::with_client(cfg, ctx, client);
     assert!(source.poll(PollKind::Full).await);
     assert_eq!(sink.store.len(), 1);

@@ -15,7 +15,7 @@ use hcp_flow::metrics::exposition::Format;
 use hcp_flow::metrics::fleet::RenderConfig;
 use hcp_flow::model::{Hop, ModelConfig, Phase};
 use hcp_flow::sim::kube::{
-    KubeApiHandle, KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at, write_kubeconfig,
+    KubeApiHandle, KubeApiServer, KubeClusterSpec, objects_at, write_kubeconfig,
 };
 use hcp_flow::sources::kube::{KubeMetrics, KubeMode, KubeSource, KubeSourceConfig};
 use hcp_flow::sources::{ObservationSink, SourceContext};
@@ -148,19 +148,7 @@ async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> boo
 }
 
 fn spec(id: &str, mode: KubeMode) -> KubeClusterSpec {
-    KubeClusterSpec {
-        cluster_id: id.to_string(),
-        name: format!("name-{id}"),
-        env: "prod".to_string(),
-        mode,
-        created_at: t(0),
-        manifestwork_applied_at: Some(t(1)),
-        hosted_cluster_available_at: Some(t(8)),
-        control_plane_ready_at: Some(t(6)),
-        managed_cluster_joined_at: Some(t(10)),
-        node_pools: vec![("workers".to_string(), 2, Some(t(14)))],
-        faults: KubeClusterFaults::default(),
-    }
+    KubeClusterSpec::healthy(id, mode, t(0))
 }
 
 fn apply_at(server: &KubeApiHandle, spec: &KubeClusterSpec, at: Timestamp) {

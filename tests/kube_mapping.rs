@@ -47,17 +47,9 @@ fn facts_of(obj: &Value, cfg: &MapperConfig) -> (WatchKind, ObjRef, Facts) {
 
 fn spec(id: &str, mode: KubeMode, faults: KubeClusterFaults) -> KubeClusterSpec {
     KubeClusterSpec {
-        cluster_id: id.to_string(),
-        name: format!("name-{id}"),
-        env: "prod".to_string(),
-        mode,
-        created_at: t(0),
-        manifestwork_applied_at: Some(t(1)),
-        hosted_cluster_available_at: Some(t(8)),
-        control_plane_ready_at: Some(t(6)),
-        managed_cluster_joined_at: Some(t(10)),
         node_pools: vec![("workers".to_string(), 3, Some(t(14)))],
         faults,
+        ..KubeClusterSpec::healthy(id, mode, t(0))
     }
 }
 

@@ -3,6 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+#[path = "common/promtool.rs"]
+mod promtool;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -346,38 +349,7 @@ fn openmetrics_format_ends_with_eof_and_carries_trace_exemplars() {
 /// `promtool check metrics` reads the 0.0.4 format the way Prometheus does.
 #[test]
 fn promtool_accepts_the_text_format() {
-    let body = populated_store().scrape(Format::Text);
-    let mut child = match std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => {
-            panic!("promtool not runnable ({e}): install Debian's prometheus package; .ci/run does")
-        }
-    };
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // A counter that lost its type shows up as an untyped `x_total` with "no
-    // help text"; a parse error as "error while linting". Both exit non-zero.
-    assert!(
-        out.status.success() && report.trim().is_empty(),
-        "promtool check metrics:\n{report}"
-    );
+    promtool::check_metrics(&populated_store().scrape(Format::Text));
 }
 
 /// docs/metrics.md lists exactly the families a scrape shows, with their types

@@ -2,6 +2,10 @@
 //! counts, failures, deletions, credentials.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/harness.rs"]
+mod harness;
+use harness::{Harness, harness};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -11,15 +15,12 @@ use hcp_flow::config::{
     Auth, ClustersServiceApi, ClustersServiceConfig, HttpSourceConfig, MaestroConfig,
     RpFrontendConfig,
 };
-use hcp_flow::metrics::exporter::{
-    ExporterMetrics, RequestErrorKind, RequestErrorLabels, SourceLabels,
-};
+use hcp_flow::metrics::exporter::{RequestErrorKind, RequestErrorLabels, SourceLabels};
 use hcp_flow::model::{Batch, Change, ClusterKey, Hop, Observation, Phase};
 use hcp_flow::sources::clusters_service::{ClustersServiceSource, PollKind};
 use hcp_flow::sources::http::HttpClient;
 use hcp_flow::sources::maestro::{self, MaestroSource};
 use hcp_flow::sources::rp_frontend::RpFrontendSource;
-use hcp_flow::sources::{ObservationSink, SourceContext};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use url::Url;
@@ -81,42 +82,6 @@ impl Mock {
     fn take(&self) -> Vec<Request> {
         std::mem::take(&mut *self.log.lock())
     }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Batch>>);
-
-impl ObservationSink for Recorder {
-    fn apply(&self, batch: Batch) {
-        self.0.lock().push(batch);
-    }
-}
-
-impl Recorder {
-    fn take(&self) -> Vec<Batch> {
-        std::mem::take(&mut *self.0.lock())
-    }
-}
-
-struct Harness {
-    sink: Arc<Recorder>,
-    metrics: ExporterMetrics,
-    ctx: SourceContext,
-}
-
-fn harness(name: &str) -> Harness {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = ExporterMetrics::register(&mut registry);
-    let sink = Arc::new(Recorder::default());
-    let ctx = SourceContext {
-        name: name.to_string(),
-        sink: sink.clone(),
-        metrics: metrics.clone(),
-        clock: Default::default(),
-        health: hcp_flow::sources::health::SourceHealth::new(metrics.clone(), Default::default()),
-    };
-    Harness { sink, metrics, ctx }
 }
 
 impl Harness {

@@ -7,6 +7,10 @@
 #[path = "common/standin.rs"]
 mod standin;
 
+#[path = "common/harness.rs"]
+mod harness;
+use harness::{Harness, harness};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,50 +18,16 @@ use hcp_flow::config::{
     Auth, ClustersServiceApi, ClustersServiceConfig, HttpSourceConfig, MaestroConfig,
     RpFrontendConfig,
 };
-use hcp_flow::metrics::exporter::{
-    ExporterMetrics, RequestErrorKind, RequestErrorLabels, SourceLabels,
-};
-use hcp_flow::model::{Batch, Change};
+use hcp_flow::metrics::exporter::{RequestErrorKind, RequestErrorLabels, SourceLabels};
+use hcp_flow::model::Change;
 use hcp_flow::sources::clusters_service::{ClustersServiceSource, PollKind};
-use hcp_flow::sources::health::{SourceHealth, cause_chain};
+use hcp_flow::sources::health::cause_chain;
 use hcp_flow::sources::http::{HttpClient, SourceError};
 use hcp_flow::sources::maestro::{self, MaestroSource};
 use hcp_flow::sources::rp_frontend::RpFrontendSource;
-use hcp_flow::sources::{ObservationSink, SourceContext};
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 use standin::{Behaviour, StandIn};
 use url::Url;
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Batch>>);
-
-impl ObservationSink for Recorder {
-    fn apply(&self, batch: Batch) {
-        self.0.lock().push(batch);
-    }
-}
-
-struct Harness {
-    sink: Arc<Recorder>,
-    metrics: ExporterMetrics,
-    ctx: SourceContext,
-}
-
-fn harness(name: &str) -> Harness {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut registry = prometheus_client::registry::Registry::default();
-    let metrics = ExporterMetrics::register(&mut registry);
-    let sink = Arc::new(Recorder::default());
-    let ctx = SourceContext {
-        name: name.to_string(),
-        sink: sink.clone(),
-        metrics: metrics.clone(),
-        clock: Default::default(),
-        health: SourceHealth::new(metrics.clone(), Default::default()),
-    };
-    Harness { sink, metrics, ctx }
-}
 
 impl Harness {
     fn labels(&self) -> SourceLabels {
@@ -89,7 +59,8 @@ impl Harness {
 
     /// How many `Gone` the source delivered since the last call.
     fn gone(&self) -> usize {
-        std::mem::take(&mut *self.sink.0.lock())
+        self.sink
+            .take()
             .iter()
             .flat_map(|b| &b.observations)
             .filter(|o| matches!(o.change, Change::Gone))

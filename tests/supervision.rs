@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hcp_flow::clock::Clock;
 use hcp_flow::metrics::exporter::{ExporterMetrics, SourceLabels};
-use hcp_flow::sources::health::SourceHealth;
+use hcp_flow::metrics::exposition::Format;
+use hcp_flow::metrics::fleet::RenderConfig;
+use hcp_flow::model::ModelConfig;
+use hcp_flow::sources::SourceContext;
+use hcp_flow::store::{Store, StoreConfig};
 use hcp_flow::supervise::{Restart, supervise};
-use prometheus_client::registry::Registry;
 
 const KIND: &str = "resource-bundles";
 
@@ -34,28 +36,37 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 
 #[tokio::test]
 async fn a_panicking_then_returning_source_is_restarted_counted_and_down_until_it_lists() {
-    let mut registry = Registry::default();
-    let metrics = ExporterMetrics::register(&mut registry);
-    let health = SourceHealth::new(metrics.clone(), Clock::Real);
-    health.expect("maestro");
+    let store = Store::new(StoreConfig {
+        model: ModelConfig::default(),
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: vec!["maestro".into()],
+        clock: Default::default(),
+    });
+    let (health, metrics) = (store.health(), store.exporter_metrics());
+    let ctx = SourceContext {
+        name: "maestro".into(),
+        sink: store.clone(),
+        metrics: metrics.clone(),
+        clock: Default::default(),
+        health: health.clone(),
+    };
     let starts = Arc::new(AtomicUsize::new(0));
     // Lets the test hold the third incarnation before it lists, to see
     // the source down in between.
     let gate = Arc::new(tokio::sync::Notify::new());
 
     let task = {
-        let (health, starts, gate) = (health.clone(), starts.clone(), gate.clone());
+        let (starts, gate) = (starts.clone(), gate.clone());
         tokio::spawn(supervise(
-            "maestro".to_string(),
-            health.clone(),
-            metrics.clone(),
+            ctx,
             Restart {
                 min_backoff: Duration::from_millis(20),
                 max_backoff: Duration::from_millis(40),
                 healthy_after: Duration::from_secs(60),
             },
-            move || {
-                let (health, starts, gate) = (health.clone(), starts.clone(), gate.clone());
+            move |ctx: SourceContext| {
+                let (health, starts, gate) = (ctx.health, starts.clone(), gate.clone());
                 async move {
                     let n = starts.fetch_add(1, Ordering::SeqCst);
                     match n {
@@ -95,8 +106,7 @@ async fn a_panicking_then_returning_source_is_restarted_counted_and_down_until_i
     gate.notify_one();
     eventually("up after the new task listed", || health.up("maestro")).await;
     assert_eq!(restarts(&metrics), 2, "a healthy task is not restarted");
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let text = store.scrape(Format::Text);
     assert!(
         text.contains(r#"hcpflow_source_restarts_total{source="maestro"} 2"#),
         "{text}"

@@ -65,6 +65,12 @@ impl SourceState {
     }
 }
 
+/// What one kind's report changed, for the caller's own log line.
+struct Transition {
+    before: KindState,
+    went_down: bool,
+}
+
 /// The last error a source met, for `/readyz` and the landing page.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LastError {
@@ -170,36 +176,7 @@ impl SourceHealth {
 
     /// A list or poll of `kind` completed: it is evidence of a live source.
     pub fn listed(&self, source: &str, kind: &str) {
-        let now = self.clock.now();
-        let mut sources = self.sources.lock();
-        let state = sources.entry(source.to_string()).or_default();
-        let placeholder = kind != WHOLE_SOURCE && state.kinds.remove(WHOLE_SOURCE).is_some();
-        let kind_health = state
-            .kinds
-            .entry(kind.to_string())
-            .or_insert_with(KindHealth::new);
-        let before = kind_health.state;
-        kind_health.state = KindState::ok;
-        kind_health.listed_once = true;
-        kind_health.reason = None;
-        let up = state.all_enabled_ok();
-        let recovered = up && !state.up;
-        let down_since = state.down_since.take_if(|_| up);
-        state.up = up;
-        drop(sources);
-        self.drop_placeholder(source, placeholder);
-        self.publish_kind(source, kind, Some(before), Some(KindState::ok));
-        if up {
-            self.metrics.sync_succeeded(source, now);
-        }
-        if recovered && let Some(since) = down_since {
-            let down_for = now.duration_since(since);
-            tracing::info!(
-                source,
-                down_for = %format_seconds(down_for.as_secs_f64()),
-                "source recovered"
-            );
-        }
+        self.transition(source, kind, KindState::ok, None);
     }
 
     /// An event or bookmark arrived: the source is alive. Keeps
@@ -216,32 +193,8 @@ impl SourceHealth {
     /// chain on one line. Logged once when the source goes down; later
     /// failures only at debug level.
     pub fn failed(&self, source: &str, kind: &str, error: &str) {
-        let now = self.clock.now();
-        let mut sources = self.sources.lock();
-        let state = sources.entry(source.to_string()).or_default();
-        let placeholder = kind != WHOLE_SOURCE && state.kinds.remove(WHOLE_SOURCE).is_some();
-        let kind_health = state
-            .kinds
-            .entry(kind.to_string())
-            .or_insert_with(KindHealth::new);
-        let before = kind_health.state;
-        kind_health.state = KindState::failing;
-        kind_health.reason = Some(error.to_string());
-        state.last_error = Some(LastError {
-            kind: kind.to_string(),
-            at: now,
-            message: error.to_string(),
-        });
-        let went_down = state.up || state.down_since.is_none();
-        state.up = false;
-        if went_down {
-            state.down_since = Some(now);
-        }
-        drop(sources);
-        self.drop_placeholder(source, placeholder);
-        self.publish_kind(source, kind, Some(before), Some(KindState::failing));
-        self.metrics.sync_failed(source);
-        if went_down {
+        let change = self.transition(source, kind, KindState::failing, Some(error));
+        if change.went_down {
             tracing::warn!(
                 source,
                 kind,
@@ -257,6 +210,28 @@ impl SourceHealth {
     /// change, with the reason.
     pub fn disabled(&self, source: &str, kind: &str, why: KindState, reason: &str) {
         debug_assert!(!why.enabled());
+        let change = self.transition(source, kind, why, Some(reason));
+        if change.before != why {
+            tracing::warn!(
+                source,
+                kind,
+                state = ?why,
+                reason,
+                "kind disabled; it no longer holds the source down or /readyz"
+            );
+        }
+    }
+
+    /// Set one kind's state and re-derive its source's: the one path every
+    /// report takes. Publishes the kind's series and `source_up`, and logs
+    /// the source's recovery.
+    fn transition(
+        &self,
+        source: &str,
+        kind: &str,
+        to: KindState,
+        reason: Option<&str>,
+    ) -> Transition {
         let now = self.clock.now();
         let mut sources = self.sources.lock();
         let state = sources.entry(source.to_string()).or_default();
@@ -266,34 +241,43 @@ impl SourceHealth {
             .entry(kind.to_string())
             .or_insert_with(KindHealth::new);
         let before = kind_health.state;
-        kind_health.state = why;
-        kind_health.reason = Some(reason.to_string());
+        kind_health.state = to;
+        kind_health.reason = reason.map(str::to_string);
+        if to == KindState::ok {
+            kind_health.listed_once = true;
+        }
+        let was_up = state.up;
         let up = state.all_enabled_ok();
-        let recovered = up && !state.up;
         state.up = up;
-        let down_since = state.down_since.take_if(|_| up);
+        let mut went_down = false;
+        if to == KindState::failing {
+            state.last_error = Some(LastError {
+                kind: kind.to_string(),
+                at: now,
+                message: reason.unwrap_or_default().to_string(),
+            });
+            went_down = was_up || state.down_since.is_none();
+            if went_down {
+                state.down_since = Some(now);
+            }
+        }
+        let recovered_from = state.down_since.take_if(|_| up).filter(|_| !was_up);
         drop(sources);
         self.drop_placeholder(source, placeholder);
-        self.publish_kind(source, kind, Some(before), Some(why));
+        self.publish_kind(source, kind, Some(before), Some(to));
         if up {
             self.metrics.sync_succeeded(source, now);
+        } else {
+            self.metrics.sync_failed(source);
         }
-        if before != why {
-            tracing::warn!(
-                source,
-                kind,
-                state = ?why,
-                reason,
-                "kind disabled; it no longer holds the source down or /readyz"
-            );
-        }
-        if recovered && let Some(since) = down_since {
+        if let Some(since) = recovered_from {
             tracing::info!(
                 source,
                 down_for = %format_seconds(now.duration_since(since).as_secs_f64()),
                 "source recovered"
             );
         }
+        Transition { before, went_down }
     }
 
     /// `mgmt_cluster` is a self-managed MCE hub (its kube source says so

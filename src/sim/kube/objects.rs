@@ -60,6 +60,28 @@ pub struct KubeClusterSpec {
 }
 
 impl KubeClusterSpec {
+    /// A creation that goes right, starting at `created_at`: ManifestWork
+    /// applied after 1 minute, control plane ready after 6, HostedCluster
+    /// Available after 8, ManagedCluster joined after 10 and one `workers`
+    /// pool of 2 nodes ready after 14; environment `prod`. The fixture
+    /// builder for tests, changed by struct update.
+    pub fn healthy(cluster_id: &str, mode: KubeMode, created_at: Timestamp) -> KubeClusterSpec {
+        let after = |minutes: i64| Some(created_at + SignedDuration::from_mins(minutes));
+        KubeClusterSpec {
+            cluster_id: cluster_id.to_string(),
+            name: format!("name-{cluster_id}"),
+            env: "prod".to_string(),
+            mode,
+            created_at,
+            manifestwork_applied_at: after(1),
+            hosted_cluster_available_at: after(8),
+            control_plane_ready_at: after(6),
+            managed_cluster_joined_at: after(10),
+            node_pools: vec![("workers".to_string(), 2, after(14))],
+            faults: KubeClusterFaults::default(),
+        }
+    }
+
     pub fn hosted_cluster_namespace(&self) -> String {
         match self.mode {
             KubeMode::Aro => format!("ocm-{}-{}", self.env, self.cluster_id),
