@@ -146,7 +146,6 @@ impl SourceHealth {
             .kinds
             .insert(WHOLE_SOURCE.to_string(), KindHealth::new());
         sources.insert(source.to_string(), state);
-        drop(sources);
         self.metrics.declare_source(source);
         self.publish_kind(source, WHOLE_SOURCE, None, Some(KindState::pending));
     }
@@ -156,7 +155,7 @@ impl SourceHealth {
     pub fn declare(&self, source: &str, kinds: &[&str]) {
         let mut sources = self.sources.lock();
         let state = sources.entry(source.to_string()).or_default();
-        let placeholder = state.kinds.remove(WHOLE_SOURCE).is_some();
+        let placeholder = state.kinds.remove(WHOLE_SOURCE).map(|k| k.state);
         let mut added = Vec::new();
         for kind in kinds {
             if !state.kinds.contains_key(*kind) {
@@ -164,11 +163,8 @@ impl SourceHealth {
                 added.push(kind.to_string());
             }
         }
-        drop(sources);
         self.metrics.declare_source(source);
-        if placeholder {
-            self.publish_kind(source, WHOLE_SOURCE, Some(KindState::pending), None);
-        }
+        self.drop_placeholder(source, placeholder);
         for kind in added {
             self.publish_kind(source, &kind, None, Some(KindState::pending));
         }
@@ -183,8 +179,9 @@ impl SourceHealth {
     /// `last_success` fresh while up; never turns a failing source up (only a
     /// completed list does).
     pub fn alive(&self, source: &str) {
-        let up = self.sources.lock().get(source).is_some_and(|s| s.up);
-        if up {
+        // Under the lock, so a concurrent failure cannot be overwritten.
+        let sources = self.sources.lock();
+        if sources.get(source).is_some_and(|s| s.up) {
             self.metrics.sync_succeeded(source, self.clock.now());
         }
     }
@@ -235,7 +232,11 @@ impl SourceHealth {
         let now = self.clock.now();
         let mut sources = self.sources.lock();
         let state = sources.entry(source.to_string()).or_default();
-        let placeholder = kind != WHOLE_SOURCE && state.kinds.remove(WHOLE_SOURCE).is_some();
+        let placeholder = if kind == WHOLE_SOURCE {
+            None
+        } else {
+            state.kinds.remove(WHOLE_SOURCE).map(|k| k.state)
+        };
         let kind_health = state
             .kinds
             .entry(kind.to_string())
@@ -262,7 +263,9 @@ impl SourceHealth {
             }
         }
         let recovered_from = state.down_since.take_if(|_| up).filter(|_| !was_up);
-        drop(sources);
+        // Published under the lock: two kinds reporting at once must not
+        // leave the series saying other than the state (a late `source_up`
+        // 0 from a transition the other one already superseded).
         self.drop_placeholder(source, placeholder);
         self.publish_kind(source, kind, Some(before), Some(to));
         if up {
@@ -270,6 +273,7 @@ impl SourceHealth {
         } else {
             self.metrics.sync_failed(source);
         }
+        drop(sources);
         if let Some(since) = recovered_from {
             tracing::info!(
                 source,
@@ -347,11 +351,12 @@ impl SourceHealth {
             .collect()
     }
 
-    /// A source that reports a kind it never declared (a test driving one
-    /// poll) replaces the placeholder it was expected with.
-    fn drop_placeholder(&self, source: &str, removed: bool) {
-        if removed {
-            self.publish_kind(source, WHOLE_SOURCE, Some(KindState::pending), None);
+    /// Named kinds replace the placeholder a source was expected with
+    /// (declared, or reported by a test driving one poll): clear its series,
+    /// whatever state it was in (pending, or failing after its task did).
+    fn drop_placeholder(&self, source: &str, removed: Option<KindState>) {
+        if removed.is_some() {
+            self.publish_kind(source, WHOLE_SOURCE, removed, None);
         }
     }
 
@@ -515,6 +520,21 @@ mod tests {
         assert_eq!(last(&metrics), first, "time alone is no evidence");
         health.alive("rp_frontend");
         assert_eq!(last(&metrics), first + 30.0);
+    }
+
+    #[test]
+    fn declared_kinds_clear_a_failed_placeholder_series() {
+        let (health, _, registry, _) = health();
+        health.expect("kube/a");
+        health.failed("kube/a", WHOLE_SOURCE, "no kubeconfig");
+        assert!(text(&registry).contains(r#"kind="*",state="failing"} 1"#));
+        health.declare("kube/a", &["HostedCluster"]);
+        let out = text(&registry);
+        assert!(!out.contains(r#"kind="*""#), "{out}");
+        assert!(
+            out.contains(r#"hcpflow_source_kind_info{source="kube/a",kind="HostedCluster",state="pending"} 1"#),
+            "{out}"
+        );
     }
 
     #[test]
