@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use super::budget::HopBudgets;
 use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
+use super::memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
 use super::observation::{Batch, Change, ClusterKey, FailsAfterBudget, HopView, Observation};
 use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
 
@@ -130,6 +131,9 @@ pub struct Fleet {
     by_resource_id: HashMap<String, String>,
     resource_id_of: HashMap<String, String>,
     unjoined: HashMap<String, Unjoined>,
+    /// Restored from the state store at start, consumed as clusters are
+    /// read again (docs/design.md §3.6).
+    memory: HashMap<String, ClusterMemory>,
 }
 
 impl Fleet {
@@ -158,6 +162,58 @@ impl Fleet {
 
     pub fn is_empty(&self) -> bool {
         self.clusters.is_empty()
+    }
+
+    /// Hand the model what a previous run remembered. Call before the first
+    /// batch; entries are used when their cluster is read again and state
+    /// that reads the same keeps its remembered time.
+    pub fn restore(&mut self, memory: Memory) {
+        self.memory = memory.clusters.into_iter().collect();
+    }
+
+    /// How many restored clusters have not been read again yet.
+    pub fn unclaimed_memory(&self) -> usize {
+        self.memory.len()
+    }
+
+    /// What a restart would lose of one cluster: observed times, first
+    /// readiness, verdicts. `None` when the cluster is not tracked.
+    pub fn memory_of(&self, cluster_id: &str) -> Option<ClusterMemory> {
+        let timeline = self.clusters.get(cluster_id)?;
+        let hops = timeline
+            .hops
+            .iter()
+            .map(|(hop, h)| HopMemory {
+                hop: *hop,
+                phase: h.phase,
+                since: h.since.at,
+                since_observed: h.since.observed,
+                ready_at: h.ready_at,
+                ended: h.ended,
+                objects: h
+                    .objects
+                    .iter()
+                    .filter(|(_, o)| o.since.observed)
+                    .map(|((via, object), o)| ObjectMemory {
+                        via: *via,
+                        object: object.clone(),
+                        phase: o.view.phase,
+                        state: o.view.state.clone(),
+                        since: o.since.at,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Some(ClusterMemory {
+            created_at: timeline
+                .created_at
+                .observed
+                .then_some(timeline.created_at.at),
+            completed_at: timeline.completed_at,
+            failed_at: timeline.failed_at,
+            slo: timeline.slo,
+            hops,
+        })
     }
 
     /// RP resources still waiting for their Clusters Service join.

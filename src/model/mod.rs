@@ -5,6 +5,7 @@ mod fleet;
 mod hop;
 mod ids;
 mod listener;
+mod memory;
 mod observation;
 pub mod testing;
 mod timeline;
@@ -14,6 +15,7 @@ pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
 pub use listener::EventListener;
+pub use memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,

@@ -1,0 +1,83 @@
+//! What a restart would otherwise lose: the times only the exporter observed
+//! and the verdicts it already gave (docs/design.md §3.6).
+//!
+//! Upstream times need no memory — they read the same after a restart. What
+//! the exporter saw itself (a phase entered with no upstream time behind it,
+//! a hop's first readiness, a creation's verdict) is kept here, persisted by
+//! the state store and handed back to the model at start. Restoring only
+//! ever re-uses a remembered time for state that reads the same as when it
+//! was remembered; anything that changed is new and gets a new time.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::hop::{Hop, Phase, SloOutcome, Via};
+
+/// The remembered part of every cluster the model tracks, by cluster id.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub clusters: BTreeMap<String, ClusterMemory>,
+}
+
+impl Memory {
+    pub fn len(&self) -> usize {
+        self.clusters.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clusters.is_empty()
+    }
+}
+
+/// One cluster's remembered times and verdicts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterMemory {
+    /// The creation start, kept only while it is the exporter's own
+    /// observation (an upstream creation time reads the same after a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<Timestamp>,
+    /// The SLO verdict once given: never given twice, never changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloOutcome>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<HopMemory>,
+}
+
+/// One hop's remembered aggregate and the objects whose phase time was observed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HopMemory {
+    pub hop: Hop,
+    pub phase: Phase,
+    /// When the aggregate phase was entered.
+    pub since: Timestamp,
+    /// True when `since` was the exporter's observation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub since_observed: bool,
+    /// The first time the hop became ready (kept when it regressed since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<Timestamp>,
+    /// The hop's duration was recorded already.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended: bool,
+    /// Objects whose phase time only the exporter observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<ObjectMemory>,
+}
+
+/// An object whose phase time was observed by the exporter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ObjectMemory {
+    pub via: Via,
+    pub object: String,
+    pub phase: Phase,
+    /// The raw state, so a state change within one phase is not mistaken
+    /// for the same reading.
+    pub state: String,
+    pub since: Timestamp,
+}
