@@ -132,7 +132,7 @@ pub struct Fleet {
     resource_id_of: HashMap<String, String>,
     unjoined: HashMap<String, Unjoined>,
     /// Restored from the state store at start, consumed as clusters are
-    /// read again (docs/design.md §3.6).
+    /// read again (docs/design.md §3.8).
     memory: HashMap<String, ClusterMemory>,
 }
 

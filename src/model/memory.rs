@@ -1,5 +1,5 @@
 //! What a restart would otherwise lose: the times only the exporter observed
-//! and the verdicts it already gave (docs/design.md §3.6).
+//! and the verdicts it already gave (docs/design.md §3.8).
 //!
 //! Upstream times need no memory — they read the same after a restart. What
 //! the exporter saw itself (a phase entered with no upstream time behind it,
