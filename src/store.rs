@@ -99,6 +99,7 @@ pub struct Store {
     render: RenderConfig,
     health: SourceHealth,
     clock: Clock,
+    rp_in_scope: bool,
 }
 
 impl Store {
@@ -118,6 +119,7 @@ impl Store {
             config.time_scale,
         );
         let health = SourceHealth::new(exporter.clone(), config.clock.clone());
+        let rp_in_scope = config.model.rp_in_scope;
         for source in &config.sources {
             health.expect(source);
         }
@@ -136,6 +138,7 @@ impl Store {
             render: config.render,
             health,
             clock: config.clock,
+            rp_in_scope,
         })
     }
 
@@ -277,6 +280,17 @@ impl Store {
         let state = self.state.lock();
         let mut iter = state.fleet.iter();
         f(&mut iter)
+    }
+
+    /// Run `f` over a timeline found by cluster id or ARM resource id.
+    pub fn resolve<R>(&self, key: &str, f: impl FnOnce(&Timeline) -> R) -> Option<R> {
+        let state = self.state.lock();
+        state.fleet.resolve(key).map(f)
+    }
+
+    /// Whether the RP frontend is read (a CS cluster without RP resource is flagged).
+    pub fn rp_in_scope(&self) -> bool {
+        self.rp_in_scope
     }
 
     pub fn with_timeline<R>(&self, cluster_id: &str, f: impl FnOnce(&Timeline) -> R) -> Option<R> {

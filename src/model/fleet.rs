@@ -320,15 +320,22 @@ impl Fleet {
     /// How a cluster's RP resource and Clusters Service cluster relate;
     /// `None` when neither side of the join is in play.
     pub fn join_of(&self, timeline: &Timeline) -> Option<Join> {
-        if is_provisional(&timeline.cluster_id) {
-            return Some(Join::RpOnly);
+        join_of(timeline, self.config.rp_in_scope)
+    }
+
+    /// A timeline by cluster id, or by ARM resource id (any case): the
+    /// cluster it joined, else its provisional timeline.
+    pub fn resolve(&self, key: &str) -> Option<&Timeline> {
+        if let Some(timeline) = self.clusters.get(key) {
+            return Some(timeline);
         }
-        let rp = timeline.hops.contains_key(&Hop::RpFrontend);
-        let cs = timeline.hops.contains_key(&Hop::ClustersService);
-        match (rp, cs) {
-            (true, _) => Some(Join::Joined),
-            (false, true) if self.config.rp_in_scope => Some(Join::CsWithoutRp),
-            _ => None,
+        let rid = key.to_ascii_lowercase();
+        if !rid.starts_with("/subscriptions/") {
+            return None;
+        }
+        match self.by_resource_id.get(&rid) {
+            Some(id) => self.clusters.get(id),
+            None => self.clusters.get(&provisional_cluster_id(&rid)),
         }
     }
 
@@ -839,6 +846,21 @@ impl Fleet {
         if !initial {
             result.events.extend(events);
         }
+    }
+}
+
+/// How a timeline's RP resource and Clusters Service cluster relate;
+/// `rp_in_scope`: the RP is read, so a CS cluster without one is missing it.
+pub fn join_of(timeline: &Timeline, rp_in_scope: bool) -> Option<Join> {
+    if is_provisional(&timeline.cluster_id) {
+        return Some(Join::RpOnly);
+    }
+    let rp = timeline.hops.contains_key(&Hop::RpFrontend);
+    let cs = timeline.hops.contains_key(&Hop::ClustersService);
+    match (rp, cs) {
+        (true, _) => Some(Join::Joined),
+        (false, true) if rp_in_scope => Some(Join::CsWithoutRp),
+        _ => None,
     }
 }
 

@@ -13,7 +13,7 @@ mod timeline;
 pub use budget::HopBudgets;
 pub use fleet::{
     ApplyResult, Event, Fleet, Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, is_provisional,
-    provisional_cluster_id, shard_of,
+    join_of, provisional_cluster_id, shard_of,
 };
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
