@@ -91,13 +91,15 @@ fn a_file_lists_management_clusters() {
 }
 
 #[test]
-fn with_the_rp_the_terminal_hops_stay_rp_and_hosted_cluster() {
+fn with_the_rp_and_clusters_service_the_terminal_hops_are_rp_and_hosted_cluster() {
     let d = dir("terminal");
     let o = overrides(&[
         "--rp-frontend-base-url",
         "http://rp:8443",
         "--rp-frontend-subscriptions",
         "6b690bec-0c16-4ecb-8f67-781caf40bba7",
+        "--clusters-service-base-url",
+        "http://cs:8000",
         "--kube-in-cluster",
         "mgmt-1",
         "--kube-environment",
@@ -108,6 +110,20 @@ fn with_the_rp_the_terminal_hops_stay_rp_and_hosted_cluster() {
         config.terminal_hops(),
         vec![Hop::RpFrontend, Hop::HostedCluster]
     );
+    // Without Clusters Service no CS-keyed timeline can hold an RP hop: the
+    // RP completes its own (provisional) timelines instead.
+    let o_rp = overrides(&[
+        "--rp-frontend-base-url",
+        "http://rp:8443",
+        "--rp-frontend-subscriptions",
+        "6b690bec-0c16-4ecb-8f67-781caf40bba7",
+        "--kube-in-cluster",
+        "mgmt-1",
+        "--kube-environment",
+        "prod",
+    ]);
+    let config = load_yaml(&d, "", &o_rp).unwrap();
+    assert_eq!(config.terminal_hops(), vec![Hop::HostedCluster]);
     // A terminal hop only a management cluster sees is accepted.
     let o2 = overrides(&[
         "--kube-in-cluster",

@@ -37,6 +37,10 @@ const STEPS: usize = 75;
 /// Which hops an instance must show, under which id, for one truth cluster.
 type Expect = fn(&TruthCluster) -> Vec<(String, Hop, Phase)>;
 
+/// An instance to start: its name, how it shapes the world's configuration,
+/// and what it must show.
+type Shape = (&'static str, fn(Config) -> Config, Expect);
+
 struct Instance {
     name: &'static str,
     store: Arc<Store>,
@@ -269,7 +273,7 @@ struct Run {
 
 /// Start the world on a manual clock, one exporter per `(name, config,
 /// expectation)`, and walk the clock.
-async fn run(seed: u64, instances: Vec<(&'static str, fn(Config) -> Config, Expect)>) -> Run {
+async fn run(seed: u64, instances: Vec<Shape>) -> Run {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let t0: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
     let clock = Clock::manual(t0);

@@ -347,7 +347,9 @@ fn first_syncs() -> Vec<Batch> {
             now,
             vec![
                 obs("cs-1", Hop::HostedCluster).state("Available", Phase::Ready).since(t(5)),
-                obs("cs-2", Hop::HostedCluster).state("Partial", Phase::Progressing).created(t(41)),
+                // No creation time of its own: its start is the creation's,
+                // which the RP moves earlier whenever it lists.
+                obs("cs-2", Hop::HostedCluster).state("Partial", Phase::Progressing),
             ],
         ),
         batch(
@@ -378,7 +380,7 @@ fn summary(f: &Fleet) -> Vec<String> {
                 tl.completed_at,
                 tl.hops
                     .iter()
-                    .map(|(h, s)| (*h, s.phase, s.since, s.ready_at))
+                    .map(|(h, s)| (*h, s.phase, s.since, s.ready_at, s.started_at))
                     .collect::<Vec<_>>()
             )
         })

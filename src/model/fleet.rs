@@ -538,6 +538,7 @@ impl Fleet {
         state.since = state.view.since.map_or(state.since, TimeMark::upstream);
         hop_state.objects.insert(key, state);
         refresh_hop(timeline, hop, now, None, events);
+        refresh_starts(timeline);
         evaluate_creation(timeline, &self.config, events);
         true
     }
@@ -843,6 +844,7 @@ impl Fleet {
 
         let mut events = Vec::new();
         refresh_hop(timeline, hop, observed_at, recalled_since, &mut events);
+        refresh_starts(timeline);
         evaluate_creation(timeline, &self.config, &mut events);
         result.changed.insert(cluster_id.to_string());
         if !initial {
@@ -1005,6 +1007,22 @@ fn refresh_hop(
             started,
             ended: hop_state.since.at.max(started),
         });
+    }
+}
+
+/// Recompute every hop's start. A start falls back on the creation start or
+/// an earlier hop's readiness, and both can move after the hop was last
+/// refreshed (the RP listing after Maestro moves the creation start earlier),
+/// so a start that depended on them would otherwise depend on which source
+/// listed first. Eight hops at most: cheap.
+fn refresh_starts(timeline: &mut Timeline) {
+    let created_at = timeline.created_at.at;
+    let hops: Vec<Hop> = timeline.hops.keys().copied().collect();
+    for hop in hops {
+        let previous_ready = previous_ready_at(timeline, hop);
+        if let Some(h) = timeline.hops.get_mut(&hop) {
+            h.started_at = Some(h.created_at().or(previous_ready).unwrap_or(created_at));
+        }
     }
 }
 

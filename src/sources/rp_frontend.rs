@@ -304,6 +304,10 @@ pub struct RpFrontendSource {
     endpoints: EndpointsByResourceId,
     /// One per subscription: each list is a relist of its subscription.
     guards: HashMap<String, MassDeletionGuard>,
+    /// What each subscription's last list showed. A relist forgets what its
+    /// own previous list showed, whatever the ids say: an id naming another
+    /// subscription (or none) must not outlive the list that brought it.
+    listed_under: HashMap<String, HashSet<String>>,
 }
 
 impl RpFrontendSource {
@@ -351,6 +355,7 @@ impl RpFrontendSource {
             explicit_owners,
             endpoints: EndpointsByResourceId::default(),
             guards: HashMap::new(),
+            listed_under: HashMap::new(),
         }
     }
 
@@ -495,25 +500,26 @@ impl RpFrontendSource {
         // Only now, with every page read, is the list complete.
         let seen: HashSet<String> = clusters.iter().map(|c| c.resource_id.clone()).collect();
         let sub_lower = sub.to_lowercase();
-        let listed: Vec<&str> = self
-            .tracker
-            .owners()
-            .filter(|owner| {
-                !self.explicit_owners.contains(*owner)
-                    && id_scope(owner).0.as_deref() == Some(sub_lower.as_str())
-            })
-            .collect();
+        let listed = self.listed_under.remove(&sub_lower).unwrap_or_default();
         let known = listed.len();
         let missing: Vec<String> = listed
             .into_iter()
-            .filter(|owner| !seen.contains(*owner))
-            .map(str::to_string)
+            .filter(|owner| !seen.contains(owner) && !self.explicit_owners.contains(owner))
             .collect();
-        let vanished = self
-            .guards
-            .entry(sub_lower.clone())
-            .or_default()
-            .filter(&self.ctx, sub, known, missing);
+        let vanished = self.guards.entry(sub_lower.clone()).or_default().filter(
+            &self.ctx,
+            sub,
+            known,
+            missing.clone(),
+        );
+        // Held back by the guard: still known, missing again next relist.
+        let mut still_listed = seen;
+        still_listed.extend(
+            missing
+                .into_iter()
+                .filter(|owner| !vanished.contains(owner)),
+        );
+        self.listed_under.insert(sub_lower, still_listed);
         for owner in vanished {
             self.tracker.remove(&owner, out);
             self.endpoints.write().remove(&owner);
