@@ -71,6 +71,11 @@ pub fn exporter_registry() -> (prometheus_client::registry::Registry, RegistryPa
 }
 
 /// A running exporter: the store and the tasks that feed it.
+/// How long the first load waits for a source that does not list: long
+/// enough for a slow relist of a large fleet, short enough that a source down
+/// at start holds back late verdicts only briefly (docs/design.md §3.3).
+pub const FIRST_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 pub struct Exporter {
     pub store: Arc<Store>,
     tracer: Option<Arc<CreationTracer>>,
@@ -108,6 +113,8 @@ impl Exporter {
                     terminal_hops: config.terminal_hops(),
                     shard,
                     hop_budgets: config.slo.hop_budgets,
+                    ownership: config.ownership(),
+                    rp_in_scope: config.sources.rp_frontend.is_some(),
                 },
                 render: RenderConfig::default(),
                 time_scale,
@@ -127,6 +134,8 @@ impl Exporter {
             }
             None => None,
         };
+        // The first syncs are judged as one load (docs/design.md §3.3).
+        store.begin_load(FIRST_LOAD_TIMEOUT);
         // One trace per creation over OTLP, when OTEL_EXPORTER_OTLP_* says where.
         // A management-only instance sees a creation end too, but the root
         // span belongs to the service side's instance (one root per trace).

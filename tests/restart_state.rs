@@ -42,6 +42,7 @@ fn store() -> Arc<Store> {
             terminal_hops: vec![Hop::ClustersService],
             shard: None,
             hop_budgets: Default::default(),
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,
