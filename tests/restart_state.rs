@@ -510,3 +510,49 @@ fn a_restart_with_a_state_dir_moves_no_published_time() {
     assert!(before.times.len() > 60, "{} series", before.times.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A state file that cannot be used never stops the exporter; a state
+/// directory that cannot be written does, at once, saying why.
+#[test]
+fn a_corrupt_state_file_is_ignored_and_an_unwritable_state_dir_stops_the_start() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = scratch("corrupt");
+    let (_world, config) = frozen_world(&runtime, &dir);
+    let state_dir = dir.join("state");
+    std::fs::create_dir_all(&state_dir).unwrap();
+    std::fs::write(state_dir.join(FILE_NAME), b"not gzip at all").unwrap();
+
+    let mut serve = Serve::start(&config, Some(&state_dir));
+    let view = serve.settled_view();
+    assert!(!view.json.is_empty());
+    let log = serve.stop();
+    assert!(log.contains("state file ignored"), "{log}");
+    let restored = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["fields"]["setting"] == "restored")
+        .unwrap_or_else(|| panic!("no `restored` line:\n{log}"));
+    let restored = restored["fields"]["value"].as_str().unwrap();
+    assert!(restored.starts_with("nothing: "), "{restored}");
+    assert!(restored.contains("not gzip"), "{restored}");
+    assert!(state_dir.join("state.json.gz.ignored").is_file());
+    // The shutdown wrote a good file in its place.
+    assert!(state_dir.join(FILE_NAME).is_file());
+
+    let not_a_dir = dir.join("plain-file");
+    std::fs::write(&not_a_dir, b"x").unwrap();
+    let output = Command::new(BIN)
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .args(["--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(not_a_dir.join("below"))
+        .env_remove("HCPFLOW_STATE_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("state directory") && stderr.contains("cannot be created"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
