@@ -89,6 +89,16 @@ impl Exporter {
     /// Build the store and start every configured source and the model clock.
     /// `time_scale` divides histogram bounds (1 in `serve`, the speed in `demo`).
     pub fn start(config: &Config, time_scale: f64) -> Result<Exporter, AppError> {
+        Exporter::start_with_clock(config, time_scale, crate::clock::Clock::Real)
+    }
+
+    /// [`Exporter::start`] on another clock: the model and the sources read
+    /// it (tests run exporters and a simulated world on one manual clock).
+    pub fn start_with_clock(
+        config: &Config,
+        time_scale: f64,
+        clock: crate::clock::Clock,
+    ) -> Result<Exporter, AppError> {
         let mut source_names = Vec::new();
         if config.sources.rp_frontend.is_some() {
             source_names.push("rp_frontend".to_string());
@@ -119,7 +129,7 @@ impl Exporter {
                 render: RenderConfig::default(),
                 time_scale,
                 sources: source_names,
-                clock: crate::clock::Clock::Real,
+                clock: clock.clone(),
             },
             registry,
         );
