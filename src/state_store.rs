@@ -54,8 +54,8 @@ pub const SAVE_INTERVAL: Duration = Duration::from_secs(15);
 /// fill the volume nor make a start take minutes.
 pub const MAX_CLUSTERS: usize = 100_000;
 /// A file that decompresses to more than this is not one this exporter
-/// wrote (about 2 KB per cluster at [`MAX_CLUSTERS`]).
-const MAX_DECOMPRESSED_BYTES: u64 = 1 << 30;
+/// wrote (about 1 KB per cluster, so about 100 MB at [`MAX_CLUSTERS`]).
+const MAX_DECOMPRESSED_BYTES: u64 = 512 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateStoreError {
@@ -100,8 +100,8 @@ pub enum LoadError {
         #[source]
         cause: io::Error,
     },
-    #[error("the state file {} is larger than {MAX_DECOMPRESSED_BYTES} bytes decompressed", path.display())]
-    TooLarge { path: PathBuf },
+    #[error("the state file {} is larger than {max} bytes decompressed", path.display())]
+    TooLarge { path: PathBuf, max: u64 },
     #[error("the state file {} is not a readable hcp-flow state file", path.display())]
     Corrupt {
         path: PathBuf,
@@ -394,7 +394,49 @@ struct Header {
 #[derive(Deserialize)]
 struct Envelope {
     written_at: Timestamp,
-    clusters: BTreeMap<String, ClusterMemory>,
+    clusters: CappedClusters,
+}
+
+/// The clusters of a file, at most [`MAX_CLUSTERS`] of them parsed: the
+/// rest are skipped unparsed and only counted, so an oversized file cannot
+/// take the memory a full parse would.
+struct CappedClusters {
+    kept: BTreeMap<String, ClusterMemory>,
+    total: usize,
+}
+
+impl<'de> Deserialize<'de> for CappedClusters {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = CappedClusters;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of cluster ids to their memory")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<CappedClusters, A::Error> {
+                let mut out = CappedClusters {
+                    kept: BTreeMap::new(),
+                    total: 0,
+                };
+                while let Some(id) = map.next_key::<String>()? {
+                    out.total += 1;
+                    if out.kept.len() < MAX_CLUSTERS {
+                        let memory = map.next_value::<ClusterMemory>()?;
+                        out.kept.insert(id, memory);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
 }
 
 /// One state directory and its file.
@@ -403,6 +445,8 @@ pub struct StateStore {
     dir: PathBuf,
     path: PathBuf,
     max_clusters: usize,
+    /// [`MAX_DECOMPRESSED_BYTES`] (smaller in tests).
+    max_bytes: u64,
     metrics: StateStoreMetrics,
     /// One write at a time: the periodic write may still be running when
     /// the last one at shutdown starts, and both use the same temporary file.
@@ -456,6 +500,7 @@ impl StateStore {
             dir: dir.to_path_buf(),
             path: dir.join(FILE_NAME),
             max_clusters,
+            max_bytes: MAX_DECOMPRESSED_BYTES,
             metrics,
             writing: Mutex::new(()),
             failing: AtomicBool::new(false),
@@ -471,15 +516,11 @@ impl StateStore {
     /// Read what the last run wrote. Never fails: anything unusable is
     /// logged with its cause, moved aside, and the exporter starts empty.
     pub fn load(&self) -> (Memory, Restored) {
-        let loaded = match File::open(&self.path) {
+        let loaded = match fs::metadata(&self.path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return (Memory::default(), Restored::Nothing);
             }
-            Err(cause) => Err(LoadError::Read {
-                path: self.path.clone(),
-                cause,
-            }),
-            Ok(file) => self.read(file),
+            _ => self.read(),
         };
         match loaded {
             Ok((memory, written_at, dropped)) => {
@@ -522,25 +563,11 @@ impl StateStore {
         }
     }
 
-    fn read(&self, file: File) -> Result<(Memory, Timestamp, usize), LoadError> {
-        let mut bytes = Vec::new();
-        GzDecoder::new(BufReader::new(file))
-            .take(MAX_DECOMPRESSED_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|cause| LoadError::Decompress {
-                path: self.path.clone(),
-                cause,
-            })?;
-        if bytes.len() as u64 > MAX_DECOMPRESSED_BYTES {
-            return Err(LoadError::TooLarge {
-                path: self.path.clone(),
-            });
-        }
-        let corrupt = |cause| LoadError::Corrupt {
-            path: self.path.clone(),
-            cause,
-        };
-        let header: Header = serde_json::from_slice(&bytes).map_err(corrupt)?;
+    /// Two streaming passes: what the file is, then, if it is this format
+    /// and version, its content. Nothing holds the whole file in memory, and
+    /// at most [`MAX_CLUSTERS`] clusters are kept while parsing.
+    fn read(&self) -> Result<(Memory, Timestamp, usize), LoadError> {
+        let header: Header = self.parse()?;
         if header.format != FORMAT || header.version != u64::from(VERSION) {
             return Err(LoadError::OtherVersion {
                 path: self.path.clone(),
@@ -548,15 +575,42 @@ impl StateStore {
                 version: header.version,
             });
         }
-        let envelope: Envelope = serde_json::from_slice(&bytes).map_err(corrupt)?;
-        let total = envelope.clusters.len();
+        let envelope: Envelope = self.parse()?;
+        let total = envelope.clusters.total;
         let clusters: BTreeMap<String, ClusterMemory> = envelope
             .clusters
+            .kept
             .into_iter()
             .take(self.max_clusters)
             .collect();
-        let dropped = total - clusters.len();
+        let dropped = total.saturating_sub(clusters.len());
         Ok((Memory { clusters }, envelope.written_at, dropped))
+    }
+
+    /// One pass over the decompressed file, bounded in size. An I/O error
+    /// while parsing comes from the gzip layer: not gzip, or cut short.
+    fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LoadError> {
+        let file = File::open(&self.path).map_err(|cause| LoadError::Read {
+            path: self.path.clone(),
+            cause,
+        })?;
+        let mut limited = GzDecoder::new(BufReader::new(file)).take(self.max_bytes + 1);
+        let parsed = serde_json::from_reader(BufReader::new(&mut limited));
+        match parsed {
+            Ok(value) => Ok(value),
+            Err(_) if limited.limit() == 0 => Err(LoadError::TooLarge {
+                path: self.path.clone(),
+                max: self.max_bytes,
+            }),
+            Err(e) if e.is_io() => Err(LoadError::Decompress {
+                path: self.path.clone(),
+                cause: io::Error::from(e),
+            }),
+            Err(cause) => Err(LoadError::Corrupt {
+                path: self.path.clone(),
+                cause,
+            }),
+        }
     }
 
     /// Write `snapshot` as the new state file, atomically: a crash or a
@@ -790,9 +844,9 @@ mod tests {
         for (name, bytes) in [
             ("not gzip", b"{\"format\":\"hcp-flow/state\"".to_vec()),
             ("truncated gzip", {
-                let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-                gz.write_all(&[b'x'; 4096]).unwrap();
-                let mut all = gz.finish().unwrap();
+                // A real state file, cut in the middle of its stream.
+                state.save(&remembered(50).snapshot(), t(1)).unwrap();
+                let mut all = fs::read(dir.join(FILE_NAME)).unwrap();
                 all.truncate(all.len() / 2);
                 all
             }),
@@ -832,6 +886,28 @@ mod tests {
         // The store keeps working: the next write is a good file.
         state.save(&remembered(1).snapshot(), t(5)).unwrap();
         assert_eq!(state.load().0.len(), 1);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_too_large_when_decompressed_is_ignored_without_reading_it_all() {
+        let dir = scratch("too-large");
+        let mut state = store(&dir);
+        state.save(&remembered(20).snapshot(), t(1)).unwrap();
+        state.max_bytes = 1024;
+        match state.load() {
+            (
+                memory,
+                Restored::Ignored {
+                    error: LoadError::TooLarge { max, .. },
+                    ..
+                },
+            ) => {
+                assert!(memory.is_empty());
+                assert_eq!(max, 1024);
+            }
+            other => panic!("{other:?}"),
+        }
         let _ = fs::remove_dir_all(&dir);
     }
 
