@@ -254,6 +254,8 @@ fn mismatches(instance: &Instance, truth: &Truth) -> Vec<String> {
 }
 
 struct Run {
+    /// Each instance's store, by name, still running.
+    stores: BTreeMap<&'static str, Arc<Store>>,
     /// Each instance's counters at the end, by name.
     counts: BTreeMap<&'static str, Counts>,
     /// The truth at the load and at every step.
@@ -343,6 +345,10 @@ async fn run(seed: u64, instances: Vec<(&'static str, fn(Config) -> Config, Expe
     let end = clock.now();
     let truth = demo.world.truth();
     Run {
+        stores: instances
+            .iter()
+            .map(|i| (i.name, i.store.clone()))
+            .collect(),
         counts: instances
             .iter()
             .map(|i| (i.name, counts(&i.store)))
@@ -461,6 +467,76 @@ async fn rp_only_and_rp_with_maestro_show_every_resource_and_count_no_false_late
     // The RP sees each creation from its start and completes it with its
     // Succeeded: the counters are the truth's, with no false late; Maestro's
     // timelines (under CS ids) count nothing, so nothing is counted twice.
+    // Through the HTTP surface of the RP-only instance: each resource in
+    // /metrics with its identities, in the JSON list as `rp_only`, and found
+    // by its ARM resource id as the RP serves it.
+    let store = run.stores["rp"].clone();
+    let body = store.scrape(Format::Text);
+    for c in run
+        .truth
+        .clusters
+        .iter()
+        .filter(|c| c.hops.contains_key(&Hop::RpFrontend))
+    {
+        let id = provisional_cluster_id(&c.resource_id);
+        let info = body
+            .lines()
+            .find(|l| {
+                l.starts_with("hcpflow_cluster_info{")
+                    && l.contains(&format!("cluster_id=\"{id}\""))
+            })
+            .unwrap_or_else(|| panic!("no hcpflow_cluster_info for {id}"));
+        for (label, value) in [
+            ("resource_id", c.resource_id.to_ascii_lowercase()),
+            ("subscription_id", c.subscription_id.to_ascii_lowercase()),
+            ("resource_group", c.resource_group.clone()),
+            ("name", c.name.clone()),
+        ] {
+            assert!(
+                info.contains(&format!("{label}=\"{value}\"")),
+                "{label} in {info}"
+            );
+        }
+    }
+    let listener = hcp_flow::app::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(hcp_flow::server::serve(
+        listener,
+        store,
+        std::future::pending(),
+    ));
+    let list: serde_json::Value = reqwest::get(format!("{base}/api/v1/clusters"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let items = list["items"].as_array().unwrap();
+    let listed: BTreeSet<String> = items
+        .iter()
+        .filter(|i| i["join"] == "rp_only")
+        .map(|i| i["cluster_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(listed.is_superset(&resources));
+    let one = &run.truth.clusters[0];
+    let found = reqwest::get(format!("{base}/api/v1/clusters{}", one.resource_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        found.status(),
+        200,
+        "by ARM resource id {}",
+        one.resource_id
+    );
+    let found: serde_json::Value = found.json().await.unwrap();
+    assert_eq!(
+        found["cluster_id"],
+        provisional_cluster_id(&one.resource_id)
+    );
+    assert_eq!(found["hops"]["rp_frontend"]["via"], "direct");
+
     let want = expected(&run, rp_only_view, rp_succeeded);
     assert!(want.good >= 3.0, "{want:?}");
     assert_eq!(run.counts["rp"], want);

@@ -329,10 +329,12 @@ impl Fleet {
         if let Some(timeline) = self.clusters.get(key) {
             return Some(timeline);
         }
+        // An ARM id in a URL path may have lost its leading slash.
         let rid = key.to_ascii_lowercase();
-        if !rid.starts_with("/subscriptions/") {
-            return None;
-        }
+        let rid = match rid.strip_prefix('/').unwrap_or(&rid) {
+            rest if rest.starts_with("subscriptions/") => format!("/{rest}"),
+            _ => return None,
+        };
         match self.by_resource_id.get(&rid) {
             Some(id) => self.clusters.get(id),
             None => self.clusters.get(&provisional_cluster_id(&rid)),
