@@ -18,6 +18,7 @@ use crate::sources::http::{HttpClient, RequestHook};
 use crate::sources::kube::{KubeMetrics, KubeSource, KubeSourceConfig};
 use crate::sources::maestro::MaestroSource;
 use crate::sources::rp_frontend::RpFrontendSource;
+use crate::state_store::{Restored, StateStore, StateStoreError, StateStoreMetrics};
 use crate::store::{Store, StoreConfig};
 use crate::supervise::{Restart, supervise};
 use crate::telemetry::TraceparentHook;
@@ -41,12 +42,15 @@ pub enum AppError {
     Serve(#[source] std::io::Error),
     #[error("the OTLP trace export is misconfigured")]
     Traces(#[source] TracesError),
+    #[error("the state store cannot be used")]
+    StateStore(#[source] StateStoreError),
 }
 
 /// Handles of the families other parts register next to the store's.
 pub struct RegistryParts {
     pub traces: TraceMetrics,
     pub kube: crate::sources::kube::metrics::KubeMetrics,
+    pub state_store: StateStoreMetrics,
 }
 
 /// The exporter's registry before the store adds its own families: every
@@ -55,7 +59,15 @@ pub fn exporter_registry() -> (prometheus_client::registry::Registry, RegistryPa
     let mut registry = prometheus_client::registry::Registry::default();
     let traces = TraceMetrics::register(&mut registry);
     let kube = crate::sources::kube::metrics::KubeMetrics::register(&mut registry);
-    (registry, RegistryParts { traces, kube })
+    let state_store = StateStoreMetrics::register(&mut registry);
+    (
+        registry,
+        RegistryParts {
+            traces,
+            kube,
+            state_store,
+        },
+    )
 }
 
 /// A running exporter: the store and the tasks that feed it.
@@ -68,6 +80,9 @@ pub struct Exporter {
     pub store: Arc<Store>,
     tracer: Option<Arc<CreationTracer>>,
     tasks: Vec<JoinHandle<()>>,
+    /// With `state_dir`: the file the observed times are kept in, and what
+    /// was read from it at start.
+    state: Option<(Arc<StateStore>, Restored)>,
 }
 
 impl Exporter {
@@ -100,6 +115,7 @@ impl Exporter {
         let (registry, parts) = exporter_registry();
         let trace_metrics = parts.traces;
         let kube_metrics = parts.kube;
+        let state_metrics = parts.state_store;
         let store = Store::with_registry(
             StoreConfig {
                 model: ModelConfig {
@@ -117,6 +133,17 @@ impl Exporter {
             },
             registry,
         );
+        // What the last run observed goes back into the model before any
+        // source reads anything (docs/design.md §3.8).
+        let state = match &config.state_dir {
+            Some(dir) => {
+                let state = StateStore::open(dir, state_metrics).map_err(AppError::StateStore)?;
+                let (memory, restored) = state.load();
+                store.restore(memory);
+                Some((Arc::new(state), restored))
+            }
+            None => None,
+        };
         // The first syncs are judged as one load (docs/design.md §3.3).
         store.begin_load(FIRST_LOAD_TIMEOUT);
         // One trace per creation over OTLP, when OTEL_EXPORTER_OTLP_* says where.
@@ -201,10 +228,25 @@ impl Exporter {
                 ticking.tick_at(ticking.clock().now());
             }
         }));
+        // The memory is written when it changed, off the async threads; a
+        // failed write keeps it dirty and is retried at the next period.
+        if let Some((state, _)) = &state {
+            let (saving, state) = (store.clone(), state.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut interval = tokio::time::interval(crate::state_store::SAVE_INTERVAL);
+                interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                interval.tick().await;
+                loop {
+                    interval.tick().await;
+                    save_state(&saving, &state).await;
+                }
+            }));
+        }
         Ok(Exporter {
             store,
             tracer,
             tasks,
+            state,
         })
     }
 
@@ -250,6 +292,21 @@ impl Exporter {
             }
         };
         self.stop();
+        // The sources and the model clock have stopped: the memory is final.
+        // Written once more, within the grace period.
+        if let Some((state, _)) = &self.state {
+            let left = deadline
+                .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+                .unwrap_or(grace);
+            if tokio::time::timeout(left, save_state(&self.store, state))
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "the state file was still being written at the end of the grace period; the previous one is kept"
+                );
+            }
+        }
         // Spans still queued go out before the process exits, within what
         // is left of the grace period.
         if let Some(tracer) = self.tracer.clone() {
@@ -266,6 +323,11 @@ impl Exporter {
         result.map_err(AppError::Serve)
     }
 
+    /// What was restored at start: `None` without a state directory.
+    pub fn restored(&self) -> Option<&Restored> {
+        self.state.as_ref().map(|(_, restored)| restored)
+    }
+
     pub fn stop(&self) {
         for task in &self.tasks {
             task.abort();
@@ -276,6 +338,24 @@ impl Exporter {
 impl Drop for Exporter {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Write the memory if it changed since the last write. The file is written
+/// on a blocking thread; the store's lock is held only to take the snapshot.
+async fn save_state(store: &Arc<Store>, state: &Arc<StateStore>) {
+    if !store.memory_dirty() {
+        return;
+    }
+    let snapshot = store.memory_snapshot();
+    let generation = snapshot.generation;
+    let now = store.clock().now();
+    let writer = state.clone();
+    // The write logs and counts its own failures (once per failing spell).
+    match tokio::task::spawn_blocking(move || writer.save(&snapshot, now)).await {
+        Ok(Ok(_)) => store.memory_saved(generation),
+        Ok(Err(_)) => {}
+        Err(error) => tracing::error!(%error, "the state file writer stopped unexpectedly"),
     }
 }
 
@@ -314,11 +394,17 @@ async fn run_kube_source(cfg: KubeSourceConfig, ctx: SourceContext, metrics: Kub
 }
 
 /// The configuration, one log event per setting: readable lines in text,
-/// `setting`/`value` fields in JSON (never one multi-line field).
-pub fn log_startup_summary(config: &Config) {
+/// `setting`/`value` fields in JSON (never one multi-line field); then what
+/// the state store restored.
+pub fn log_startup_summary(config: &Config, exporter: &Exporter) {
     for (setting, value) in summary_entries(&config.summary()) {
         tracing::info!(setting = %setting, value = %value, "configuration");
     }
+    let restored = match exporter.restored() {
+        Some(restored) => restored.to_string(),
+        None => "nothing (no state_dir)".to_string(),
+    };
+    tracing::info!(setting = "restored", value = %restored, "configuration");
 }
 
 /// `key: value` lines, with indented continuation lines folded into the

@@ -105,6 +105,17 @@ pub struct ServeOverrides {
     )]
     pub shutdown_grace: Option<Duration>,
 
+    /// Directory where the times only the exporter observed (phase changes
+    /// upstream gives no time for, first readiness, completion, SLO verdicts)
+    /// are kept across restarts, in one file replaced atomically every 15s
+    /// when it changed and at shutdown. Created if missing; it must be
+    /// writable, else the exporter does not start. A corrupt or
+    /// other-version file is logged and ignored. Default: none (those times
+    /// restart with the process and are marked observed in the JSON).
+    /// Config key: state_dir.
+    #[arg(long, env = "HCPFLOW_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
     /// A creation is good when it completes within this long (e.g. 20m, 1h).
     /// Default: 20m. Config key: slo.creation_target.
     #[arg(
@@ -236,6 +247,7 @@ impl From<&ServeOverrides> for Overrides {
             listen: o.listen,
             log_format: o.log_format,
             shutdown_grace: o.shutdown_grace,
+            state_dir: o.state_dir.clone(),
             slo_creation_target: o.slo_creation_target,
             slo_terminal_hops: o.slo_terminal_hops.clone(),
             slo_hop_budgets: o.slo_hop_budgets.clone().unwrap_or_default(),

@@ -16,6 +16,7 @@ pub mod model;
 pub mod server;
 pub mod sim;
 pub mod sources;
+pub mod state_store;
 pub mod store;
 pub mod supervise;
 pub mod telemetry;

@@ -99,7 +99,7 @@ fn init_logging(format: LogFormat) -> anyhow::Result<hcp_flow::telemetry::Teleme
 async fn serve(config: hcp_flow::config::Config) -> Result<(), hcp_flow::Error> {
     let listener = app::bind(config.listen).await?;
     let exporter = Exporter::start(&config, 1.0)?;
-    app::log_startup_summary(&config);
+    app::log_startup_summary(&config, &exporter);
     tracing::info!(
         listen = %config.listen,
         "hcp-flow serving; /readyz turns ready once every kind of every source has listed"

@@ -20,6 +20,7 @@ use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
 use crate::model::{ApplyResult, Batch, Event, Fleet, Hop, ModelConfig, Timeline, Via};
 use crate::sources::ObservationSink;
 use crate::sources::health::SourceHealth;
+use crate::state_store::{MemorySnapshot, Remembered};
 
 /// Defined beside the events it hears; re-exported so
 /// `store::EventListener` keeps working.
@@ -71,6 +72,9 @@ struct State {
     /// change, so a tick never walks the fleet.
     scopes: HashMap<String, u8>,
     per_scope: [i64; SCOPES.len()],
+    /// What a restart would lose of each live cluster, for the state store
+    /// (docs/design.md §3.8).
+    remembered: Remembered,
     /// While the first syncs come in: when the load ends at the latest.
     load_deadline: Option<Timestamp>,
 }
@@ -129,6 +133,7 @@ impl Store {
                 rendered: BTreeMap::new(),
                 scopes: HashMap::new(),
                 per_scope: [0; SCOPES.len()],
+                remembered: Remembered::default(),
                 load_deadline: None,
             }),
             listeners: parking_lot::RwLock::new(Vec::new()),
@@ -226,6 +231,7 @@ impl Store {
         for id in &result.removed {
             state.rendered.remove(id);
             state.count_scopes(id, 0);
+            state.remembered.forget(id);
         }
         for id in &result.changed {
             if let Some(timeline) = state.fleet.get(id) {
@@ -233,6 +239,23 @@ impl Store {
                 let scopes = scopes_of(timeline, &self.health);
                 state.rendered.insert(id.clone(), rendered);
                 state.count_scopes(id, scopes);
+            }
+            // Without a state store nothing reads it: no cost per change.
+            if state.remembered.enabled() {
+                let memory = state.fleet.memory_of(id);
+                state.remembered.update(id, memory);
+            }
+        }
+        if state.remembered.unconfirmed() && self.health.ready() {
+            let State {
+                fleet, remembered, ..
+            } = &mut *state;
+            let forgotten = remembered.forget_unseen(|id| fleet.get(id).is_some());
+            if forgotten > 0 {
+                tracing::info!(
+                    forgotten,
+                    "restored clusters not shown by any source after every first sync are forgotten (deleted while the exporter was down, or another shard's)"
+                );
             }
         }
         if !result.events.is_empty() {
@@ -250,6 +273,33 @@ impl Store {
             });
         }
         result.events
+    }
+
+    /// Hand the model what a previous run remembered (an empty memory on a
+    /// first start) and keep each live cluster's memory from now on, for the
+    /// state store to save (docs/design.md §3.8). Call before any source
+    /// runs.
+    pub fn restore(&self, memory: crate::model::Memory) {
+        let mut state = self.state.lock();
+        state.remembered.restore(&memory);
+        state.fleet.restore(memory);
+    }
+
+    /// Whether the remembered part of the fleet changed since it was last
+    /// saved.
+    pub fn memory_dirty(&self) -> bool {
+        self.state.lock().remembered.dirty()
+    }
+
+    /// The remembered part of every live cluster, to save. The lock is held
+    /// only to clone `Arc`s.
+    pub fn memory_snapshot(&self) -> MemorySnapshot {
+        self.state.lock().remembered.snapshot()
+    }
+
+    /// The snapshot of `generation` was saved.
+    pub fn memory_saved(&self, generation: u64) {
+        self.state.lock().remembered.saved(generation);
     }
 
     /// The `/metrics` body. The lock is held only to clone `Arc`s.

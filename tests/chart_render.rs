@@ -24,7 +24,9 @@ use hcp_flow::config::Config;
 use hcp_flow::sources::kube::config::KubeSourceConfig;
 use hcp_flow::sources::kube::rbac::rbac_rules;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, PodTemplateSpec, Service, ServiceAccount,
+};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use serde_json::{Value, json};
@@ -34,9 +36,11 @@ const CHART: &str = "charts/hcp-flow";
 const RELEASE: &str = "hcp-flow";
 const NAMESPACE: &str = "monitoring";
 const ACM_NAMESPACE: &str = "open-cluster-management-observability";
+/// `stateStore.mountPath` by default.
+const STATE_DIR: &str = "/var/lib/hcp-flow";
 
 /// Values the schema must refuse, each with the reason.
-const INVALID: [(&str, &str); 5] = [
+const INVALID: [(&str, &str); 7] = [
     ("zero-shards", "sharding: {enabled: true, shards: 0}\n"),
     ("unknown-key", "replicaCount: 2\n"),
     ("listen-in-config", "config: {listen: 0.0.0.0:8080}\n"),
@@ -47,6 +51,14 @@ const INVALID: [(&str, &str); 5] = [
     (
         "bad-mode",
         "inCluster: {enabled: true, mgmtCluster: a, mode: hypershift}\n",
+    ),
+    (
+        "misspelt-state-key",
+        "stateStore: {enabled: true, mountPath: /s, persistance: {enabled: true}}\n",
+    ),
+    (
+        "relative-state-path",
+        "stateStore: {enabled: true, mountPath: state}\n",
     ),
 ];
 
@@ -199,6 +211,7 @@ fn rendered() -> &'static BTreeMap<String, Scenario> {
         );
         scenarios
             .push(json!({"name": "no-source", "values_yaml": "inCluster: {enabled: false}\n"}));
+        scenarios.push(json!({"name": "no-state", "values_yaml": "stateStore: {enabled: false, mountPath: /x}\n"}));
         let request = json!({
             "chart": Path::new(ROOT).join(CHART),
             "release": RELEASE,
@@ -350,6 +363,7 @@ fn manifests_parse_as_kubernetes_objects_of_the_expected_kinds() {
             ("Deployment", 1),
             ("ConfigMap", 1),
             ("ServiceMonitor", 1),
+            ("PersistentVolumeClaim", 1),
         ])
     );
 
@@ -370,6 +384,9 @@ fn manifests_parse_as_kubernetes_objects_of_the_expected_kinds() {
                     serde_json::from_value::<ClusterRoleBinding>(o.clone()).map(drop)
                 }
                 "NetworkPolicy" => serde_json::from_value::<NetworkPolicy>(o.clone()).map(drop),
+                "PersistentVolumeClaim" => {
+                    serde_json::from_value::<PersistentVolumeClaim>(o.clone()).map(drop)
+                }
                 "ServiceMonitor" | "PrometheusRule" => {
                     assert_eq!(o["apiVersion"], "monitoring.coreos.com/v1", "{what}");
                     assert!(o["spec"].is_object(), "{what}: no spec");
@@ -479,13 +496,21 @@ fn pod_is_non_root_read_only_and_drops_every_capability() {
         assert!(resources.requests.is_some() && resources.limits.is_some());
         assert_eq!(
             c.args.clone().unwrap(),
-            ["serve", "--config", "/etc/hcp-flow/config.yaml"]
+            [
+                "serve",
+                "--config",
+                "/etc/hcp-flow/config.yaml",
+                "--state-dir",
+                STATE_DIR
+            ],
+            "{name}"
         );
         let port = c.ports.clone().unwrap()[0].container_port;
         let listen = scenario(&name).exporter_config()["listen"].clone();
         assert_eq!(listen, json!(format!("0.0.0.0:{port}")), "{name}");
+        // Writable: /tmp and the state directory only.
         for mount in c.volume_mounts.clone().unwrap_or_default() {
-            if mount.mount_path != "/tmp" {
+            if mount.mount_path != "/tmp" && mount.mount_path != STATE_DIR {
                 assert_eq!(mount.read_only, Some(true), "{name}: {}", mount.mount_path);
             }
         }
@@ -611,6 +636,96 @@ fn sharded_statefulset_takes_its_shard_from_the_pod_ordinal() {
     );
     assert!(var("OTEL_EXPORTER_OTLP_ENDPOINT").value.is_some());
     assert!(var("OTEL_EXPORTER_OTLP_HEADERS").value_from.is_some());
+}
+
+/// The state directory (docs/design.md §3.8): an emptyDir by default, a
+/// PersistentVolumeClaim as an option (one per pod when sharded), always
+/// mounted writable where `--state-dir` points; none when turned off.
+#[test]
+fn state_dir_is_an_empty_dir_by_default_and_a_claim_when_persistent() {
+    let state_volume = |name: &str| {
+        let pod = scenario(name).pod();
+        let spec = pod.spec.unwrap();
+        let mount = spec.containers[0]
+            .volume_mounts
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .find(|m| m.name == "state")
+            .unwrap_or_else(|| panic!("{name}: no state mount"));
+        assert_eq!(mount.mount_path, STATE_DIR, "{name}");
+        assert_ne!(
+            mount.read_only,
+            Some(true),
+            "{name}: the state dir is written"
+        );
+        spec.volumes
+            .unwrap_or_default()
+            .into_iter()
+            .find(|v| v.name == "state")
+    };
+
+    // Default: an emptyDir, bounded; no claim anywhere.
+    let volume = state_volume("default").expect("default: a state volume");
+    let empty_dir = volume.empty_dir.expect("default: an emptyDir");
+    assert_eq!(empty_dir.size_limit.map(|q| q.0), Some("64Mi".to_string()));
+    assert_eq!(
+        kinds(scenario("default")).get("PersistentVolumeClaim"),
+        None
+    );
+
+    // One instance with persistence: its own claim, mounted by name.
+    let s = scenario("service-scope");
+    let claim: PersistentVolumeClaim =
+        serde_json::from_value(s.one("PersistentVolumeClaim")).unwrap();
+    let volume = state_volume("service-scope").expect("service-scope: a state volume");
+    assert_eq!(
+        volume.persistent_volume_claim.map(|c| c.claim_name),
+        claim.metadata.name.clone()
+    );
+    let spec = claim.spec.unwrap();
+    assert_eq!(spec.access_modes, Some(vec!["ReadWriteOnce".to_string()]));
+    assert_eq!(spec.storage_class_name.as_deref(), Some("managed-csi"));
+    assert_eq!(
+        spec.resources.unwrap().requests.unwrap()["storage"].0,
+        "256Mi"
+    );
+
+    // Sharded with persistence: a claim per pod from the StatefulSet's
+    // template, never one shared claim.
+    let s = scenario("all-on");
+    assert_eq!(kinds(s).get("PersistentVolumeClaim"), None);
+    assert!(
+        state_volume("all-on").is_none(),
+        "the claim template provides the volume"
+    );
+    let set: StatefulSet = serde_json::from_value(s.one("StatefulSet")).unwrap();
+    let templates = set.spec.unwrap().volume_claim_templates.unwrap();
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0].metadata.name.as_deref(), Some("state"));
+    let spec = templates[0].spec.clone().unwrap();
+    assert_eq!(spec.access_modes, Some(vec!["ReadWriteOnce".to_string()]));
+    assert_eq!(spec.storage_class_name, None, "the cluster's default class");
+    assert_eq!(
+        spec.resources.unwrap().requests.unwrap()["storage"].0,
+        "1Gi"
+    );
+
+    // Turned off: no flag, no volume.
+    let off = rendered().get("no-state").unwrap();
+    assert!(off.error.is_none(), "{:?}", off.error);
+    let pod = off.pod();
+    let spec = pod.spec.unwrap();
+    assert_eq!(
+        spec.containers[0].args.clone().unwrap(),
+        ["serve", "--config", "/etc/hcp-flow/config.yaml"]
+    );
+    assert!(
+        spec.volumes
+            .unwrap_or_default()
+            .iter()
+            .all(|v| v.name != "state")
+    );
 }
 
 #[test]

@@ -460,6 +460,7 @@ fn environment_sits_between_flags_and_file() {
         )
         .env("HCPFLOW_CLUSTERS_SERVICE_BASE_URL", "https://cs:8000")
         .env("HCPFLOW_CLUSTERS_SERVICE_API", "clusters_mgmt/v1")
+        .env("HCPFLOW_STATE_DIR", "/var/lib/from-env")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -513,6 +514,55 @@ fn env_child_parses_variables() {
     assert_eq!(cs.http.base_url.as_str(), "https://cs:8000/");
     // The file's value stays where no variable is set.
     assert_eq!(config.log_format, LogFormat::Json);
+    assert_eq!(config.state_dir, Some(PathBuf::from("/var/lib/from-env")));
+    let flagged = load(&["--state-dir", "/var/lib/from-flag"]).unwrap();
+    assert_eq!(flagged.state_dir, Some(PathBuf::from("/var/lib/from-flag")));
+}
+
+#[test]
+fn the_state_dir_comes_from_the_file_or_the_flag_and_must_name_a_directory() {
+    let scratch = Scratch::new("state-dir");
+    let file = scratch.file("c.yaml", &format!("{FILE}state_dir: /var/lib/hcp-flow\n"));
+    let file = file.to_str().unwrap();
+    let config = load(&["--config", file]).unwrap();
+    assert_eq!(config.state_dir, Some(PathBuf::from("/var/lib/hcp-flow")));
+    assert!(config.summary().contains("state_dir: /var/lib/hcp-flow"));
+    let config = load(&["--config", file, "--state-dir", "/data"]).unwrap();
+    assert_eq!(
+        config.state_dir,
+        Some(PathBuf::from("/data")),
+        "flag over file"
+    );
+    let unset = scratch.file("u.yaml", FILE);
+    let config = load(&["--config", unset.to_str().unwrap()]).unwrap();
+    assert_eq!(config.state_dir, None);
+    assert!(config.summary().contains("state_dir: none"));
+
+    // A file where the directory should be, or an empty path, is refused
+    // with its key; a directory that does not exist yet is fine (serve
+    // creates it).
+    let plain = scratch.file("plain", "x");
+    let errors = load(&["--config", file, "--state-dir", plain.to_str().unwrap()]).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].path, "state_dir");
+    assert!(
+        errors[0].message.contains("not a directory"),
+        "{}",
+        errors[0].message
+    );
+    let empty = scratch.file("e.yaml", &format!("{FILE}state_dir: \"\"\n"));
+    let errors = load(&["--config", empty.to_str().unwrap()]).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].path, "state_dir");
+    assert!(
+        errors[0].message.contains("must name"),
+        "{}",
+        errors[0].message
+    );
+    // The command line refuses an empty path itself.
+    let _ = parse_error(&["hcp-flow", "serve", "--state-dir", ""]);
+    let errors = Config::from_yaml_str("state_dir: [a]\n", "t").unwrap_err();
+    assert_eq!(errors[0].path, "state_dir", "{errors:?}");
 }
 
 #[test]

@@ -18,6 +18,7 @@ const TOP_KEYS: &[&str] = &[
     "listen",
     "log_format",
     "shutdown_grace",
+    "state_dir",
     "slo",
     "shard",
     "sources",
@@ -98,6 +99,11 @@ pub(super) fn parse_file(text: &str, origin: &str) -> ParsedFile {
             "shutdown_grace" => {
                 if let Some(v) = typed::<HumanDuration>(&mut out, "shutdown_grace", value) {
                     out.config.shutdown_grace = v.0;
+                }
+            }
+            "state_dir" => {
+                if let Some(v) = typed(&mut out, "state_dir", value) {
+                    out.config.state_dir = Some(v);
                 }
             }
             "slo" => {

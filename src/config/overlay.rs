@@ -27,6 +27,7 @@ pub struct Overrides {
     pub listen: Option<SocketAddr>,
     pub log_format: Option<LogFormat>,
     pub shutdown_grace: Option<Duration>,
+    pub state_dir: Option<PathBuf>,
     pub slo_creation_target: Option<Duration>,
     pub slo_terminal_hops: Option<Vec<Hop>>,
     /// Per-hop budgets to replace; hops not named keep theirs.
@@ -120,6 +121,9 @@ impl Config {
         }
         if let Some(grace) = o.shutdown_grace {
             self.shutdown_grace = grace;
+        }
+        if let Some(dir) = &o.state_dir {
+            self.state_dir = Some(dir.clone());
         }
         if let Some(target) = o.slo_creation_target {
             self.slo.creation_target = target;

@@ -22,6 +22,9 @@ pub struct Config {
     /// `terminationGracePeriodSeconds`).
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// Where the times only the exporter observed are kept across restarts
+    /// (docs/design.md §3.8). None: they restart with the process.
+    pub state_dir: Option<PathBuf>,
     pub slo: SloConfig,
     pub shard: ShardConfig,
     pub sources: SourcesConfig,
@@ -33,6 +36,7 @@ impl Default for Config {
             listen: SocketAddr::from(([0, 0, 0, 0], 9464)),
             log_format: LogFormat::Text,
             shutdown_grace: Duration::from_secs(10),
+            state_dir: None,
             slo: SloConfig::default(),
             shard: ShardConfig::default(),
             sources: SourcesConfig::default(),
@@ -535,6 +539,13 @@ impl Config {
             format!(
                 "shutdown_grace: {}",
                 humantime::format_duration(self.shutdown_grace)
+            ),
+            format!(
+                "state_dir: {}",
+                match &self.state_dir {
+                    Some(dir) => dir.display().to_string(),
+                    None => "none (times only the exporter observed restart with it)".to_string(),
+                }
             ),
             format!("shard: {} of {}", self.shard.index, self.shard.total),
             format!(

@@ -60,6 +60,23 @@ impl Config {
             }
         }
 
+        // Only the shape is checked here: whether the directory can be
+        // written is proven when `serve` opens it (docs/design.md §3.8), so
+        // check-config works on a machine without the volume.
+        if let Some(dir) = &self.state_dir {
+            if dir.as_os_str().is_empty() {
+                errors.push(FieldError::new(
+                    "state_dir",
+                    "must name a directory (leave it out to keep no state)",
+                ));
+            } else if dir.exists() && !dir.is_dir() {
+                errors.push(FieldError::new(
+                    "state_dir",
+                    format!("{} exists and is not a directory", dir.display()),
+                ));
+            }
+        }
+
         if self.shard.total == 0 {
             errors.push(FieldError::new("shard.total", "must be at least 1"));
         } else if self.shard.index >= self.shard.total {

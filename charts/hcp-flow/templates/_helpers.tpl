@@ -146,3 +146,17 @@ port, and one sources.kube entry per kube watcher (after any the user listed).
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
+
+{{/* The spec of the state store's PersistentVolumeClaim (docs/design.md §3.8). */}}
+{{- define "hcp-flow.stateClaimSpec" -}}
+{{- with .Values.stateStore.persistence -}}
+accessModes:
+  {{- toYaml .accessModes | nindent 2 }}
+{{- with .storageClass }}
+storageClassName: {{ . | quote }}
+{{- end }}
+resources:
+  requests:
+    storage: {{ .size | quote }}
+{{- end -}}
+{{- end -}}
