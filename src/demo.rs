@@ -117,6 +117,7 @@ pub async fn start_demo_world(
             churn: true,
             latency,
             subscriptions: 3,
+            not_handed_over: 0.0,
         },
         SimClock::Real,
     );
