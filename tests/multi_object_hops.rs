@@ -577,3 +577,83 @@ fn each_manifestwork_is_its_own_object_and_a_deleted_one_goes_alone() {
         "the other works stay"
     );
 }
+
+// ------------------------------------------------------- parse_bundle, pure
+
+fn parse(b: &Value) -> maestro::ParsedBundle {
+    let bundle: maestro::ResourceBundle = serde_json::from_value(b.clone()).unwrap();
+    maestro::parse_bundle(&bundle, &mut Vec::new())
+}
+
+fn keys(obs: &[hcp_flow::model::Observation]) -> Vec<(Hop, String, String)> {
+    obs.iter()
+        .map(|o| {
+            let hcp_flow::model::Change::Upsert(v) = &o.change else {
+                panic!("not an upsert: {o:?}")
+            };
+            (o.hop, o.object.clone(), v.state.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_readable_work_that_does_not_show_a_carried_object_is_no_status_for_it() {
+    // The pool's bundle carries NodePool np-1 but its work's feedback lists
+    // no manifest yet (the agent reported the work before the pool).
+    let empty_work =
+        raw(&json!({"conditions": conditions(true), "resourceStatus": {"manifests": []}}));
+    let parsed = parse(&bundle("id-2", "c1-np-1", Some("np-1"), Some(empty_work)));
+    assert_eq!(
+        parsed.feedback_error,
+        Some(hcp_flow::views::work::FeedbackError::NoStatus)
+    );
+    assert!(!parsed.nested_complete);
+    assert_eq!(
+        keys(&parsed.observations),
+        [
+            (Hop::MaestroBundle, "c1-np-1".into(), "Available".into()),
+            (Hop::Manifestwork, "c1-np-1".into(), "Available".into()),
+        ]
+    );
+    assert_eq!(
+        keys(&parsed.placeholders),
+        [(Hop::NodePool, "np-1".into(), "no_status".into())]
+    );
+    let hcp_flow::model::Change::Upsert(view) = &parsed.observations[0].change else {
+        panic!()
+    };
+    let error = view.error.as_ref().unwrap();
+    assert_eq!(error.code, "no_status");
+    assert!(error.message.contains("node_pool np-1"), "{error:?}");
+}
+
+#[test]
+fn a_failed_bundle_keeps_its_failure_as_its_error() {
+    let mut b = bundle("id-1", "c1", None, None);
+    b["status"] = json!({
+        "ObservedVersion": 1, "SequenceID": "1",
+        "conditions": [{"type": "Applied", "status": "False", "reason": "AppliedManifestWorkFailed", "message": "webhook denied", "lastTransitionTime": "2026-06-10T22:50:05Z"}],
+        "resourceStatus": []
+    });
+    let parsed = parse(&b);
+    assert_eq!(
+        parsed.feedback_error,
+        Some(hcp_flow::views::work::FeedbackError::NoStatus)
+    );
+    let hcp_flow::model::Change::Upsert(view) = &parsed.observations[0].change else {
+        panic!()
+    };
+    assert_eq!(view.phase, Phase::Failed);
+    assert_eq!(
+        view.error.as_ref().unwrap().code,
+        "AppliedManifestWorkFailed"
+    );
+    // What it should fill is still shown, unknown, so the hops exist.
+    assert_eq!(
+        keys(&parsed.placeholders),
+        [
+            (Hop::Manifestwork, "c1".into(), "no_status".into()),
+            (Hop::HostedCluster, String::new(), "no_status".into()),
+        ]
+    );
+}

@@ -327,6 +327,7 @@ fn feedback_result<T>(r: Result<Option<T>, ()>) -> Result<T, FeedbackError> {
 /// and NodePool feedback inside it (docs/design.md §2.6).
 fn read_nested(
     cluster_id: &str,
+    work_name: &str,
     status: &BundleStatus,
     deleting: bool,
     updated_at: Option<Timestamp>,
@@ -348,11 +349,15 @@ fn read_nested(
             return nested;
         }
     };
+    // The work's own name; a bundle is named after the work it carries, so
+    // that is the fallback when the feedback does not say.
     let work_name = work_manifest
         .resource_meta
         .as_ref()
-        .and_then(|m| m.name.clone())
-        .unwrap_or_default();
+        .and_then(|m| m.name.as_deref())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(work_name)
+        .to_string();
     let work_conditions = conditions::read(&work.conditions, unknown);
     let work_deleting = deleting || work::deleting_condition(&work_conditions);
     let mut work_view = work::read(work_conditions, work_deleting);
@@ -449,7 +454,14 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
     bundle_view.updated_at = updated_at;
 
     let nested = match &bundle.status {
-        Some(status) => read_nested(cluster_id, status, deleting, updated_at, unknown),
+        Some(status) => read_nested(
+            cluster_id,
+            bundle.object(),
+            status,
+            deleting,
+            updated_at,
+            unknown,
+        ),
         None => Nested {
             work_error: Some(FeedbackError::NoStatus),
             ..Nested::default()
