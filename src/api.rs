@@ -6,8 +6,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::model::{
-    Condition, CreationOutcome, HopError, Identity, Phase, PodCounts, Replicas, SloOutcome,
-    TimeMark, Timeline, Via, trace_id_hex,
+    Condition, CreationOutcome, HopError, Identity, Join, Phase, PodCounts, Replicas, SloOutcome,
+    TimeMark, Timeline, Via, join_of, trace_id_hex,
 };
 
 #[derive(Debug, Serialize)]
@@ -22,6 +22,12 @@ pub struct TimelineJson<'a> {
     pub failed_at: Option<Timestamp>,
     pub outcome: CreationOutcome,
     pub slo: Option<SloOutcome>,
+    /// How the RP resource and the Clusters Service cluster relate:
+    /// `joined`, `rp_only` (an RP resource CS does not show; `cluster_id` is
+    /// provisional) or `cs_without_rp` (the RP is read and shows none).
+    /// Absent when the RP and CS are not both in play.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub join: Option<Join>,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
 }
 
@@ -61,7 +67,8 @@ pub struct ObjectJson<'a> {
     pub replicas: Option<Replicas>,
 }
 
-pub fn timeline_json(timeline: &Timeline) -> TimelineJson<'_> {
+/// `rp_in_scope`: the RP frontend is read (docs/design.md §4.4).
+pub fn timeline_json(timeline: &Timeline, rp_in_scope: bool) -> TimelineJson<'_> {
     let hops = timeline
         .hops
         .iter()
@@ -105,6 +112,7 @@ pub fn timeline_json(timeline: &Timeline) -> TimelineJson<'_> {
         failed_at: timeline.failed_at,
         outcome: timeline.outcome,
         slo: timeline.slo,
+        join: join_of(timeline, rp_in_scope),
         hops,
     }
 }

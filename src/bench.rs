@@ -142,6 +142,7 @@ pub fn synthetic_store(clusters: usize) -> Arc<Store> {
             terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
             shard: None,
             hop_budgets: Default::default(),
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

@@ -108,19 +108,26 @@ pub async fn start_demo_world(
     settings: &DemoSettings,
     latency: LatencyModel,
 ) -> Result<Demo, DemoError> {
-    let world = World::new(
-        WorldConfig {
-            clusters: settings.clusters,
-            speed: settings.speed,
-            seed: settings.seed,
-            faults: settings.faults,
-            churn: true,
-            latency,
-            subscriptions: 3,
-            not_handed_over: 0.0,
-        },
-        SimClock::Real,
-    );
+    let world = WorldConfig {
+        clusters: settings.clusters,
+        speed: settings.speed,
+        seed: settings.seed,
+        faults: settings.faults,
+        churn: true,
+        latency,
+        subscriptions: 3,
+        not_handed_over: 0.0,
+    };
+    start_world(settings, world, SimClock::Real).await
+}
+
+/// [`start_demo_world`] for any world and clock (tests drive a manual one).
+pub async fn start_world(
+    settings: &DemoSettings,
+    world: WorldConfig,
+    clock: SimClock,
+) -> Result<Demo, DemoError> {
+    let world = World::new(world, clock);
     let endpoints = world.serve().await.map_err(DemoError::World)?;
     let mgmt_clusters = world.serve_kube().await.map_err(DemoError::KubeWorld)?;
     let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;

@@ -20,7 +20,9 @@ pub fn router(store: Arc<Store>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/api/v1/clusters", get(clusters))
-        .route("/api/v1/clusters/{cluster_id}", get(cluster))
+        // A wildcard: self-managed ids hold a `/`, provisional ids and ARM
+        // resource ids many.
+        .route("/api/v1/clusters/{*cluster_id}", get(cluster))
         .with_state(store)
 }
 
@@ -70,15 +72,19 @@ async fn readyz(State(store): State<Arc<Store>>) -> Response {
 }
 
 async fn clusters(State(store): State<Arc<Store>>) -> Response {
+    let rp_in_scope = store.rp_in_scope();
     let body = store.with_timelines(|timelines| {
-        let items: Vec<_> = timelines.map(timeline_json).collect();
+        let items: Vec<_> = timelines.map(|t| timeline_json(t, rp_in_scope)).collect();
         serde_json::to_vec(&serde_json::json!({ "items": items }))
     });
     json_response(body)
 }
 
 async fn cluster(State(store): State<Arc<Store>>, Path(cluster_id): Path<String>) -> Response {
-    match store.with_timeline(&cluster_id, |t| serde_json::to_vec(&timeline_json(t))) {
+    let rp_in_scope = store.rp_in_scope();
+    match store.resolve(&cluster_id, |t| {
+        serde_json::to_vec(&timeline_json(t, rp_in_scope))
+    }) {
         Some(body) => json_response(body),
         None => (
             StatusCode::NOT_FOUND,

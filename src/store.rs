@@ -71,6 +71,8 @@ struct State {
     /// change, so a tick never walks the fleet.
     scopes: HashMap<String, u8>,
     per_scope: [i64; SCOPES.len()],
+    /// While the first syncs come in: when the load ends at the latest.
+    load_deadline: Option<Timestamp>,
 }
 
 impl State {
@@ -97,6 +99,7 @@ pub struct Store {
     render: RenderConfig,
     health: SourceHealth,
     clock: Clock,
+    rp_in_scope: bool,
 }
 
 impl Store {
@@ -116,6 +119,7 @@ impl Store {
             config.time_scale,
         );
         let health = SourceHealth::new(exporter.clone(), config.clock.clone());
+        let rp_in_scope = config.model.rp_in_scope;
         for source in &config.sources {
             health.expect(source);
         }
@@ -125,6 +129,7 @@ impl Store {
                 rendered: BTreeMap::new(),
                 scopes: HashMap::new(),
                 per_scope: [0; SCOPES.len()],
+                load_deadline: None,
             }),
             listeners: parking_lot::RwLock::new(Vec::new()),
             registry,
@@ -133,6 +138,7 @@ impl Store {
             render: config.render,
             health,
             clock: config.clock,
+            rp_in_scope,
         })
     }
 
@@ -146,18 +152,62 @@ impl Store {
         self.exporter.clone()
     }
 
+    /// Judge the first syncs as one load: until every source has listed
+    /// once (or `timeout` has passed, so a source down at start holds
+    /// nothing back for long), no deadline is settled, so verdicts do not
+    /// depend on which source lists first (docs/design.md §3.3).
+    pub fn begin_load(&self, timeout: std::time::Duration) {
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        state.fleet.begin_load(now);
+        state.load_deadline = Some(
+            jiff::SignedDuration::try_from(timeout)
+                .ok()
+                .and_then(|d| now.checked_add(d).ok())
+                .unwrap_or(Timestamp::MAX),
+        );
+    }
+
+    /// Whether the first syncs are still being loaded.
+    pub fn loading(&self) -> bool {
+        self.state.lock().fleet.is_loading()
+    }
+
+    /// End the load when every source has listed once or its time is up.
+    fn finish_load_if_due(&self, state: &mut State, now: Timestamp) -> Vec<Event> {
+        let Some(deadline) = state.load_deadline else {
+            return Vec::new();
+        };
+        let timed_out = now >= deadline;
+        if !timed_out && !self.health.ready() {
+            return Vec::new();
+        }
+        state.load_deadline = None;
+        if timed_out {
+            tracing::warn!(
+                pending = ?self.health.status().iter().filter(|s| !s.synced).map(|s| s.source.clone()).collect::<Vec<_>>(),
+                "first sync load ended before every source listed once; what they show later is judged as it comes"
+            );
+        }
+        let result = state.fleet.finish_load(now);
+        self.after(state, result)
+    }
+
     /// Apply a batch with an explicit clock (tests drive time through this).
     pub fn apply_at(&self, batch: Batch, now: Timestamp) -> Vec<Event> {
         let mut state = self.state.lock();
         let result = state.fleet.apply(batch, now);
-        self.after(&mut state, result)
+        let mut events = self.after(&mut state, result);
+        events.extend(self.finish_load_if_due(&mut state, now));
+        events
     }
 
     /// Advance the model clock (late SLO verdicts) and refresh fleet gauges.
     pub fn tick_at(&self, now: Timestamp) -> Vec<Event> {
         let mut state = self.state.lock();
+        let mut events = self.finish_load_if_due(&mut state, now);
         let result = state.fleet.tick(now);
-        let events = self.after(&mut state, result);
+        events.extend(self.after(&mut state, result));
         let per_scope = state.per_scope;
         drop(state);
         for (scope, count) in SCOPES.iter().zip(per_scope) {
@@ -230,6 +280,17 @@ impl Store {
         let state = self.state.lock();
         let mut iter = state.fleet.iter();
         f(&mut iter)
+    }
+
+    /// Run `f` over a timeline found by cluster id or ARM resource id.
+    pub fn resolve<R>(&self, key: &str, f: impl FnOnce(&Timeline) -> R) -> Option<R> {
+        let state = self.state.lock();
+        state.fleet.resolve(key).map(f)
+    }
+
+    /// Whether the RP frontend is read (a CS cluster without RP resource is flagged).
+    pub fn rp_in_scope(&self) -> bool {
+        self.rp_in_scope
     }
 
     pub fn with_timeline<R>(&self, cluster_id: &str, f: impl FnOnce(&Timeline) -> R) -> Option<R> {

@@ -62,6 +62,7 @@ async fn start(
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: Default::default(),
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

@@ -64,6 +64,7 @@ fn new_fleet() -> Fleet {
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
         hop_budgets,
+        ..ModelConfig::default()
     })
 }
 

@@ -94,6 +94,7 @@ async fn relists_and_watches_are_spans_and_a_wrong_environment_is_one_warning() 
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: Default::default(),
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

@@ -75,6 +75,7 @@ fn harness(name: &str) -> Harness {
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: Default::default(),
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

@@ -26,6 +26,7 @@ fn model() -> ModelConfig {
         terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
         shard: None,
         hop_budgets: Default::default(),
+        ..ModelConfig::default()
     }
 }
 

@@ -216,6 +216,7 @@ fn new_store() -> Arc<Store> {
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: Default::default(),
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

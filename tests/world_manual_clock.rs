@@ -61,6 +61,7 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
             terminal_hops: config.terminal_hops(),
             shard: None,
             hop_budgets: config.slo.hop_budgets,
+            ..ModelConfig::default()
         },
         render: RenderConfig::default(),
         time_scale: 1.0,

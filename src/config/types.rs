@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 pub use super::kube::{KubeMode, KubeSourceConfig};
-use crate::model::{Hop, HopBudgets};
+use crate::model::{Hop, HopBudgets, Ownership};
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -455,7 +455,10 @@ impl Config {
             return self.slo.terminal_hops.clone();
         }
         let mut hops = Vec::new();
-        if self.sources.rp_frontend.is_some() {
+        // The RP completes a creation only where it joins one: through
+        // Clusters Service. RP resources no CS cluster shows complete on
+        // their own (docs/design.md §4.4).
+        if self.sources.rp_frontend.is_some() && self.sources.clusters_service.is_some() {
             hops.push(Hop::RpFrontend);
         }
         // Maestro sees the HostedCluster through status feedback, a
@@ -473,6 +476,22 @@ impl Config {
             hops.push(Hop::ClustersService);
         }
         hops
+    }
+
+    /// Which creations this instance counts (docs/design.md §8.2): the one
+    /// that sees their start. RP resources not joined are counted where the
+    /// RP is read; every other timeline where Clusters Service is read, or —
+    /// with no RP to see an earlier start — where Maestro or a self-managed
+    /// hub is. A management-only ARO instance counts none: its service-side
+    /// instance does.
+    pub fn ownership(&self) -> Ownership {
+        let s = &self.sources;
+        let self_managed_hub = s.kube.iter().any(|k| k.mode == KubeMode::SelfManaged);
+        Ownership {
+            provisional: true,
+            joined: s.clusters_service.is_some()
+                || (s.rp_frontend.is_none() && (s.maestro.is_some() || self_managed_hub)),
+        }
     }
 
     /// Hops some configured source can see, in path order. Maestro sees

@@ -219,7 +219,9 @@ impl CreationMetrics {
         metrics
     }
 
-    /// Feed one model event into histograms and counters.
+    /// Feed one model event into histograms and counters. Events this
+    /// instance does not own (`counted: false`) move nothing: another
+    /// instance counts them (docs/design.md §8.2).
     pub fn record(&self, event: &Event, platform_of: impl Fn(&str) -> String) {
         match event {
             Event::HopEnded {
@@ -228,6 +230,8 @@ impl CreationMetrics {
                 outcome,
                 started,
                 ended,
+                counted: true,
+                ..
             } => {
                 self.hop_duration
                     .get_or_create(&HopOutcomeLabels {
@@ -246,6 +250,7 @@ impl CreationMetrics {
                 outcome,
                 started,
                 ended,
+                counted: true,
             } => {
                 let platform = if platform.is_empty() {
                     platform_of(cluster_id)
@@ -263,12 +268,19 @@ impl CreationMetrics {
                         None,
                     );
             }
-            Event::Slo { outcome, .. } => {
+            Event::Slo {
+                outcome,
+                counted: true,
+                ..
+            } => {
                 self.slo_events
                     .get_or_create(&SloLabels { outcome: *outcome })
                     .inc();
             }
-            Event::ClusterRemoved { .. } => {}
+            Event::HopEnded { .. }
+            | Event::CreationEnded { .. }
+            | Event::Slo { .. }
+            | Event::ClusterRemoved { .. } => {}
         }
     }
 }

@@ -36,6 +36,74 @@ pub struct ModelConfig {
     pub shard: Option<(u32, u32)>,
     /// How long each hop may stay not ready; time-driven phases use them.
     pub hop_budgets: HopBudgets,
+    /// Which creations this instance counts (docs/design.md §8.2).
+    pub ownership: Ownership,
+    /// The RP frontend is read: a Clusters Service cluster without an RP
+    /// resource is then worth flagging (docs/design.md §4.4).
+    pub rp_in_scope: bool,
+}
+
+/// Which timelines feed this instance's SLO events and creation durations,
+/// decided from its configuration alone so that instances never talk to each
+/// other and sums over instances count each creation once (docs/design.md §8.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ownership {
+    /// RP resources tracked under a provisional id (only an instance that
+    /// reads the RP has them).
+    pub provisional: bool,
+    /// Every other timeline (keyed by Clusters Service id or, self-managed,
+    /// by the HostedCluster's id).
+    pub joined: bool,
+}
+
+impl Ownership {
+    pub const ALL: Ownership = Ownership {
+        provisional: true,
+        joined: true,
+    };
+
+    fn owns(&self, cluster_id: &str) -> bool {
+        if is_provisional(cluster_id) {
+            self.provisional
+        } else {
+            self.joined
+        }
+    }
+}
+
+impl Default for Ownership {
+    fn default() -> Self {
+        Ownership::ALL
+    }
+}
+
+/// The prefix of provisional cluster ids. Clusters Service ids are
+/// lower-case alphanumerics and self-managed ids `<namespace>/<name>` (a
+/// namespace has no `:`), so no real id starts with it.
+pub const PROVISIONAL_PREFIX: &str = "arm:";
+
+/// The `cluster_id` an ARM resource is tracked under until Clusters Service
+/// shows its cluster: `arm:` + the lower-cased ARM resource id
+/// (docs/design.md §4.4).
+pub fn provisional_cluster_id(resource_id: &str) -> String {
+    format!("{PROVISIONAL_PREFIX}{}", resource_id.to_ascii_lowercase())
+}
+
+/// Whether a cluster id is a provisional one (an RP resource not joined).
+pub fn is_provisional(cluster_id: &str) -> bool {
+    cluster_id.starts_with(PROVISIONAL_PREFIX)
+}
+
+/// How a cluster's RP resource and Clusters Service cluster relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Join {
+    /// Both seen and joined.
+    Joined,
+    /// An RP resource Clusters Service does not show (yet): provisional id.
+    RpOnly,
+    /// A Clusters Service cluster with no RP resource while the RP is read.
+    CsWithoutRp,
 }
 
 impl Default for ModelConfig {
@@ -45,6 +113,8 @@ impl Default for ModelConfig {
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: HopBudgets::default(),
+            ownership: Ownership::ALL,
+            rp_in_scope: false,
         }
     }
 }
@@ -66,6 +136,11 @@ pub enum Event {
     HopEnded {
         cluster_id: String,
         hop: Hop,
+        /// The view the hop ended in.
+        via: Via,
+        /// Feeds `hcpflow_hop_duration_seconds`: only direct readings do,
+        /// so a split deployment's two views of one hop count once.
+        counted: bool,
         outcome: Outcome,
         started: Timestamp,
         ended: Timestamp,
@@ -73,6 +148,8 @@ pub enum Event {
     /// The creation completed or failed.
     CreationEnded {
         cluster_id: String,
+        /// Feeds `hcpflow_creation_duration_seconds` (this instance owns it).
+        counted: bool,
         platform: String,
         outcome: Outcome,
         started: Timestamp,
@@ -81,6 +158,8 @@ pub enum Event {
     /// The creation's SLO verdict; exactly once per creation.
     Slo {
         cluster_id: String,
+        /// Feeds `hcpflow_creation_slo_events_total` (this instance owns it).
+        counted: bool,
         outcome: SloOutcome,
     },
     /// The cluster's last object is gone; its series go away. Carries the last
@@ -102,9 +181,10 @@ pub struct ApplyResult {
     pub removed: BTreeSet<String>,
 }
 
-/// An RP observation whose ARM resource id Clusters Service has not mapped yet.
+/// The latest reading of one RP resource, kept for every resource (every
+/// shard) so a Clusters Service join can move it under the CS id.
 #[derive(Clone, Debug)]
-struct Unjoined {
+struct RpReading {
     observation: Observation,
     initial: bool,
     observed_at: Timestamp,
@@ -130,10 +210,47 @@ pub struct Fleet {
     /// Lower-cased ARM resource id → cluster id, from Clusters Service.
     by_resource_id: HashMap<String, String>,
     resource_id_of: HashMap<String, String>,
-    unjoined: HashMap<String, Unjoined>,
+    rp_latest: HashMap<String, RpReading>,
     /// Restored from the state store at start, consumed as clusters are
     /// read again (docs/design.md §3.8).
-    memory: HashMap<String, ClusterMemory>,
+    memory: HashMap<String, Recall>,
+    /// Set while the first sync of every source is still coming in: no
+    /// deadline is settled, so the outcome of the load does not depend on
+    /// which source lists first (docs/design.md §3.3).
+    loading_since: Option<Timestamp>,
+}
+
+/// A restored [`ClusterMemory`], taken piece by piece as the cluster, its
+/// hops and its objects are read again.
+#[derive(Debug, Default)]
+struct Recall {
+    created_at: Option<Timestamp>,
+    completed_at: Option<Timestamp>,
+    failed_at: Option<Timestamp>,
+    slo: Option<SloOutcome>,
+    hops: HashMap<Hop, HopMemory>,
+    objects: HashMap<(Hop, Via, String), ObjectMemory>,
+}
+
+impl From<ClusterMemory> for Recall {
+    fn from(m: ClusterMemory) -> Recall {
+        let mut objects = HashMap::new();
+        let mut hops = HashMap::new();
+        for mut hop in m.hops {
+            for o in std::mem::take(&mut hop.objects) {
+                objects.insert((hop.hop, o.via, o.object.clone()), o);
+            }
+            hops.insert(hop.hop, hop);
+        }
+        Recall {
+            created_at: m.created_at,
+            completed_at: m.completed_at,
+            failed_at: m.failed_at,
+            slo: m.slo,
+            hops,
+            objects,
+        }
+    }
 }
 
 impl Fleet {
@@ -168,7 +285,60 @@ impl Fleet {
     /// batch; entries are used when their cluster is read again and state
     /// that reads the same keeps its remembered time.
     pub fn restore(&mut self, memory: Memory) {
-        self.memory = memory.clusters.into_iter().collect();
+        self.memory = memory
+            .clusters
+            .into_iter()
+            .map(|(id, m)| (id, Recall::from(m)))
+            .collect();
+    }
+
+    /// Start a load: until [`Fleet::finish_load`], deadlines wait, so what
+    /// the first syncs show is judged once, as a whole (docs/design.md §3.3).
+    pub fn begin_load(&mut self, at: Timestamp) {
+        self.loading_since = Some(at);
+    }
+
+    pub fn is_loading(&self) -> bool {
+        self.loading_since.is_some()
+    }
+
+    /// End the load: settle every deadline that came due. A verdict already
+    /// due before the load began is settled silently (it happened before this
+    /// instance watched); one that came due during the load is counted.
+    /// Restored memory of clusters no source showed again is dropped.
+    pub fn finish_load(&mut self, now: Timestamp) -> ApplyResult {
+        let mut result = ApplyResult::default();
+        let Some(since) = self.loading_since.take() else {
+            return result;
+        };
+        let clusters = &self.clusters;
+        self.memory.retain(|id, _| clusters.contains_key(id));
+        self.settle_due_with(now, &BTreeSet::new(), Some(since), &mut result);
+        result
+    }
+
+    /// How a cluster's RP resource and Clusters Service cluster relate;
+    /// `None` when neither side of the join is in play.
+    pub fn join_of(&self, timeline: &Timeline) -> Option<Join> {
+        join_of(timeline, self.config.rp_in_scope)
+    }
+
+    /// A timeline by cluster id, or by ARM resource id (any case): the
+    /// cluster it joined, else its provisional timeline.
+    pub fn resolve(&self, key: &str) -> Option<&Timeline> {
+        if let Some(timeline) = self.clusters.get(key) {
+            return Some(timeline);
+        }
+        // An ARM id in a URL path may have lost its leading slash.
+        let rid = key.to_ascii_lowercase();
+        let rid = match rid.strip_prefix('/').unwrap_or(&rid) {
+            rest if rest.starts_with("subscriptions/") => format!("/{rest}"),
+            _ => return None,
+        };
+        match self.by_resource_id.get(&rid) {
+            Some(id) => self.clusters.get(id),
+            None => self.clusters.get(&provisional_cluster_id(&rid)),
+        }
     }
 
     /// How many restored clusters have not been read again yet.
@@ -216,9 +386,13 @@ impl Fleet {
         })
     }
 
-    /// RP resources still waiting for their Clusters Service join.
+    /// RP resources Clusters Service does not show: tracked under their
+    /// provisional id (in this shard or another).
     pub fn unjoined_len(&self) -> usize {
-        self.unjoined.len()
+        self.rp_latest
+            .keys()
+            .filter(|rid| !self.by_resource_id.contains_key(*rid))
+            .count()
     }
 
     fn in_shard(&self, cluster_id: &str) -> bool {
@@ -273,13 +447,29 @@ impl Fleet {
     }
 
     fn settle_due(&mut self, now: Timestamp, silent: &BTreeSet<String>, result: &mut ApplyResult) {
+        self.settle_due_with(now, silent, None, result);
+    }
+
+    /// Settle due deadlines; `silent_before`: deadlines due before this time
+    /// change state without events (the end of a load).
+    fn settle_due_with(
+        &mut self,
+        now: Timestamp,
+        silent: &BTreeSet<String>,
+        silent_before: Option<Timestamp>,
+        result: &mut ApplyResult,
+    ) {
+        if self.loading_since.is_some() {
+            return;
+        }
         while let Some(Reverse((at, _, _))) = self.deadlines.peek() {
             if *at > now {
                 break;
             }
-            let Some(Reverse((_, cluster_id, due))) = self.deadlines.pop() else {
+            let Some(Reverse((at, cluster_id, due))) = self.deadlines.pop() else {
                 break;
             };
+            let before_load = silent_before.is_some_and(|start| at < start);
             let mut events = Vec::new();
             let changed = match due {
                 Due::Late => self.settle_late(&cluster_id, now, &mut events),
@@ -289,7 +479,7 @@ impl Fleet {
             };
             if changed {
                 result.changed.insert(cluster_id.clone());
-                if !silent.contains(&cluster_id) {
+                if !silent.contains(&cluster_id) && !before_load {
                     result.events.extend(events);
                 }
             }
@@ -314,6 +504,7 @@ impl Fleet {
         timeline.slo = Some(SloOutcome::Late);
         events.push(Event::Slo {
             cluster_id: cluster_id.to_string(),
+            counted: self.config.ownership.owns(cluster_id),
             outcome: SloOutcome::Late,
         });
         true
@@ -346,7 +537,7 @@ impl Fleet {
         }
         state.since = state.view.since.map_or(state.since, TimeMark::upstream);
         hop_state.objects.insert(key, state);
-        refresh_hop(timeline, hop, now, events);
+        refresh_hop(timeline, hop, now, None, events);
         evaluate_creation(timeline, &self.config, events);
         true
     }
@@ -361,34 +552,36 @@ impl Fleet {
     ) {
         let cluster_id = match &observation.key {
             ClusterKey::Id(id) => id.clone(),
-            ClusterKey::ArmResourceId(rid) => match self.by_resource_id.get(rid) {
-                Some(id) => id.clone(),
-                None => {
-                    match observation.change {
-                        Change::Upsert(_) => {
-                            self.unjoined.insert(
-                                rid.clone(),
-                                Unjoined {
-                                    observation,
-                                    initial,
-                                    observed_at,
-                                },
-                            );
-                        }
-                        Change::Gone => {
-                            self.unjoined.remove(rid);
-                        }
+            ClusterKey::ArmResourceId(rid) => {
+                let rid = rid.to_ascii_lowercase();
+                match &observation.change {
+                    Change::Upsert(_) => {
+                        let reading = RpReading {
+                            observation: observation.clone(),
+                            initial,
+                            observed_at,
+                        };
+                        self.rp_latest.insert(rid.clone(), reading);
                     }
-                    return;
+                    Change::Gone => {
+                        self.rp_latest.remove(&rid);
+                    }
                 }
-            },
+                // Joined: under the CS id. Not (yet): tracked at once under
+                // its provisional id, so "RP accepted it, CS never got it"
+                // is visible (docs/design.md §4.4).
+                self.by_resource_id
+                    .get(&rid)
+                    .cloned()
+                    .unwrap_or_else(|| provisional_cluster_id(&rid))
+            }
         };
 
         // Clusters Service is the join: index its resource id (for every
-        // shard, so RP observations of other shards resolve and are dropped
-        // instead of waiting forever).
-        let mut joined_now = None;
-        if let Change::Upsert(view) = &observation.change
+        // shard, so RP readings of other shards resolve too).
+        let mut joined = None;
+        if !is_provisional(&cluster_id)
+            && let Change::Upsert(view) = &observation.change
             && let Some(rid) = &view.identity.resource_id
             && !rid.is_empty()
         {
@@ -396,28 +589,112 @@ impl Fleet {
             if self.by_resource_id.get(&rid) != Some(&cluster_id) {
                 self.by_resource_id.insert(rid.clone(), cluster_id.clone());
                 self.resource_id_of.insert(cluster_id.clone(), rid.clone());
-                joined_now = self.unjoined.remove(&rid);
+                joined = Some(rid);
             }
         }
+        let mut unjoined = None;
         if observation.hop == Hop::ClustersService
             && matches!(observation.change, Change::Gone)
             && let Some(rid) = self.resource_id_of.remove(&cluster_id)
+            && self.by_resource_id.get(&rid) == Some(&cluster_id)
         {
             self.by_resource_id.remove(&rid);
+            unjoined = Some(rid);
         }
 
         if self.in_shard(&cluster_id) {
             self.apply_to_cluster(&cluster_id, observation, initial, observed_at, now, result);
-            if let Some(waiting) = joined_now {
-                self.apply_to_cluster(
-                    &cluster_id,
-                    waiting.observation,
-                    waiting.initial,
-                    waiting.observed_at,
-                    now,
-                    result,
-                );
-            }
+        }
+        if let Some(rid) = joined {
+            self.merge_provisional(&rid, &cluster_id, initial, now, result);
+        }
+        if let Some(rid) = unjoined {
+            self.split_provisional(&rid, &cluster_id, now, result);
+        }
+    }
+
+    /// Clusters Service now shows the cluster of an ARM resource: its
+    /// provisional timeline ends and the RP reading moves under the CS id,
+    /// counted once — a verdict the provisional timeline already gave is
+    /// kept (docs/design.md §4.4).
+    fn merge_provisional(
+        &mut self,
+        rid: &str,
+        cluster_id: &str,
+        initial: bool,
+        now: Timestamp,
+        result: &mut ApplyResult,
+    ) {
+        let provisional = provisional_cluster_id(rid);
+        let mut carried = None;
+        if let Some(old) = self.clusters.remove(&provisional) {
+            result.changed.remove(&provisional);
+            result.removed.insert(provisional.clone());
+            carried = old.slo;
+        }
+        let Some(reading) = self.rp_latest.get(rid).cloned() else {
+            return;
+        };
+        if !self.in_shard(cluster_id) {
+            return;
+        }
+        if carried.is_none() && !self.in_shard(&provisional) {
+            // Another shard tracked the provisional timeline and counted it
+            // late if it passed the target before this join; decide the same
+            // from the same upstream times instead of counting it again.
+            carried = provisional_verdict(&reading.observation, self.config.creation_target, now);
+        }
+        if let Some(verdict) = carried
+            && let Some(timeline) = self.clusters.get_mut(cluster_id)
+            && timeline.slo.is_none()
+        {
+            timeline.slo = Some(verdict);
+            result.changed.insert(cluster_id.to_string());
+        }
+        let observation = Observation {
+            key: ClusterKey::Id(cluster_id.to_string()),
+            ..reading.observation
+        };
+        // A move, not news: silent unless both readings are news.
+        let silent = reading.initial || initial;
+        self.apply_to_cluster(
+            cluster_id,
+            observation,
+            silent,
+            reading.observed_at,
+            now,
+            result,
+        );
+    }
+
+    /// Clusters Service no longer shows the cluster: its RP reading leaves
+    /// the CS timeline and, while the ARM resource exists, is tracked under
+    /// its provisional id again.
+    fn split_provisional(
+        &mut self,
+        rid: &str,
+        cluster_id: &str,
+        now: Timestamp,
+        result: &mut ApplyResult,
+    ) {
+        let Some(reading) = self.rp_latest.get(rid).cloned() else {
+            return;
+        };
+        if self.in_shard(cluster_id) {
+            let gone = Observation {
+                key: ClusterKey::Id(cluster_id.to_string()),
+                change: Change::Gone,
+                ..reading.observation.clone()
+            };
+            self.apply_to_cluster(cluster_id, gone, true, reading.observed_at, now, result);
+        }
+        let provisional = provisional_cluster_id(rid);
+        if self.in_shard(&provisional) {
+            let moved = Observation {
+                key: ClusterKey::Id(provisional.clone()),
+                ..reading.observation
+            };
+            self.apply_to_cluster(&provisional, moved, true, reading.observed_at, now, result);
         }
     }
 
@@ -437,21 +714,47 @@ impl Fleet {
             change,
             ..
         } = observation;
+        let recall = self.memory.get_mut(cluster_id);
         let timeline = match (self.clusters.get_mut(cluster_id), &change) {
             (Some(t), _) => t,
             (None, Change::Gone) => return,
             (None, Change::Upsert(view)) => {
-                let created = TimeMark::from_option(view.created_at, observed_at);
+                let mut restored = Recall::default();
+                if let Some(recall) = recall {
+                    restored.created_at = recall.created_at.take();
+                    restored.completed_at = recall.completed_at.take();
+                    restored.failed_at = recall.failed_at.take();
+                    restored.slo = recall.slo.take();
+                }
+                let created = match (view.created_at, restored.created_at) {
+                    (Some(at), _) => TimeMark::upstream(at),
+                    (None, Some(at)) => TimeMark::observed(at),
+                    (None, None) => TimeMark::observed(observed_at),
+                };
                 let late_at = after(created.at, self.config.creation_target);
                 queue(&mut self.deadlines, late_at, cluster_id, Due::Late);
+                let mut timeline = Timeline::new(cluster_id.to_string(), created);
+                // A verdict and an end once given stay given: a restart
+                // neither counts them again nor forgets them when a hop
+                // regressed since (docs/design.md §3.8).
+                timeline.slo = restored.slo;
+                if let Some(at) = restored.failed_at {
+                    timeline.outcome = CreationOutcome::Failed;
+                    timeline.failed_at = Some(at);
+                } else if let Some(at) = restored.completed_at {
+                    timeline.outcome = CreationOutcome::Succeeded;
+                    timeline.completed_at = Some(at);
+                }
                 self.clusters
                     .entry(cluster_id.to_string())
-                    .or_insert_with(|| Timeline::new(cluster_id.to_string(), created))
+                    .or_insert(timeline)
             }
         };
+        let mut recall = self.memory.get_mut(cluster_id);
         let budget = self.config.hop_budgets.get(hop);
 
         let mut changed = false;
+        let mut recalled_since = None;
         match change {
             Change::Upsert(mut view) => {
                 changed |= timeline.identity.merge(&view.identity);
@@ -478,17 +781,28 @@ impl Fleet {
                     };
                     queue(&mut self.deadlines, deadline, cluster_id, due);
                 }
-                let hop_state = timeline
-                    .hops
-                    .entry(hop)
-                    .or_insert_with(|| HopTimeline::empty(TimeMark::observed(observed_at)));
+                let hop_state = timeline.hops.entry(hop).or_insert_with(|| {
+                    let mut fresh = HopTimeline::empty(TimeMark::observed(observed_at));
+                    if let Some(memory) = recall_hop(&mut recall, hop) {
+                        fresh.ready_at = memory.ready_at;
+                        fresh.ended = memory.ended;
+                        recalled_since = Some((memory.phase, memory.since, memory.since_observed));
+                    }
+                    fresh
+                });
+                let remembered = recall_object(&mut recall, hop, via, &object);
                 let key = (via, object);
                 let previous = hop_state.objects.get(&key);
                 if previous.map(|p| &p.view) != Some(&*view) {
-                    let since = match (view.since, previous) {
-                        (Some(at), _) => TimeMark::upstream(at),
-                        (None, Some(p)) if p.view.phase == view.phase => p.since,
-                        (None, _) => TimeMark::observed(observed_at),
+                    let since = match (view.since, previous, remembered) {
+                        (Some(at), _, _) => TimeMark::upstream(at),
+                        (None, Some(p), _) if p.view.phase == view.phase => p.since,
+                        // Read again after a restart, unchanged: the time
+                        // this exporter saw it enter the phase then.
+                        (None, None, Some(m)) if m.phase == view.phase && m.state == view.state => {
+                            TimeMark::observed(m.since)
+                        }
+                        (None, _, _) => TimeMark::observed(observed_at),
                     };
                     hop_state
                         .objects
@@ -514,6 +828,7 @@ impl Fleet {
         if timeline.hops.is_empty() {
             let in_flight = timeline.in_flight();
             let last = self.clusters.remove(cluster_id);
+            self.memory.remove(cluster_id);
             result.changed.remove(cluster_id);
             result.removed.insert(cluster_id.to_string());
             if !initial && let Some(last) = last {
@@ -527,13 +842,42 @@ impl Fleet {
         }
 
         let mut events = Vec::new();
-        refresh_hop(timeline, hop, observed_at, &mut events);
+        refresh_hop(timeline, hop, observed_at, recalled_since, &mut events);
         evaluate_creation(timeline, &self.config, &mut events);
         result.changed.insert(cluster_id.to_string());
         if !initial {
             result.events.extend(events);
         }
     }
+}
+
+/// How a timeline's RP resource and Clusters Service cluster relate;
+/// `rp_in_scope`: the RP is read, so a CS cluster without one is missing it.
+pub fn join_of(timeline: &Timeline, rp_in_scope: bool) -> Option<Join> {
+    if is_provisional(&timeline.cluster_id) {
+        return Some(Join::RpOnly);
+    }
+    let rp = timeline.hops.contains_key(&Hop::RpFrontend);
+    let cs = timeline.hops.contains_key(&Hop::ClustersService);
+    match (rp, cs) {
+        (true, _) => Some(Join::Joined),
+        (false, true) if rp_in_scope => Some(Join::CsWithoutRp),
+        _ => None,
+    }
+}
+
+/// The verdict a provisional timeline got before its join: late when its
+/// RP creation time passed the target before `joined_at`.
+fn provisional_verdict(
+    observation: &Observation,
+    target: Duration,
+    joined_at: Timestamp,
+) -> Option<SloOutcome> {
+    let Change::Upsert(view) = &observation.change else {
+        return None;
+    };
+    let created = view.created_at?;
+    (after(created, target) <= joined_at).then_some(SloOutcome::Late)
 }
 
 /// `at + d`, saturating (a deadline past the representable range never comes).
@@ -577,7 +921,34 @@ fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
 }
 
 /// Recompute one hop's aggregate after its objects changed.
-fn refresh_hop(timeline: &mut Timeline, hop: Hop, observed_at: Timestamp, events: &mut Vec<Event>) {
+/// Take a restored hop's memory (once: the hop's first reading after a restart).
+fn recall_hop(recall: &mut Option<&mut Recall>, hop: Hop) -> Option<HopMemory> {
+    recall.as_mut()?.hops.remove(&hop)
+}
+
+/// Take a restored object's memory (once).
+fn recall_object(
+    recall: &mut Option<&mut Recall>,
+    hop: Hop,
+    via: Via,
+    object: &str,
+) -> Option<ObjectMemory> {
+    recall
+        .as_mut()?
+        .objects
+        .remove(&(hop, via, object.to_string()))
+}
+
+/// Recompute one hop's aggregate after its objects changed. `recalled`: the
+/// phase and `since` a previous run remembered for this hop, used when the
+/// hop reads the same phase again with no upstream time of its own.
+fn refresh_hop(
+    timeline: &mut Timeline,
+    hop: Hop,
+    observed_at: Timestamp,
+    recalled: Option<(Phase, Timestamp, bool)>,
+    events: &mut Vec<Event>,
+) {
     let previous_ready = previous_ready_at(timeline, hop);
     let created_at = timeline.created_at.at;
     let Some(hop_state) = timeline.hops.get_mut(&hop) else {
@@ -587,10 +958,16 @@ fn refresh_hop(timeline: &mut Timeline, hop: Hop, observed_at: Timestamp, events
         return;
     };
     let phase_changed = aggregate.phase != hop_state.phase || hop_state.state.is_empty();
+    let recalled = recalled
+        .filter(|(phase, _, _)| *phase == aggregate.phase)
+        .map(|(_, at, observed)| TimeMark { at, observed });
     if phase_changed {
-        hop_state.since = aggregate
-            .since
-            .unwrap_or_else(|| TimeMark::observed(observed_at));
+        hop_state.since = match (aggregate.since, recalled) {
+            (Some(since), _) if !since.observed => since,
+            (_, Some(remembered)) => remembered,
+            (Some(since), None) => since,
+            (None, None) => TimeMark::observed(observed_at),
+        };
     } else if let Some(since) = aggregate.since
         && !since.observed
     {
@@ -622,6 +999,8 @@ fn refresh_hop(timeline: &mut Timeline, hop: Hop, observed_at: Timestamp, events
         events.push(Event::HopEnded {
             cluster_id: timeline.cluster_id.clone(),
             hop,
+            via: hop_state.via,
+            counted: hop_state.via == Via::Direct,
             outcome,
             started,
             ended: hop_state.since.at.max(started),
@@ -644,6 +1023,7 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
     }
     let started = timeline.created_at.at;
     let target = config.creation_target;
+    let counted = config.ownership.owns(&timeline.cluster_id);
 
     if timeline.hops.values().any(|h| h.phase == Phase::Deleting) {
         timeline.outcome = CreationOutcome::Deleted;
@@ -660,6 +1040,7 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
         timeline.failed_at = Some(failed_at);
         events.push(Event::CreationEnded {
             cluster_id: timeline.cluster_id.clone(),
+            counted,
             platform: timeline.identity.platform.clone(),
             outcome: Outcome::Failed,
             started,
@@ -674,13 +1055,20 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
             timeline.slo = Some(verdict);
             events.push(Event::Slo {
                 cluster_id: timeline.cluster_id.clone(),
+                counted,
                 outcome: verdict,
             });
         }
         return;
     }
-    let terminal_ready: Option<Vec<Timestamp>> = config
-        .terminal_hops
+    // An RP resource not joined has one hop; it completes when the RP says
+    // Succeeded (RP-only configurations, docs/design.md §4.4).
+    let terminal_hops: &[Hop] = if is_provisional(&timeline.cluster_id) {
+        &[Hop::RpFrontend]
+    } else {
+        &config.terminal_hops
+    };
+    let terminal_ready: Option<Vec<Timestamp>> = terminal_hops
         .iter()
         .map(|hop| {
             timeline
@@ -697,6 +1085,7 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
         timeline.completed_at = Some(completed_at);
         events.push(Event::CreationEnded {
             cluster_id: timeline.cluster_id.clone(),
+            counted,
             platform: timeline.identity.platform.clone(),
             outcome: Outcome::Succeeded,
             started,
@@ -711,6 +1100,7 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
             timeline.slo = Some(verdict);
             events.push(Event::Slo {
                 cluster_id: timeline.cluster_id.clone(),
+                counted,
                 outcome: verdict,
             });
         }

@@ -11,7 +11,10 @@ pub mod testing;
 mod timeline;
 
 pub use budget::HopBudgets;
-pub use fleet::{ApplyResult, Event, Fleet, ModelConfig, shard_of};
+pub use fleet::{
+    ApplyResult, Event, Fleet, Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, is_provisional,
+    join_of, provisional_cluster_id, shard_of,
+};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
 pub use listener::EventListener;
@@ -24,5 +27,7 @@ pub use timeline::{
     CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };
 
+#[cfg(test)]
+mod edge_tests;
 #[cfg(test)]
 mod tests;

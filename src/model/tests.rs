@@ -20,6 +20,7 @@ fn fleet() -> Fleet {
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
         hop_budgets: Default::default(),
+        ..ModelConfig::default()
     })
 }
 
@@ -290,11 +291,13 @@ fn unknown_phase_is_kept_not_dropped() {
 }
 
 #[test]
-fn rp_observation_waits_for_the_clusters_service_join() {
+fn rp_observation_moves_under_the_clusters_service_id_at_the_join() {
     let mut f = fleet();
     let rid = "/subscriptions/s/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a";
     f.apply(batch(false, t(1), vec![rp(rid).created(t(0))]), t(1));
-    assert!(f.is_empty());
+    // Tracked at once, under its provisional id.
+    assert_eq!(f.len(), 1);
+    assert!(f.get(&provisional_cluster_id(rid)).is_some());
     assert_eq!(f.unjoined_len(), 1);
     f.apply(
         batch(
@@ -310,6 +313,12 @@ fn rp_observation_waits_for_the_clusters_service_join() {
         t(2),
     );
     assert_eq!(f.unjoined_len(), 0);
+    assert_eq!(
+        f.len(),
+        1,
+        "the provisional timeline merged, none left over"
+    );
+    assert!(f.get(&provisional_cluster_id(rid)).is_none());
     let tl = f.get("cs-1").unwrap();
     assert_eq!(tl.phase(Hop::RpFrontend), Some(Phase::Pending));
     assert_eq!(tl.identity.name, "a");

@@ -132,14 +132,14 @@ impl CreationTracer {
             Event::HopEnded {
                 cluster_id,
                 hop,
+                via,
                 outcome,
                 started,
                 ended,
+                ..
             } => {
                 let timeline = fleet.get(cluster_id);
-                let via = timeline
-                    .and_then(|t| t.hop(*hop))
-                    .map_or(Via::Direct, |h| h.via);
+                let via = *via;
                 if self.claim(cluster_id, Some(*hop), via) {
                     let end = HopEnd {
                         hop: *hop,

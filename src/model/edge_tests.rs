@@ -1,0 +1,592 @@
+//! The model at the edges an on-call engineer depends on: RP resources
+//! before the Clusters Service join, restarts, the first load, ownership.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::testing::{Obs, batch, obs, rp};
+use super::*;
+
+fn t(minutes: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
+}
+
+const RID: &str = "/subscriptions/S-1/resourceGroups/RG/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Alpha";
+
+fn config() -> ModelConfig {
+    ModelConfig {
+        creation_target: Duration::from_secs(20 * 60),
+        terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
+        rp_in_scope: true,
+        ..ModelConfig::default()
+    }
+}
+
+fn slo(events: &[Event]) -> Vec<(SloOutcome, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Slo {
+                outcome, counted, ..
+            } => Some((*outcome, *counted)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn cs(id: &str) -> Obs {
+    obs(id, Hop::ClustersService)
+        .state("installing", Phase::Progressing)
+        .resource_id(&RID.to_ascii_lowercase())
+        .name("alpha")
+}
+
+// ---- RP-first identity -------------------------------------------------
+
+#[test]
+fn provisional_id_is_the_lower_cased_arm_id_and_never_a_real_id() {
+    let id = provisional_cluster_id(RID);
+    assert_eq!(id, format!("arm:{}", RID.to_ascii_lowercase()));
+    assert!(is_provisional(&id));
+    // A Clusters Service id and a self-managed `<ns>/<name>` are never provisional.
+    assert!(!is_provisional("2lq6ri0p5nmq7eu4k0s3lk2j8f1cfv1g"));
+    assert!(!is_provisional("clusters/alpha"));
+}
+
+#[test]
+fn an_rp_resource_cs_never_got_is_visible_and_goes_late_once() {
+    let mut f = Fleet::new(config());
+    let r = f.apply(
+        batch(
+            false,
+            t(1),
+            vec![
+                rp(RID)
+                    .state("Accepted", Phase::Pending)
+                    .created(t(0))
+                    .name("alpha"),
+            ],
+        ),
+        t(1),
+    );
+    let id = provisional_cluster_id(RID);
+    assert!(r.changed.contains(&id));
+    let tl = f.get(&id).unwrap();
+    assert_eq!(tl.identity.name, "alpha");
+    assert_eq!(tl.created_at, TimeMark::upstream(t(0)));
+    assert_eq!(f.join_of(tl), Some(Join::RpOnly));
+
+    let r = f.tick(t(20));
+    assert_eq!(slo(&r.events), vec![(SloOutcome::Late, true)]);
+
+    // CS gets it after all: merged under the CS id, the verdict kept, not
+    // counted again, no provisional series left over.
+    let r = f.apply(batch(false, t(25), vec![cs("cs-1")]), t(25));
+    assert!(r.removed.contains(&id));
+    assert!(!r.changed.contains(&id));
+    assert!(slo(&r.events).is_empty(), "{:?}", r.events);
+    assert_eq!(f.len(), 1);
+    let tl = f.get("cs-1").unwrap();
+    assert_eq!(tl.slo, Some(SloOutcome::Late));
+    assert_eq!(tl.created_at, TimeMark::upstream(t(0)));
+    assert_eq!(tl.phase(Hop::RpFrontend), Some(Phase::Pending));
+    assert_eq!(f.join_of(tl), Some(Join::Joined));
+    assert!(slo(&f.tick(t(60)).events).is_empty());
+}
+
+#[test]
+fn a_merge_before_the_target_counts_the_creation_once_when_it_completes() {
+    let mut f = Fleet::new(config());
+    f.apply(
+        batch(
+            false,
+            t(1),
+            vec![rp(RID).state("Accepted", Phase::Pending).created(t(0))],
+        ),
+        t(1),
+    );
+    f.apply(batch(false, t(2), vec![cs("cs-1").created(t(1))]), t(2));
+    let r = f.apply(
+        batch(
+            false,
+            t(12),
+            vec![
+                obs("cs-1", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .since(t(11)),
+                rp(RID).state("Succeeded", Phase::Ready).since(t(12)),
+            ],
+        ),
+        t(12),
+    );
+    assert_eq!(slo(&r.events), vec![(SloOutcome::Good, true)]);
+    let ended: Vec<i64> = r
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CreationEnded { started, ended, .. } => Some((*ended - *started).get_seconds()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![12 * 60], "from the RP's creation time");
+}
+
+#[test]
+fn a_sharded_merge_takes_the_verdict_the_other_shard_gave() {
+    let provisional = provisional_cluster_id(RID);
+    // Find a CS id that lands in another shard than the provisional id.
+    let total = 2;
+    let cs_id = (0..100)
+        .map(|i| format!("cs{i}"))
+        .find(|id| shard_of(id, total) != shard_of(&provisional, total))
+        .unwrap();
+    let mut f = Fleet::new(ModelConfig {
+        shard: Some((shard_of(&cs_id, total), total)),
+        ..config()
+    });
+    f.apply(
+        batch(
+            false,
+            t(1),
+            vec![rp(RID).state("Accepted", Phase::Pending).created(t(0))],
+        ),
+        t(1),
+    );
+    assert!(
+        f.is_empty(),
+        "the provisional timeline is the other shard's"
+    );
+    assert_eq!(f.unjoined_len(), 1);
+    let r = f.apply(batch(false, t(30), vec![cs(&cs_id)]), t(30));
+    assert!(slo(&r.events).is_empty(), "counted by the other shard");
+    assert_eq!(f.get(&cs_id).unwrap().slo, Some(SloOutcome::Late));
+    assert!(slo(&f.tick(t(40)).events).is_empty());
+}
+
+#[test]
+fn a_deleted_cs_cluster_hands_its_live_rp_resource_back_to_the_provisional_id() {
+    let mut f = Fleet::new(config());
+    f.apply(
+        batch(
+            false,
+            t(1),
+            vec![
+                rp(RID).state("Deleting", Phase::Deleting).created(t(0)),
+                cs("cs-1"),
+            ],
+        ),
+        t(1),
+    );
+    assert!(f.get("cs-1").is_some());
+    let r = f.apply(batch(false, t(2), vec![cs("cs-1").gone()]), t(2));
+    assert!(
+        r.removed.contains("cs-1"),
+        "nothing of the CS timeline left"
+    );
+    let id = provisional_cluster_id(RID);
+    assert_eq!(
+        f.get(&id).unwrap().phase(Hop::RpFrontend),
+        Some(Phase::Deleting)
+    );
+    f.apply(batch(false, t(3), vec![rp(RID).gone()]), t(3));
+    assert!(f.is_empty());
+}
+
+#[test]
+fn rp_only_creations_complete_when_the_rp_says_succeeded() {
+    let mut f = Fleet::new(ModelConfig {
+        terminal_hops: vec![Hop::ClustersService],
+        ..config()
+    });
+    f.apply(
+        batch(
+            false,
+            t(1),
+            vec![
+                rp(RID)
+                    .state("Provisioning", Phase::Progressing)
+                    .created(t(0)),
+            ],
+        ),
+        t(1),
+    );
+    let r = f.apply(
+        batch(
+            false,
+            t(9),
+            vec![rp(RID).state("Succeeded", Phase::Ready).since(t(9))],
+        ),
+        t(9),
+    );
+    assert_eq!(slo(&r.events), vec![(SloOutcome::Good, true)]);
+    let tl = f.get(&provisional_cluster_id(RID)).unwrap();
+    assert_eq!(tl.completed_at, Some(t(9)));
+}
+
+#[test]
+fn a_cs_cluster_without_an_rp_resource_is_flagged_when_the_rp_is_read() {
+    let mut f = Fleet::new(config());
+    f.apply(
+        batch(
+            false,
+            t(1),
+            vec![obs("cs-9", Hop::ClustersService).state("ready", Phase::Ready)],
+        ),
+        t(1),
+    );
+    let tl = f.get("cs-9").unwrap();
+    assert_eq!(f.join_of(tl), Some(Join::CsWithoutRp));
+    let f2 = Fleet::new(ModelConfig {
+        rp_in_scope: false,
+        ..config()
+    });
+    assert_eq!(
+        f2.join_of(tl),
+        None,
+        "without the RP in scope nothing is missing"
+    );
+}
+
+// ---- ownership ---------------------------------------------------------
+
+#[test]
+fn an_instance_that_does_not_own_a_creation_marks_its_events_uncounted() {
+    let mut f = Fleet::new(ModelConfig {
+        ownership: Ownership {
+            provisional: true,
+            joined: false,
+        },
+        terminal_hops: vec![Hop::HostedCluster],
+        ..config()
+    });
+    f.apply(
+        batch(
+            false,
+            t(1),
+            vec![
+                obs("c1", Hop::HostedCluster)
+                    .state("Partial", Phase::Progressing)
+                    .created(t(0)),
+            ],
+        ),
+        t(1),
+    );
+    let r = f.apply(
+        batch(
+            false,
+            t(5),
+            vec![
+                obs("c1", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .since(t(5)),
+            ],
+        ),
+        t(5),
+    );
+    assert_eq!(slo(&r.events), vec![(SloOutcome::Good, false)]);
+    assert!(
+        r.events
+            .iter()
+            .any(|e| matches!(e, Event::CreationEnded { counted: false, .. }))
+    );
+    // Hop durations: direct readings count, Maestro feedback never does.
+    assert!(r.events.iter().any(|e| matches!(
+        e,
+        Event::HopEnded {
+            counted: true,
+            via: Via::Direct,
+            ..
+        }
+    )));
+    let r = f.apply(
+        batch(
+            false,
+            t(6),
+            vec![
+                obs("c2", Hop::HostedCluster)
+                    .via(Via::Maestro)
+                    .state("Available", Phase::Ready)
+                    .created(t(0)),
+            ],
+        ),
+        t(6),
+    );
+    assert!(r.events.iter().any(|e| matches!(
+        e,
+        Event::HopEnded {
+            counted: false,
+            via: Via::Maestro,
+            ..
+        }
+    )));
+}
+
+// ---- the first load ----------------------------------------------------
+
+/// The batches of one start: RP, CS, and the management side, each a
+/// source's first sync.
+fn first_syncs() -> Vec<Batch> {
+    let now = t(53);
+    vec![
+        batch(
+            true,
+            now,
+            vec![
+                rp(RID).state("Succeeded", Phase::Ready).created(t(0)).since(t(5)),
+                rp("/subscriptions/s-1/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/beta")
+                    .state("Accepted", Phase::Pending)
+                    .created(t(40)),
+            ],
+        ),
+        batch(true, now, vec![cs("cs-1").state("ready", Phase::Ready).created(t(0)), cs_beta()]),
+        batch(
+            true,
+            now,
+            vec![
+                obs("cs-1", Hop::HostedCluster).state("Available", Phase::Ready).since(t(5)),
+                obs("cs-2", Hop::HostedCluster).state("Partial", Phase::Progressing).created(t(41)),
+            ],
+        ),
+        batch(
+            true,
+            now,
+            vec![obs("cs-1", Hop::NodePool).object("np1").state("Ready", Phase::Ready).since(t(6))],
+        ),
+    ]
+}
+
+fn cs_beta() -> Obs {
+    obs("cs-2", Hop::ClustersService)
+        .state("installing", Phase::Progressing)
+        .created(t(41))
+        .resource_id("/subscriptions/s-1/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/beta")
+}
+
+/// What a load ends with: each timeline's verdict, outcome and times.
+fn summary(f: &Fleet) -> Vec<String> {
+    f.iter()
+        .map(|tl| {
+            format!(
+                "{} slo={:?} outcome={:?} created={} completed={:?} hops={:?}",
+                tl.cluster_id,
+                tl.slo,
+                tl.outcome,
+                tl.created_at.at,
+                tl.completed_at,
+                tl.hops
+                    .iter()
+                    .map(|(h, s)| (*h, s.phase, s.since, s.ready_at))
+                    .collect::<Vec<_>>()
+            )
+        })
+        .collect()
+}
+
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![vec![]];
+    }
+    let mut out = Vec::new();
+    for rest in permutations(n - 1) {
+        for i in 0..=rest.len() {
+            let mut p = rest.clone();
+            p.insert(i, n - 1);
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_first_load_reads_the_same_whichever_source_lists_first() {
+    let mut outcomes = Vec::new();
+    for order in permutations(first_syncs().len()) {
+        let mut f = Fleet::new(config());
+        f.begin_load(t(50));
+        let syncs = first_syncs();
+        // The sources list one after another over three minutes.
+        let mut events = Vec::new();
+        for (step, i) in order.iter().enumerate() {
+            let now = t(50 + step as i64);
+            events.extend(f.apply(syncs[*i].clone(), now).events);
+            events.extend(f.tick(now).events);
+        }
+        events.extend(f.finish_load(t(54)).events);
+        events.extend(f.tick(t(70)).events);
+        outcomes.push((order, summary(&f), slo(&events)));
+    }
+    let (first_order, want, want_events) = outcomes[0].clone();
+    for (order, got, got_events) in &outcomes {
+        assert_eq!(got, &want, "order {order:?} against {first_order:?}");
+        assert_eq!(got_events, &want_events, "order {order:?}");
+    }
+    // cs-1 was created at 0 and completed at 5: good, whatever came first.
+    assert!(want[0].starts_with("cs-1 slo=Some(Good)"), "{want:?}");
+    // cs-2 (created 40, started before this instance) is late at 60 (the RP created it at 40), during
+    // the run: counted once.
+    assert_eq!(want_events, vec![(SloOutcome::Late, true)]);
+}
+
+#[test]
+fn a_verdict_due_before_the_load_began_is_settled_silently() {
+    let mut f = Fleet::new(config());
+    f.begin_load(t(50));
+    f.apply(
+        batch(
+            true,
+            t(50),
+            vec![
+                obs("c1", Hop::HostedCluster)
+                    .state("Partial", Phase::Progressing)
+                    .created(t(0)),
+            ],
+        ),
+        t(50),
+    );
+    let r = f.finish_load(t(51));
+    assert!(slo(&r.events).is_empty());
+    assert_eq!(f.get("c1").unwrap().slo, Some(SloOutcome::Late));
+}
+
+// ---- restarts ----------------------------------------------------------
+
+/// A run that observes times only the exporter knows: CS state changes
+/// (no upstream time for them) and a HostedCluster that regressed after
+/// completing.
+fn first_run() -> Fleet {
+    let mut f = Fleet::new(config());
+    f.apply(
+        batch(
+            true,
+            t(1),
+            vec![cs("cs-1").state("validating", Phase::Pending).created(t(0))],
+        ),
+        t(1),
+    );
+    f.apply(batch(false, t(3), vec![cs("cs-1")]), t(3));
+    f.apply(
+        batch(
+            false,
+            t(9),
+            vec![
+                obs("cs-1", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .since(t(8)),
+                rp(RID).state("Succeeded", Phase::Ready).created(t(0)),
+            ],
+        ),
+        t(9),
+    );
+    f.apply(
+        batch(
+            false,
+            t(30),
+            vec![
+                obs("cs-1", Hop::HostedCluster)
+                    .state("Degraded", Phase::Progressing)
+                    .since(t(29)),
+            ],
+        ),
+        t(30),
+    );
+    f
+}
+
+fn second_run(memory: Memory, hc_state: (&str, Phase)) -> Fleet {
+    let mut f = Fleet::new(config());
+    f.restore(memory);
+    f.begin_load(t(100));
+    f.apply(
+        batch(
+            true,
+            t(100),
+            vec![
+                rp(RID).state("Succeeded", Phase::Ready).created(t(0)),
+                cs("cs-1").created(t(0)),
+                obs("cs-1", Hop::HostedCluster)
+                    .state(hc_state.0, hc_state.1)
+                    .since(t(29)),
+            ],
+        ),
+        t(100),
+    );
+    f.finish_load(t(100));
+    f
+}
+
+fn memory_of(f: &Fleet) -> Memory {
+    Memory {
+        clusters: f
+            .iter()
+            .map(|tl| (tl.cluster_id.clone(), f.memory_of(&tl.cluster_id).unwrap()))
+            .collect(),
+    }
+}
+
+#[test]
+fn a_restart_keeps_observed_times_verdicts_and_completion() {
+    let before = first_run();
+    let want = before.get("cs-1").unwrap().clone();
+    assert_eq!(want.outcome, CreationOutcome::Succeeded);
+    assert!(want.hop(Hop::ClustersService).unwrap().since.observed);
+    // Survives serialisation, as the state store keeps it.
+    let memory: Memory =
+        serde_json::from_str(&serde_json::to_string(&memory_of(&before)).unwrap()).unwrap();
+
+    let after = second_run(memory, ("Degraded", Phase::Progressing));
+    let got = after.get("cs-1").unwrap();
+    let cs_hop = |tl: &Timeline| tl.hop(Hop::ClustersService).unwrap().since;
+    assert_eq!(cs_hop(got), cs_hop(&want), "observed CS since kept");
+    assert_eq!(
+        got.hop(Hop::RpFrontend).unwrap().since,
+        want.hop(Hop::RpFrontend).unwrap().since
+    );
+    assert_eq!(
+        got.completed_at, want.completed_at,
+        "completion survives the regression"
+    );
+    assert_eq!(got.outcome, CreationOutcome::Succeeded);
+    assert_eq!(got.slo, Some(SloOutcome::Good));
+    assert_eq!(got.hop(Hop::HostedCluster).unwrap().ready_at, Some(t(8)));
+    assert_eq!(after.unclaimed_memory(), 1, "kept until the cluster goes");
+}
+
+#[test]
+fn a_restart_gives_state_that_changed_meanwhile_a_new_time() {
+    let before = first_run();
+    let mut memory = memory_of(&before);
+    // The CS cluster changed state while the exporter was down: its
+    // remembered time belongs to another reading.
+    let m = memory.clusters.get_mut("cs-1").unwrap();
+    for hop in &mut m.hops {
+        for o in &mut hop.objects {
+            o.state = "validating".to_string();
+        }
+        if hop.hop == Hop::ClustersService {
+            hop.phase = Phase::Pending;
+        }
+    }
+    let after = second_run(memory, ("Degraded", Phase::Progressing));
+    let since = after
+        .get("cs-1")
+        .unwrap()
+        .hop(Hop::ClustersService)
+        .unwrap()
+        .since;
+    assert_eq!(since, TimeMark::observed(t(100)));
+}
+
+#[test]
+fn memory_of_clusters_no_source_shows_again_is_dropped_after_the_load() {
+    let before = first_run();
+    let mut memory = memory_of(&before);
+    memory
+        .clusters
+        .insert("gone-1".to_string(), ClusterMemory::default());
+    let after = second_run(memory, ("Degraded", Phase::Progressing));
+    assert_eq!(after.unclaimed_memory(), 1);
+    assert!(after.memory_of("gone-1").is_none());
+}
