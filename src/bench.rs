@@ -343,6 +343,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
             churn: true,
             latency: LatencyModel::realistic(),
             subscriptions: 3,
+            not_handed_over: 0.0,
         },
         SimClock::Real,
     );

@@ -116,6 +116,7 @@ pub async fn start_demo_world(
         churn: true,
         latency,
         subscriptions: 3,
+        not_handed_over: 0.0,
     };
     start_world(settings, world, SimClock::Real).await
 }

@@ -26,12 +26,14 @@ fn world_config(seed: u64) -> WorldConfig {
         churn: true,
         latency: LatencyModel::none(),
         subscriptions: 3,
+        not_handed_over: 0.0,
     }
 }
 
 /// The first seed whose fleet, right now, shows a Clusters Service error, an
-/// unknown Clusters Service state and a bundle that never applied: the test
-/// needs each on screen, and the world is a pure function of the seed.
+/// unknown Clusters Service state, a bundle that never applied and a
+/// NodePool's bundle that never applied: the test needs each on screen, and
+/// the world is a pure function of the seed.
 fn seed_with_faults_on_screen() -> u64 {
     (1..5000)
         .find(|&seed| {
@@ -53,6 +55,10 @@ fn seed_with_faults_on_screen() -> u64 {
                 FaultKind::BundleNeverApplied,
                 Hop::MaestroBundle,
                 Phase::Pending,
+            ) && shows(
+                FaultKind::NodePoolBundleNeverApplied,
+                Hop::NodePool,
+                Phase::Unknown,
             )
         })
         .expect("no seed in 1..5000 shows every fault at once")
@@ -242,6 +248,22 @@ async fn every_hop_matches_ground_truth_within_one_poll() {
         body.contains("hcpflow_hop_failure_info{") && body.contains("code=\"OCM4001\""),
         "no failure info with OCM4001"
     );
+    // A bundle without status says so on its cluster, for the bundle it is.
+    let no_status: Vec<String> = truth
+        .clusters
+        .iter()
+        .filter(|c| c.fault == Some(FaultKind::NodePoolBundleNeverApplied))
+        .map(|c| {
+            format!(
+                r#"hcpflow_hop_feedback_error_info{{cluster_id="{0}",hop="maestro_bundle",object="{0}-np-1",code="no_status"}} 1"#,
+                c.cluster_id
+            )
+        })
+        .collect();
+    assert!(!no_status.is_empty());
+    for line in &no_status {
+        assert!(body.contains(line.as_str()), "missing {line}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use hcp_flow::model::{Hop, Phase};
@@ -25,6 +25,7 @@ async fn start(clusters: usize, faults: bool) -> (World, Endpoints, reqwest::Cli
         churn: false,
         latency: LatencyModel::none(),
         subscriptions: 2,
+        not_handed_over: 0.0,
     };
     let world = World::new(cfg, SimClock::manual(t0()));
     let endpoints = world.serve().await.unwrap();
@@ -306,13 +307,16 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
     let (status, body) = get(&client, &list("page=2&size=15")).await;
     assert_eq!(status, 200);
     assert_eq!(body["kind"], "ResourceBundleList");
+    // Every cluster has the HostedCluster's bundle and one per NodePool
+    // (one or two pools each).
+    let total = body["total"].as_u64().unwrap();
+    assert!(
+        (80..=120).contains(&total),
+        "{total} bundles for 40 clusters"
+    );
     assert_eq!(
-        (
-            body["page"].as_u64(),
-            body["size"].as_u64(),
-            body["total"].as_u64()
-        ),
-        (Some(2), Some(15), Some(40))
+        (body["page"].as_u64(), body["size"].as_u64()),
+        (Some(2), Some(15))
     );
 
     let (_, body) = get(&client, &list("size=100&orderBy=updated_at%20desc")).await;
@@ -348,7 +352,7 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
     )]);
     let (_, body) = get(&client, &list(&q)).await;
     let n = body["total"].as_u64().unwrap();
-    assert!(n > 0 && n < 40);
+    assert!(n > 0 && n < total);
     assert!(
         body["items"]
             .as_array()
@@ -369,10 +373,12 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
     assert_eq!(body["kind"], "Error");
     assert!(body["reason"].is_string() && body["operation_id"].is_string());
 
-    // Three levels: bundle → ManifestWork status → HostedCluster / NodePool status.
+    // Three levels: bundle → ManifestWork status → HostedCluster / NodePool
+    // status; the HostedCluster and each NodePool in a bundle of its own.
     let truth = world.truth();
-    let (_, body) = get(&client, &list("size=100")).await;
+    let (_, body) = get(&client, &list("size=200")).await;
     let mut checked = 0;
+    let mut carried: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for b in body["items"].as_array().unwrap() {
         let id = b["metadata"]["labels"]["api.openshift.com/id"]
             .as_str()
@@ -385,8 +391,22 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
                 b["id"].as_str().unwrap()
             )
         );
+        let name = b["name"].as_str().unwrap();
+        let work = &b["manifests"][0];
+        assert_eq!(
+            (work["kind"].as_str(), work["metadata"]["name"].as_str()),
+            (Some("ManifestWork"), Some(name)),
+            "the bundle is named after the ManifestWork it carries"
+        );
+        let inner = work["spec"]["workload"]["manifests"].as_array().unwrap();
+        assert_eq!(inner.len(), 1, "one HostedCluster or one NodePool per work");
+        let kind = inner[0]["kind"].as_str().unwrap().to_string();
+        carried
+            .entry(id.to_string())
+            .or_default()
+            .push((kind.clone(), name.to_string()));
         if b["status"].is_null() {
-            assert_eq!(c.hops[&Hop::MaestroBundle].phase, Phase::Pending);
+            assert_ne!(c.hops[&Hop::MaestroBundle].phase, Phase::Ready);
             continue;
         }
         assert!(
@@ -406,15 +426,28 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
             .unwrap()
             .iter()
             .any(|c| c["type"] == "Available" && c["status"] == "True");
-        assert_eq!(
-            mw_available,
-            c.hops[&Hop::Manifestwork].phase == Phase::Ready
-        );
+        if c.hops[&Hop::Manifestwork].phase == Phase::Ready {
+            assert!(mw_available, "a ready hop has every work Available");
+        }
         let manifests = mw["resourceStatus"]["manifests"].as_array().unwrap();
-        let hc = manifests
-            .iter()
-            .find(|m| m["resourceMeta"]["kind"] == "HostedCluster")
-            .unwrap();
+        assert_eq!(manifests.len(), 1);
+        assert_eq!(manifests[0]["resourceMeta"]["kind"], kind.as_str());
+        if kind == "NodePool" {
+            let values = manifests[0]["statusFeedback"]["values"].as_array().unwrap();
+            let nps: Value =
+                serde_json::from_str(values[0]["fieldValue"]["jsonRaw"].as_str().unwrap()).unwrap();
+            assert!(nps["replicas"].is_number());
+            assert_eq!(values[1]["name"], "replicas");
+            assert_eq!(values[1]["fieldValue"]["type"], "Integer");
+            assert!(values[1]["fieldValue"]["integer"].as_i64().unwrap() >= 1);
+            assert_eq!(
+                manifests[0]["resourceMeta"]["name"], inner[0]["metadata"]["name"],
+                "the feedback is the carried NodePool's"
+            );
+            checked += 1;
+            continue;
+        }
+        let hc = &manifests[0];
         assert!(
             hc["resourceMeta"]["namespace"]
                 .as_str()
@@ -449,23 +482,30 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
             hcs["version"]["history"][0]["state"],
             c.hops[&Hop::HostedCluster].state.as_str()
         );
-        let pools: Vec<&Value> = manifests
-            .iter()
-            .filter(|m| m["resourceMeta"]["kind"] == "NodePool")
-            .collect();
-        assert!(!pools.is_empty());
-        for np in pools {
-            let values = np["statusFeedback"]["values"].as_array().unwrap();
-            let nps: Value =
-                serde_json::from_str(values[0]["fieldValue"]["jsonRaw"].as_str().unwrap()).unwrap();
-            assert!(nps["replicas"].is_number());
-            assert_eq!(values[1]["name"], "replicas");
-            assert_eq!(values[1]["fieldValue"]["type"], "Integer");
-            assert!(values[1]["fieldValue"]["integer"].as_i64().unwrap() >= 1);
-        }
         checked += 1;
     }
-    assert!(checked > 20);
+    assert!(checked > 50);
+    assert_eq!(carried.len(), 40, "every cluster has bundles");
+    for (id, bundles) in &carried {
+        let hcs: Vec<&(String, String)> = bundles
+            .iter()
+            .filter(|(k, _)| k == "HostedCluster")
+            .collect();
+        assert_eq!(hcs.len(), 1, "{id}: {bundles:?}");
+        assert_eq!(
+            &hcs[0].1, id,
+            "the HostedCluster's work is named after the cluster"
+        );
+        let pools: Vec<&(String, String)> =
+            bundles.iter().filter(|(k, _)| k == "NodePool").collect();
+        assert!((1..=2).contains(&pools.len()), "{id}: {bundles:?}");
+        assert!(
+            pools
+                .iter()
+                .all(|(_, n)| n.starts_with(&format!("{id}-np-"))),
+            "{id}: {bundles:?}"
+        );
+    }
 
     let bid = body["items"][0]["id"].as_str().unwrap();
     let (status, one) = get(
@@ -579,6 +619,7 @@ async fn latency_is_charged_per_item() {
             per_item: Duration::from_millis(10),
         },
         subscriptions: 1,
+        not_handed_over: 0.0,
     };
     let world = World::new(cfg, SimClock::manual(t0()));
     let ep = world.serve().await.unwrap();

@@ -21,6 +21,7 @@ fn cfg(clusters: usize, seed: u64, faults: bool, churn: bool) -> WorldConfig {
         churn,
         latency: LatencyModel::none(),
         subscriptions: 3,
+        not_handed_over: 0.0,
     }
 }
 
@@ -114,8 +115,10 @@ fn one_creation_walks_through_the_phase_table() {
     );
     assert_eq!(seen[&Hop::MaestroBundle], vec![Pending, Progressing, Ready]);
     assert_eq!(seen[&Hop::Manifestwork].last(), Some(&Ready));
-    assert_eq!(seen[&Hop::HostedCluster], vec![Progressing, Ready]);
-    assert_eq!(seen[&Hop::NodePool], vec![Progressing, Ready]);
+    // Until a bundle's first status report its nested objects cannot be
+    // read: the exporter shows them unknown (`no_status`) so they age.
+    assert_eq!(seen[&Hop::HostedCluster], vec![Unknown, Progressing, Ready]);
+    assert_eq!(seen[&Hop::NodePool], vec![Unknown, Progressing, Ready]);
     let c = w.truth().cluster(&id).cloned().unwrap();
     let completed = c.completed_at.unwrap();
     let took = completed.duration_since(c.created_at).as_secs();
@@ -176,9 +179,25 @@ fn faults_follow_their_script() {
                     }
                     FaultKind::BundleNeverApplied => {
                         assert_eq!(p(Hop::MaestroBundle), Some(Phase::Pending));
-                        assert_eq!(p(Hop::Manifestwork), None);
+                        // Never read, never known: unknown, and aging.
+                        for hop in [Hop::Manifestwork, Hop::HostedCluster, Hop::NodePool] {
+                            assert_eq!(p(hop), Some(Phase::Unknown), "{hop}");
+                            assert_eq!(c.hops[&hop].state, "no_status");
+                        }
                         assert_eq!(p(Hop::ClustersService), Some(Phase::Progressing));
                         assert!(!c.failed && c.completed_at.is_none());
+                    }
+                    FaultKind::NodePoolBundleNeverApplied => {
+                        // The HostedCluster's bundle is ready, the first
+                        // pool's has no status: the hop is neither.
+                        assert_eq!(p(Hop::MaestroBundle), Some(Phase::Progressing));
+                        assert_eq!(p(Hop::Manifestwork), Some(Phase::Unknown));
+                        assert_eq!(p(Hop::NodePool), Some(Phase::Unknown));
+                        assert_eq!(p(Hop::HostedCluster), Some(Phase::Ready));
+                        assert!(c.completed_at.is_some() && !c.failed);
+                    }
+                    FaultKind::NotHandedOver => {
+                        panic!("not_handed_over is off unless the config asks: {c:?}")
                     }
                     FaultKind::MaestroStatusNotUpdated => {
                         assert_eq!(p(Hop::MaestroBundle), Some(Phase::Progressing));
@@ -214,6 +233,7 @@ fn faults_follow_their_script() {
         FaultKind::MaestroStatusNotUpdated,
         FaultKind::HostedClusterDegraded,
         FaultKind::NodePoolStuck,
+        FaultKind::NodePoolBundleNeverApplied,
     ] {
         let n = counts.get(&kind).copied().unwrap_or(0);
         assert!((18..=80).contains(&n), "{kind:?}: {n} of 600");

@@ -353,7 +353,8 @@ fn maestro_watched_manifestwork_status_as_inner_work() {
     assert!(unknown.is_empty(), "{unknown:?}");
     let b = by_hop(&obs, Hop::MaestroBundle);
     assert_eq!(b.len(), 1);
-    assert_eq!(b[0].object, "b7f1c9a2-0000-4000-8000-000000000001");
+    // Keyed by name (the ManifestWork's), not by the opaque id.
+    assert_eq!(b[0].object, "cluster-work");
     assert_eq!(b[0].key, ClusterKey::Id("cs-1".into()));
     let bv = view(b[0]);
     assert_eq!((bv.phase, bv.state.as_str()), (Phase::Ready, "Available"));
@@ -364,6 +365,7 @@ fn maestro_watched_manifestwork_status_as_inner_work() {
     let w = by_hop(&obs, Hop::Manifestwork);
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].via, Via::Maestro);
+    assert_eq!(w[0].object, "cluster-work", "the nested work by its name");
     let wv = view(w[0]);
     assert_eq!(wv.phase, Phase::Ready);
     assert_eq!(wv.conditions.len(), 2);

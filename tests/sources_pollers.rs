@@ -650,8 +650,8 @@ async fn maestro_full_then_incremental_then_relist() {
     assert_eq!(
         gone,
         vec![
-            (c1.clone(), Hop::MaestroBundle, "b1".to_string()),
-            (c1.clone(), Hop::Manifestwork, String::new()),
+            (c1.clone(), Hop::MaestroBundle, "c1-work".to_string()),
+            (c1.clone(), Hop::Manifestwork, "c1-work".to_string()),
             (c1, Hop::HostedCluster, String::new()),
         ]
     );

@@ -292,6 +292,7 @@ async fn run(seed: u64, instances: Vec<Shape>) -> Run {
         churn: false,
         latency: LatencyModel::none(),
         subscriptions: 3,
+        not_handed_over: 0.0,
     };
     let demo = start_world(&settings, world, clock.clone()).await.unwrap();
     let target = demo.config.slo.creation_target;

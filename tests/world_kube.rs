@@ -232,6 +232,12 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
         Hop::NodePool,
         Phase::Progressing,
     );
+    // One pool's work never applied, the HostedCluster's was: neither.
+    faulted(
+        |c| c.management_faults.node_pool_work_never_applied,
+        Hop::Manifestwork,
+        Phase::Progressing,
+    );
 
     let body = scrape(&store);
     let mgmt_values: BTreeSet<&str> = body

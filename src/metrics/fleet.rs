@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
-use crate::model::{Hop, Phase, Timeline};
+use crate::model::{Hop, HopError, HopTimeline, Phase, Timeline};
+use crate::views::work::FeedbackError;
 
 /// A per-cluster family: name, type and help, in exposition order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +32,8 @@ pub const CLUSTER_CREATED: usize = 6;
 pub const CREATION_COMPLETED: usize = 7;
 pub const NODE_POOL_REPLICAS: usize = 8;
 pub const CONTROL_PLANE_PODS: usize = 9;
-pub const FAMILY_COUNT: usize = 10;
+pub const HOP_FEEDBACK_ERROR: usize = 10;
+pub const FAMILY_COUNT: usize = 11;
 
 /// Every per-cluster family is a gauge; the list is the single source of the
 /// names, helps and label sets (docs/metrics.md is checked against a scrape).
@@ -58,13 +60,14 @@ pub const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
     },
     FamilyDef {
         name: "hcpflow_hop_condition",
-        help: "Current status of each allow-listed condition of a hop's object (value 1); reason allow-listed, else other. Cached state refreshed in the background",
+        help: "Current status of each allow-listed condition of a hop's object (value 1); reason allow-listed, else other; object (maestro_bundle, manifestwork) or node_pool names the object on hops that hold several. Cached state refreshed in the background",
         labels: &[
             "cluster_id",
             "hop",
             "condition",
             "status",
             "reason",
+            "object",
             "node_pool",
         ],
     },
@@ -75,7 +78,7 @@ pub const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
     },
     FamilyDef {
         name: "hcpflow_hop_status_updated_timestamp_seconds",
-        help: "Unix time upstream last updated the hop's status (Maestro bundle updated_at). Cached state refreshed in the background",
+        help: "Unix time upstream last updated the hop's status (Maestro bundle updated_at): of a cluster's bundles, the oldest update among those not ready, else the newest. Cached state refreshed in the background",
         labels: &["cluster_id", "hop"],
     },
     FamilyDef {
@@ -103,6 +106,11 @@ pub const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
         help: "Control-plane pods of the cluster by readiness. Cached state refreshed in the background",
         labels: &["cluster_id", "state"],
     },
+    FamilyDef {
+        name: "hcpflow_hop_feedback_error_info",
+        help: "A Maestro bundle whose status feedback is absent (code no_status) or unreadable (code feedback_unreadable), value 1, while it is. Cached state refreshed in the background",
+        labels: &["cluster_id", "hop", "object", "code"],
+    },
 ];
 
 /// Which conditions and reasons become label values (the rest: not emitted,
@@ -119,7 +127,11 @@ impl Default for RenderConfig {
         let conditions = BTreeMap::from([
             (Hop::RpFrontend, list(&["Available", "Degraded"])),
             (Hop::MaestroBundle, list(&["Applied", "Available"])),
-            (Hop::Manifestwork, list(&["Applied", "Available"])),
+            // Applied only: a cluster has several works (the HostedCluster's,
+            // one per pool), and the hop's phase already says Available;
+            // Applied is what HCPManifestWorkNotApplied reads. Keeps a
+            // one-pool cluster within 40 series (docs/design.md §5.4).
+            (Hop::Manifestwork, list(&["Applied"])),
             (
                 Hop::HostedCluster,
                 list(&["Available", "Progressing", "Degraded"]),
@@ -271,7 +283,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             &seconds(state.since.at),
         );
         if *hop == Hop::MaestroBundle
-            && let Some(updated) = state.updated_at()
+            && let Some(updated) = status_updated(state)
         {
             sample(
                 &mut out.families[HOP_STATUS_UPDATED],
@@ -281,8 +293,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             );
         }
         if state.phase == Phase::Failed {
-            let code = state
-                .error()
+            let code = failure_error(state)
                 .map(|e| e.code.as_str())
                 .or_else(|| failing_reason(state))
                 .unwrap_or("unknown");
@@ -315,8 +326,13 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                     ("status", condition.status.as_str()),
                     ("reason", reason),
                 ];
-                if *hop == Hop::NodePool {
-                    labels.push(("node_pool", object));
+                match hop {
+                    // Hops that hold several objects name them, so two
+                    // bundles (or works) of one cluster never make two
+                    // series of one label set (docs/design.md §2.5).
+                    Hop::MaestroBundle | Hop::Manifestwork => labels.push(("object", object)),
+                    Hop::NodePool => labels.push(("node_pool", object)),
+                    _ => {}
                 }
                 sample(
                     &mut out.families[HOP_CONDITION],
@@ -340,6 +356,24 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 );
             }
         }
+        for (object, o) in state.effective_objects() {
+            let Some(error) = o.view.error.as_ref() else {
+                continue;
+            };
+            if let Some(feedback) = FeedbackError::from_code(&error.code) {
+                sample(
+                    &mut out.families[HOP_FEEDBACK_ERROR],
+                    FAMILIES[HOP_FEEDBACK_ERROR].name,
+                    &[
+                        ("cluster_id", id),
+                        ("hop", hop_name),
+                        ("object", object),
+                        ("code", feedback.code()),
+                    ],
+                    "1",
+                );
+            }
+        }
         if let Some(pods) = state.pods() {
             for (readiness, value) in [("ready", pods.ready), ("not_ready", pods.not_ready)] {
                 sample(
@@ -354,9 +388,34 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
     out
 }
 
+/// The error that explains a failed hop: a failed object's, where another
+/// object of the hop carries an error of another kind (a bundle whose
+/// feedback is unreadable next to a bundle that failed).
+fn failure_error(state: &HopTimeline) -> Option<&HopError> {
+    state
+        .effective_objects()
+        .filter(|(_, o)| o.view.phase == Phase::Failed)
+        .find_map(|(_, o)| o.view.error.as_ref())
+        .or_else(|| state.error())
+}
+
+/// When upstream last updated the hop's status, as the "status not updated"
+/// alert needs it for a hop of several bundles: the oldest update among the
+/// bundles that are not ready (one frozen bundle must show even while
+/// another keeps reporting), else the newest of all. One series per hop,
+/// whatever the number of bundles.
+fn status_updated(state: &HopTimeline) -> Option<Timestamp> {
+    state
+        .effective_objects()
+        .filter(|(_, o)| o.view.phase != Phase::Ready)
+        .filter_map(|(_, o)| o.view.updated_at)
+        .min()
+        .or_else(|| state.updated_at())
+}
+
 /// The reason of the first condition in a bad state, for hops failed by a
 /// condition rather than an error code.
-fn failing_reason(state: &crate::model::HopTimeline) -> Option<&str> {
+fn failing_reason(state: &HopTimeline) -> Option<&str> {
     state
         .conditions()
         .map(|(_, c)| c)
@@ -419,4 +478,98 @@ pub fn escape_label_value(out: &mut String, value: &str) {
 pub fn write_header(out: &mut String, family: &FamilyDef) {
     let _ = writeln!(out, "# HELP {} {}", family.name, family.help);
     let _ = writeln!(out, "# TYPE {} gauge", family.name);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::testing::{batch, obs};
+    use crate::model::{Fleet, ModelConfig};
+
+    fn t(minutes: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
+    }
+
+    fn lines(family: usize, observations: Vec<crate::model::testing::Obs>) -> Vec<String> {
+        let mut fleet = Fleet::new(ModelConfig::default());
+        fleet.apply(batch(false, t(0), observations), t(30));
+        let rendered = render_cluster(fleet.get("c").unwrap(), &RenderConfig::default());
+        rendered.families[family]
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn bundle(object: &str, phase: Phase, updated: i64) -> crate::model::testing::Obs {
+        obs("c", Hop::MaestroBundle)
+            .object(object)
+            .state("x", phase)
+            .created(t(0))
+            .updated(t(updated))
+    }
+
+    #[test]
+    fn a_frozen_bundle_shows_though_another_keeps_reporting() {
+        // The pool's bundle stopped at minute 2; the HostedCluster's reports
+        // until minute 20. The alert must see minute 2.
+        let got = lines(
+            HOP_STATUS_UPDATED,
+            vec![
+                bundle("hc", Phase::Progressing, 20),
+                bundle("np-1", Phase::Progressing, 2),
+            ],
+        );
+        assert_eq!(got.len(), 1, "one series per hop: {got:?}");
+        assert!(got[0].ends_with(&format!(" {}", seconds(t(2)))), "{got:?}");
+        // A ready bundle's old update is no news: the one not ready counts.
+        let got = lines(
+            HOP_STATUS_UPDATED,
+            vec![
+                bundle("hc", Phase::Ready, 1),
+                bundle("np-1", Phase::Progressing, 9),
+            ],
+        );
+        assert!(got[0].ends_with(&format!(" {}", seconds(t(9)))), "{got:?}");
+        // All ready: the newest update.
+        let got = lines(
+            HOP_STATUS_UPDATED,
+            vec![
+                bundle("hc", Phase::Ready, 1),
+                bundle("np-1", Phase::Ready, 9),
+            ],
+        );
+        assert!(got[0].ends_with(&format!(" {}", seconds(t(9)))), "{got:?}");
+    }
+
+    #[test]
+    fn a_failed_hop_names_the_failure_not_a_feedback_error() {
+        let got = lines(
+            HOP_FAILURE_INFO,
+            vec![
+                bundle("a", Phase::Ready, 1).error("no_status", "bundle a has no status"),
+                bundle("b", Phase::Failed, 1).error("AppliedManifestWorkFailed", "apply failed"),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                r#"hcpflow_hop_failure_info{cluster_id="c",hop="maestro_bundle",code="AppliedManifestWorkFailed"} 1"#
+            ]
+        );
+        let got = lines(
+            HOP_FEEDBACK_ERROR,
+            vec![
+                bundle("a", Phase::Ready, 1).error("no_status", "bundle a has no status"),
+                bundle("b", Phase::Failed, 1).error("AppliedManifestWorkFailed", "apply failed"),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                r#"hcpflow_hop_feedback_error_info{cluster_id="c",hop="maestro_bundle",object="a",code="no_status"} 1"#
+            ],
+            "only the closed set of feedback codes, never a failure code"
+        );
+    }
 }

@@ -166,7 +166,8 @@ impl World {
     /// The management-side view of one plan, `None` once its ManifestWork
     /// was deleted (the bundle's deletion takes everything with it).
     pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<KubeClusterSpec> {
-        if p.bundle_deleted.is_some_and(|d| d <= t) {
+        // Nothing reaches a management cluster the RP never handed over.
+        if p.bundle_deleted.is_some_and(|d| d <= t) || p.cs_created.is_none() {
             return None;
         }
         let degraded_after =
@@ -235,6 +236,7 @@ pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClust
         hosted_cluster_degraded: p.fault == Some(FaultKind::HostedClusterDegraded),
         managed_cluster_never_joins: p.managed_cluster_never_joins,
         node_pool_stuck_at_zero: p.fault == Some(FaultKind::NodePoolStuck),
+        node_pool_work_never_applied: p.fault == Some(FaultKind::NodePoolBundleNeverApplied),
         degraded_after: Some(degraded_after),
     }
 }
@@ -260,10 +262,9 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
         node_pools: p
             .pools
             .iter()
-            .enumerate()
-            .map(|(i, pool)| {
+            .map(|pool| {
                 (
-                    format!("np-{}", i + 1),
+                    pool.short.clone(),
                     u32::try_from(pool.replicas).unwrap_or(0),
                     at(p.np_ready),
                 )

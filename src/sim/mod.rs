@@ -8,14 +8,17 @@
 //! time) and [`World::truth`] tells exactly what a correct exporter reports.
 //!
 //! Hops visible on the service side: `rp_frontend`, `clusters_service`,
-//! `maestro_bundle`, and through the bundle's status feedback `manifestwork`,
+//! `maestro_bundle`, and through the bundles' status feedback `manifestwork`,
 //! `hosted_cluster` and `node_pool` (nested `jsonRaw`, rendered in `wire.rs`).
+//! As in ARO HCP, a cluster has several bundles: the HostedCluster's, and one
+//! per NodePool, each carrying a ManifestWork of its own (docs/design.md §11.1).
 //!
 //! Timeline of one creation (world seconds, all divided by `speed`):
 //! RP Accepted at creation; CS cluster 2–8 s later (validating, pending after
-//! 8–25 s, installing after 30–60 s); bundle 10–22 s after the CS cluster, its
-//! first status 2–8 s later (bundle and ManifestWork Applied, HostedCluster and
-//! NodePools exist), bundle/ManifestWork Available within a minute; the
+//! 8–25 s, installing after 30–60 s); the HostedCluster's bundle 10–22 s after
+//! the CS cluster, each pool's 0.5–4 s after it; each bundle's first status
+//! 2–8 s after its creation (bundle and ManifestWork Applied, the HostedCluster
+//! or NodePool exists), bundle/ManifestWork Available within a minute; the
 //! HostedCluster Available 6–12 min after the first status, version history
 //! Completed 1–4 min later; NodePools ready 1.5–5 min after that; CS ready
 //! 10–60 s after the HostedCluster is Available and the RP Succeeded 5–30 s
@@ -66,6 +69,11 @@ pub struct WorldConfig {
     pub latency: LatencyModel,
     /// How many Azure subscriptions the fleet spreads over.
     pub subscriptions: usize,
+    /// Share (0.0–1.0) of creations the RP accepts but never hands over to
+    /// Clusters Service ([`FaultKind::NotHandedOver`]), drawn per cluster from
+    /// its own stream whether or not `faults` is on. 0 by default: an
+    /// exporter that waits for the Clusters Service join cannot show them.
+    pub not_handed_over: f64,
 }
 
 impl Default for WorldConfig {
@@ -78,6 +86,7 @@ impl Default for WorldConfig {
             churn: true,
             latency: LatencyModel::realistic(),
             subscriptions: 3,
+            not_handed_over: 0.0,
         }
     }
 }
@@ -148,7 +157,10 @@ pub enum Fault {
 }
 
 /// Per-cluster scenario faults, chosen by the seed (≈ 5–10 % each for the
-/// first five, rarer for the unknown enum values) and recorded in the truth.
+/// first five and the NodePool bundle, rarer for the unknown enum values;
+/// [`FaultKind::NotHandedOver`] only when [`WorldConfig::not_handed_over`]
+/// asks) and recorded in the truth with the alert each should raise
+/// ([`FaultKind::expected_alert`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FaultKind {
     /// CS `error` with `provision_error_code: "OCM4001"` (RP → Failed).
@@ -166,6 +178,15 @@ pub enum FaultKind {
     UnknownClustersServiceState,
     /// The RP reports `"Migrating"` instead of `Provisioning`.
     UnknownProvisioningState,
+    /// The first NodePool's bundle is never applied: its status stays null,
+    /// its ManifestWork on the management cluster gets no status and the
+    /// NodePool never exists there. The HostedCluster's bundle and the other
+    /// pools' go right, so the creation completes.
+    NodePoolBundleNeverApplied,
+    /// The RP accepted the resource (`Accepted` for good) but Clusters
+    /// Service never got it: no CS cluster, no bundle, nothing on a
+    /// management cluster. The creation never completes.
+    NotHandedOver,
 }
 
 /// Where [`World::serve`] listens (each `http://127.0.0.1:<port>/`).
@@ -191,7 +212,9 @@ impl Truth {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TruthCluster {
-    /// Clusters Service id (the join key of every hop).
+    /// Clusters Service id (the join key of every hop). A cluster the RP
+    /// never handed over ([`FaultKind::NotHandedOver`]) has the id CS would
+    /// have given it, which no upstream serves: find it by `resource_id`.
     pub cluster_id: String,
     pub name: String,
     /// ARM id as served by the RP (original casing).
@@ -222,6 +245,9 @@ pub struct TruthCluster {
     pub management: BTreeMap<Hop, TruthHop>,
     /// The management-side faults of this cluster (default unless served).
     pub management_faults: kube::KubeClusterFaults,
+    /// The alert the injected fault should raise (the fault's
+    /// [`FaultKind::expected_alert`]), `None` for a healthy creation.
+    pub expected_alert: Option<&'static str>,
 }
 
 impl TruthCluster {
@@ -296,6 +322,7 @@ impl World {
             churn: cfg.churn,
             subscriptions: plan::subscriptions(cfg.seed, cfg.subscriptions),
             t0,
+            not_handed_over: cfg.not_handed_over.clamp(0.0, 1.0),
         };
         let plans: Vec<Arc<Plan>> = (0..cfg.clusters as u64)
             .map(|i| Arc::new(plan::plan(&params, i)))
@@ -365,6 +392,9 @@ impl World {
                     continue;
                 };
                 c.management = truth::management(&spec, truth.at, budget);
+                if c.expected_alert.is_none() && spec.faults.managed_cluster_never_joins {
+                    c.expected_alert = Some("HCPManagedClusterNotJoined");
+                }
                 c.management_faults = spec.faults;
             }
         }

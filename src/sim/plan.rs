@@ -29,6 +29,12 @@ const FAULTY_LIFETIME_S: (f64, f64) = (180.0 * MINUTE, 240.0 * MINUTE);
 
 /// Seed salt of the management-side fault draw.
 const MGMT_FAULT_SALT: u64 = 0x6d67_6d74_6661_756c;
+/// Seed salt of the NodePool bundles' ids and delays: their own stream, so
+/// every draw of the cluster's main stream (and so the rest of the world)
+/// is what it was before the pools had bundles of their own.
+const POOL_BUNDLE_SALT: u64 = 0x706f_6f6c_6275_6e64;
+/// Seed salt of the "never handed over" draw.
+const HANDOVER_SALT: u64 = 0x6861_6e64_6f76_6572;
 
 pub(crate) const REGION: &str = "westus3";
 pub(crate) const ENV: &str = "sim";
@@ -60,9 +66,35 @@ const VERSIONS: [&str; 3] = ["4.19.7", "4.19.9", "4.20.2"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PoolPlan {
+    /// The pool's short name (`np-<n>`), as the management side names it.
+    pub short: String,
     /// The NodePool object name (`<hc name>-<pool>`).
     pub name: String,
     pub replicas: i64,
+}
+
+/// One Maestro resource bundle of a cluster. In ARO HCP the HostedCluster
+/// and each NodePool travel in a ManifestWork of their own, each in its own
+/// bundle (docs/design.md §11.1), so a cluster has one bundle per pool plus
+/// the HostedCluster's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BundlePlan {
+    pub id: String,
+    /// The bundle's `name`, which is also the name of the ManifestWork it
+    /// carries (and of that work on the management cluster).
+    pub name: String,
+    /// `None`: the HostedCluster's bundle; `Some(i)`: the bundle of `pools[i]`.
+    pub pool: Option<usize>,
+    pub created: Ms,
+    /// The agent's first status report (`None`: never reported).
+    pub applied: Option<Ms>,
+    pub available: Option<Ms>,
+    /// The nested ManifestWork's `Available`.
+    pub mw_available: Option<Ms>,
+    /// Maestro-status-not-updated fault: the status stops here.
+    pub frozen: Option<Ms>,
+    /// Every instant the bundle's status content changes, sorted.
+    pub status_events: Vec<Ms>,
 }
 
 /// When everything about one cluster happens. `None` = never.
@@ -74,7 +106,6 @@ pub(crate) struct Plan {
     pub subscription_id: String,
     pub resource_group: String,
     pub shard: usize,
-    pub bundle_id: String,
     pub hc_name: String,
     pub version: &'static str,
     pub pools: Vec<PoolPlan>,
@@ -85,13 +116,16 @@ pub(crate) struct Plan {
 
     /// RP `systemData.createdAt`; the creation starts here.
     pub created: Ms,
-    pub cs_created: Ms,
+    /// When Clusters Service shows the cluster (`None`: the RP never handed
+    /// it over).
+    pub cs_created: Option<Ms>,
     pub cs_pending: Ms,
     pub cs_installing: Ms,
-    pub rp_provisioning: Ms,
+    pub rp_provisioning: Option<Ms>,
+    /// The HostedCluster's bundle (its pools' follow within seconds).
     pub bundle_created: Ms,
-    /// The Maestro agent's first status report (bundle and ManifestWork
-    /// Applied, HostedCluster and NodePools exist).
+    /// The Maestro agent's first status report on the HostedCluster's
+    /// bundle (bundle and ManifestWork Applied, HostedCluster exists).
     pub bundle_applied: Option<Ms>,
     pub bundle_available: Option<Ms>,
     pub mw_available: Option<Ms>,
@@ -108,8 +142,6 @@ pub(crate) struct Plan {
     pub rp_succeeded: Option<Ms>,
     pub cs_error: Option<Ms>,
     pub rp_failed: Option<Ms>,
-    /// Maestro-status-not-updated fault: the bundle's status stops here.
-    pub status_frozen: Option<Ms>,
 
     /// The user's DELETE (churn).
     pub delete_requested: Option<Ms>,
@@ -119,8 +151,9 @@ pub(crate) struct Plan {
     pub cs_gone: Option<Ms>,
     pub rp_gone: Option<Ms>,
 
-    /// Every instant the bundle's status content changes, sorted.
-    pub status_events: Vec<Ms>,
+    /// The HostedCluster's bundle first, then one per pool (same order as
+    /// `pools`), derived from the times above once the faults are applied.
+    pub bundles: Vec<BundlePlan>,
 }
 
 impl Plan {
@@ -159,6 +192,9 @@ pub(crate) struct FleetParams {
     pub churn: bool,
     pub subscriptions: Vec<String>,
     pub t0: Ms,
+    /// Share of creations the RP accepts but never hands over to Clusters
+    /// Service ([`FaultKind::NotHandedOver`]).
+    pub not_handed_over: f64,
 }
 
 impl FleetParams {
@@ -231,6 +267,9 @@ fn pick_fault(rng: &mut ChaCha8Rng) -> Option<FaultKind> {
         (0.31, FaultKind::NodePoolStuck),
         (0.33, FaultKind::UnknownClustersServiceState),
         (0.35, FaultKind::UnknownProvisioningState),
+        // Drawn from what was the fault-free share: the other kinds keep
+        // their clusters, and about 40 % of the fleet has a fault.
+        (0.40, FaultKind::NodePoolBundleNeverApplied),
     ];
     table.into_iter().find(|(p, _)| r < *p).map(|(_, f)| f)
 }
@@ -257,15 +296,25 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
     let version = VERSIONS[rng.random_range(0..VERSIONS.len())];
     let pools = (1..=rng.random_range(1..=2))
         .map(|i| PoolPlan {
+            short: format!("np-{i}"),
             name: format!("{hc_name}-np-{i}"),
             replicas: rng.random_range(2..=3),
         })
         .collect();
-    let fault = if params.faults {
+    let mut fault = if params.faults {
         pick_fault(&mut rng)
     } else {
         None
     };
+    // Its own stream, and asked only when the share is set: the rest of the
+    // world stays what the seed made it.
+    if params.not_handed_over > 0.0 && fault.is_none() {
+        let mut handover = ChaCha8Rng::seed_from_u64(params.seed ^ HANDOVER_SALT);
+        handover.set_stream(index);
+        if handover.random_range(0.0..1.0) < params.not_handed_over {
+            fault = Some(FaultKind::NotHandedOver);
+        }
+    }
 
     // Per-hop delays in world seconds (docs/design.md §11.3).
     let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
@@ -308,17 +357,16 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         subscription_id,
         resource_group,
         shard,
-        bundle_id,
         hc_name,
         version,
         pools,
         fault,
         managed_cluster_never_joins: false,
         created,
-        cs_created,
+        cs_created: Some(cs_created),
         cs_pending,
         cs_installing,
-        rp_provisioning,
+        rp_provisioning: Some(rp_provisioning),
         bundle_created,
         bundle_applied: Some(bundle_applied),
         bundle_available: Some(bundle_available),
@@ -335,14 +383,13 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         rp_succeeded: Some(rp_succeeded),
         cs_error: None,
         rp_failed: None,
-        status_frozen: None,
         delete_requested: None,
         cs_uninstalling: None,
         bundle_deleted: None,
         bundle_gone: None,
         cs_gone: None,
         rp_gone: None,
-        status_events: Vec::new(),
+        bundles: Vec::new(),
     };
 
     match fault {
@@ -377,8 +424,7 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         }
         Some(FaultKind::MaestroStatusNotUpdated) => {
             // The work progresses (CS and RP complete) but the REST status
-            // stays at the first report.
-            p.status_frozen = Some(bundle_applied);
+            // of every bundle stays at its first report (see `bundles`).
         }
         Some(FaultKind::HostedClusterDegraded) => {
             p.hc_invalid_image = Some(hc_invalid_image);
@@ -395,7 +441,29 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
             p.np_machines = None;
             p.np_ready = None;
         }
-        Some(FaultKind::UnknownClustersServiceState | FaultKind::UnknownProvisioningState)
+        Some(FaultKind::NotHandedOver) => {
+            // The RP accepted the resource and never got it into Clusters
+            // Service: nothing exists past the RP, which stays Accepted.
+            p.cs_created = None;
+            p.rp_provisioning = None;
+            p.rp_succeeded = None;
+            p.cs_ready = None;
+            p.bundle_applied = None;
+            p.bundle_available = None;
+            p.mw_available = None;
+            p.hc_infra_ready = None;
+            p.hc_etcd_available = None;
+            p.hc_kas_available = None;
+            p.hc_available = None;
+            p.hc_completed = None;
+            p.np_machines = None;
+            p.np_ready = None;
+        }
+        Some(
+            FaultKind::UnknownClustersServiceState
+            | FaultKind::UnknownProvisioningState
+            | FaultKind::NodePoolBundleNeverApplied,
+        )
         | None => {}
     }
 
@@ -416,26 +484,76 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         p.rp_gone = Some(rp_gone);
     }
 
-    let mut events: Vec<Ms> = [
-        p.bundle_applied,
-        p.bundle_available,
-        p.mw_available,
-        p.hc_infra_ready,
-        p.hc_etcd_available,
-        p.hc_kas_available,
-        p.hc_invalid_image,
-        p.hc_available,
-        p.hc_completed,
-        p.np_machines,
-        p.np_ready,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    events.sort_unstable();
-    events.dedup();
-    p.status_events = events;
+    p.bundles = bundles(params, &p, bundle_id);
     p
+}
+
+/// The cluster's bundles: the HostedCluster's (its times are the plan's
+/// `bundle_*` and `mw_available`), then one per pool, created within a few
+/// seconds of it and reporting on their own (docs/design.md §11.3).
+fn bundles(params: &FleetParams, p: &Plan, hc_bundle_id: String) -> Vec<BundlePlan> {
+    let frozen = |applied: Option<Ms>| {
+        applied.filter(|_| p.fault == Some(FaultKind::MaestroStatusNotUpdated))
+    };
+    let events = |bundle: [Option<Ms>; 3], nested: &[Option<Ms>]| {
+        let mut events: Vec<Ms> = bundle.iter().chain(nested).flatten().copied().collect();
+        events.sort_unstable();
+        events.dedup();
+        events
+    };
+    let mut out = vec![BundlePlan {
+        id: hc_bundle_id,
+        name: p.cluster_id.clone(),
+        pool: None,
+        created: p.bundle_created,
+        applied: p.bundle_applied,
+        available: p.bundle_available,
+        mw_available: p.mw_available,
+        frozen: frozen(p.bundle_applied),
+        status_events: events(
+            [p.bundle_applied, p.bundle_available, p.mw_available],
+            &[
+                p.hc_infra_ready,
+                p.hc_etcd_available,
+                p.hc_kas_available,
+                p.hc_invalid_image,
+                p.hc_available,
+                p.hc_completed,
+            ],
+        ),
+    }];
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ POOL_BUNDLE_SALT);
+    rng.set_stream(p.index);
+    for (i, pool) in p.pools.iter().enumerate() {
+        let id = uuid(&mut rng);
+        let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
+        let created = at(p.bundle_created, 0.5, 4.0);
+        let applied = at(created, 2.0, 8.0);
+        let available = at(applied, 2.0, 10.0);
+        let mw_available = at(applied, 5.0, 50.0);
+        // The agent reports nothing for the whole cluster, or (NodePool
+        // bundle fault) for the first pool's bundle alone.
+        let reports = p.bundle_applied.is_some()
+            && !(i == 0 && p.fault == Some(FaultKind::NodePoolBundleNeverApplied));
+        let applied = reports.then_some(applied);
+        let available = reports.then_some(available);
+        let mw_available = reports.then_some(mw_available);
+        out.push(BundlePlan {
+            id,
+            name: format!("{}-{}", p.cluster_id, pool.short),
+            pool: Some(i),
+            created,
+            applied,
+            available,
+            mw_available,
+            frozen: frozen(applied),
+            status_events: events(
+                [applied, available, mw_available],
+                &[p.np_machines, p.np_ready],
+            ),
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -452,6 +570,7 @@ mod tests {
             churn: true,
             subscriptions: subscriptions(seed, 3),
             t0: 1_750_000_000_000,
+            not_handed_over: 0.0,
         }
     }
 
@@ -479,8 +598,58 @@ mod tests {
         let p = params(3);
         for i in 0..200 {
             let x = plan(&p, i);
-            assert!(x.cs_created - x.created <= 30_000);
+            assert!(x.cs_created.unwrap() - x.created <= 30_000);
             assert!(x.bundle_created - x.created <= 30_000, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn each_cluster_has_the_hosted_clusters_bundle_and_one_per_pool() {
+        let p = params(6);
+        let plans: Vec<Plan> = (0..300).map(|i| plan(&p, i)).collect();
+        let mut ids = std::collections::BTreeSet::new();
+        for x in &plans {
+            assert_eq!(x.bundles.len(), 1 + x.pools.len());
+            assert_eq!(x.bundles[0].pool, None);
+            assert_eq!(x.bundles[0].name, x.cluster_id);
+            assert_eq!(x.bundles[0].created, x.bundle_created);
+            for (i, b) in x.bundles[1..].iter().enumerate() {
+                assert_eq!(b.pool, Some(i));
+                assert_eq!(b.name, format!("{}-{}", x.cluster_id, x.pools[i].short));
+                assert!(b.created > x.bundle_created);
+                let never = x.fault == Some(FaultKind::BundleNeverApplied)
+                    || (i == 0 && x.fault == Some(FaultKind::NodePoolBundleNeverApplied));
+                assert_eq!(b.applied.is_none(), never, "{x:?}");
+            }
+            for b in &x.bundles {
+                assert!(ids.insert(b.id.clone()), "bundle ids are unique");
+                assert!(b.status_events.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+        assert!(
+            plans
+                .iter()
+                .any(|x| x.fault == Some(FaultKind::NodePoolBundleNeverApplied))
+        );
+    }
+
+    #[test]
+    fn not_handed_over_is_asked_for_and_reaches_nothing_past_the_rp() {
+        let mut p = params(8);
+        assert!(
+            (0..200).all(|i| plan(&p, i).fault != Some(FaultKind::NotHandedOver)),
+            "off by default"
+        );
+        p.not_handed_over = 0.5;
+        let lost: Vec<Plan> = (0..200)
+            .map(|i| plan(&p, i))
+            .filter(|x| x.fault == Some(FaultKind::NotHandedOver))
+            .collect();
+        assert!((50..=100).contains(&lost.len()), "{}", lost.len());
+        for x in &lost {
+            assert_eq!(x.cs_created, None);
+            assert_eq!((x.rp_provisioning, x.rp_succeeded), (None, None));
+            assert_eq!(x.bundle_applied, None);
         }
     }
 

@@ -2,7 +2,7 @@
 //! [`Plan`] alone. The wire renderers and the ground truth both read these
 //! views, never each other.
 
-use super::plan::{Ms, Plan, PoolPlan};
+use super::plan::{BundlePlan, Ms, Plan};
 
 pub(crate) fn reached(ev: Option<Ms>, t: Ms) -> bool {
     ev.is_some_and(|e| e <= t)
@@ -88,7 +88,7 @@ impl Plan {
             "Failed"
         } else if reached(self.rp_succeeded, t) {
             "Succeeded"
-        } else if self.rp_provisioning <= t {
+        } else if reached(self.rp_provisioning, t) {
             if self.fault == Some(super::FaultKind::UnknownProvisioningState) {
                 "Migrating"
             } else {
@@ -171,7 +171,7 @@ impl Plan {
     }
 
     pub fn cs_exists(&self, t: Ms) -> bool {
-        self.cs_created <= t && !reached(self.cs_gone, t)
+        reached(self.cs_created, t) && !reached(self.cs_gone, t)
     }
 
     /// Clusters Service `status.state`.
@@ -200,32 +200,42 @@ impl Plan {
         })
     }
 
-    pub fn bundle_exists(&self, t: Ms) -> bool {
-        self.bundle_created <= t && !reached(self.bundle_gone, t)
+    /// Whether bundle `b` of this plan is served at `t`. A cluster the RP
+    /// never handed over has no bundle at all; the others go together when
+    /// the cluster is deleted.
+    pub fn bundle_exists(&self, b: &BundlePlan, t: Ms) -> bool {
+        self.cs_created.is_some() && b.created <= t && !reached(self.bundle_gone, t)
+    }
+
+    /// The bundles served at `t`.
+    pub fn bundles_at(&self, t: Ms) -> impl Iterator<Item = &BundlePlan> {
+        self.bundles
+            .iter()
+            .filter(move |b| self.bundle_exists(b, t))
     }
 
     pub fn bundle_deleted_at(&self, t: Ms) -> Option<Ms> {
         self.bundle_deleted.filter(|d| *d <= t)
     }
 
-    /// The instant the bundle's served status describes, `None` while the
-    /// status is still null. Frozen by the status-not-updated fault and at the
-    /// user's DELETE (the agent stops reporting progress of a creation).
-    pub fn status_time(&self, t: Ms) -> Option<Ms> {
+    /// The instant bundle `b`'s served status describes, `None` while its
+    /// status is still null. Frozen by the status-not-updated fault and at
+    /// the user's DELETE (the agent stops reporting progress of a creation).
+    pub fn status_time(&self, b: &BundlePlan, t: Ms) -> Option<Ms> {
         let mut st = self.creation_time(t);
-        if let Some(f) = self.status_frozen {
+        if let Some(f) = b.frozen {
             st = st.min(f);
         }
-        reached(self.bundle_applied, st).then_some(st)
+        reached(b.applied, st).then_some(st)
     }
 
-    /// The bundle's `updated_at`: the last change of its served content.
-    pub fn updated_at(&self, t: Ms) -> Ms {
-        let mut u = self.bundle_created;
-        if let Some(st) = self.status_time(t) {
-            let i = self.status_events.partition_point(|e| *e <= st);
+    /// Bundle `b`'s `updated_at`: the last change of its served content.
+    pub fn updated_at(&self, b: &BundlePlan, t: Ms) -> Ms {
+        let mut u = b.created;
+        if let Some(st) = self.status_time(b, t) {
+            let i = b.status_events.partition_point(|e| *e <= st);
             if i > 0 {
-                u = u.max(self.status_events[i - 1]);
+                u = u.max(b.status_events[i - 1]);
             }
         }
         if let Some(d) = self.bundle_deleted_at(t) {
@@ -234,14 +244,16 @@ impl Plan {
         u
     }
 
+    /// When the HostedCluster's bundle was applied (its objects' conditions
+    /// start there).
     fn applied_at(&self) -> Ms {
         self.bundle_applied.unwrap_or(self.bundle_created)
     }
 
-    /// The bundle's own `status.conditions` (the Maestro agent applying the
+    /// Bundle `b`'s own `status.conditions` (the Maestro agent applying the
     /// ManifestWork to the management cluster).
-    pub fn bundle_conditions(&self, st: Ms) -> Vec<Cond> {
-        let s = self.applied_at();
+    pub fn bundle_conditions(&self, b: &BundlePlan, st: Ms) -> Vec<Cond> {
+        let s = b.applied.unwrap_or(b.created);
         vec![
             Cond::new(
                 "Applied",
@@ -255,7 +267,7 @@ impl Plan {
             ),
             Cond::at(
                 "Available",
-                self.bundle_available,
+                b.available,
                 st,
                 s,
                 ("ResourcesAvailable", "All resources are available"),
@@ -267,10 +279,10 @@ impl Plan {
         ]
     }
 
-    /// The ManifestWork's `.status.conditions` (the work agent applying the
-    /// HostedCluster and NodePools).
-    pub fn mw_conditions(&self, st: Ms) -> Vec<Cond> {
-        let s = self.applied_at();
+    /// The `.status.conditions` of the ManifestWork bundle `b` carries (the
+    /// work agent applying the HostedCluster, or one NodePool).
+    pub fn mw_conditions(&self, b: &BundlePlan, st: Ms) -> Vec<Cond> {
+        let s = b.applied.unwrap_or(b.created);
         vec![
             Cond::new(
                 "Applied",
@@ -284,7 +296,7 @@ impl Plan {
             ),
             Cond::at(
                 "Available",
-                self.mw_available,
+                b.mw_available,
                 st,
                 s,
                 ("ResourcesAvailable", "All resources are available"),
@@ -431,8 +443,16 @@ impl Plan {
         )
     }
 
-    pub fn np_view(&self, pool: &PoolPlan, st: Ms) -> NodePoolView {
-        let s = self.applied_at();
+    /// The NodePool of `pools[i]` at status time `st` of its bundle; its
+    /// conditions start when that bundle was applied.
+    pub fn np_view(&self, i: usize, st: Ms) -> NodePoolView {
+        let pool = &self.pools[i];
+        let s = self
+            .bundles
+            .iter()
+            .find(|b| b.pool == Some(i))
+            .and_then(|b| b.applied)
+            .unwrap_or(self.applied_at());
         let machines = reached(self.np_machines, st);
         let ready = reached(self.np_ready, st);
         let conditions = vec![

@@ -72,123 +72,87 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
             },
         );
     }
-    let st = p.status_time(t);
-    let mut hc_ready: Option<Ms> = None;
-    if p.bundle_exists(t) {
-        let (phase, state, ready_at) = match st {
-            _ if p.bundle_deleted_at(t).is_some() => {
-                let ready = st.and_then(|st| work_ready_at(&p.bundle_conditions(st)));
-                (Phase::Deleting, "Deleting", ready)
+    // Every bundle and what its feedback fills (docs/design.md §2.5, §2.6):
+    // each is one object of its hop.
+    let mut bundles = Vec::new();
+    let mut works = Vec::new();
+    let mut hosted = Vec::new();
+    let mut pools = Vec::new();
+    let mut pool_nodes = (0i64, 0i64);
+    let mut hc_st: Option<Ms> = None;
+    for b in p.bundles_at(t) {
+        let st = p.status_time(b, t);
+        let deleting = p.bundle_deleted_at(t).is_some();
+        bundles.push(match st {
+            _ if deleting => {
+                let ready = st.and_then(|st| work_ready_at(&p.bundle_conditions(b, st)));
+                Obj::new(Phase::Deleting, "Deleting", ready)
             }
-            None => (Phase::Pending, "NoStatus", None),
+            None => Obj::new(Phase::Pending, "NoStatus", None),
             Some(st) => {
-                let ready = work_ready_at(&p.bundle_conditions(st));
-                (
-                    if ready.is_some() {
-                        Phase::Ready
-                    } else {
-                        Phase::Progressing
-                    },
-                    work_state(ready),
-                    ready,
-                )
+                let ready = work_ready_at(&p.bundle_conditions(b, st));
+                Obj::new(work_phase(ready), work_state(ready), ready)
             }
-        };
-        hops.insert(
-            Hop::MaestroBundle,
-            TruthHop {
-                phase,
-                state: state.to_string(),
-                ready_at: ready_at.map(ts),
-            },
-        );
-
+        });
         // The nested views exist once the agent reported; they keep their
-        // last served content while the bundle is being deleted.
-        if let Some(st) = st {
-            let ready = work_ready_at(&p.mw_conditions(st));
-            hops.insert(
-                Hop::Manifestwork,
-                TruthHop {
-                    phase: if ready.is_some() {
-                        Phase::Ready
-                    } else {
-                        Phase::Progressing
-                    },
-                    state: work_state(ready).to_string(),
-                    ready_at: ready.map(ts),
-                },
-            );
-
-            let conds = p.hc_conditions(st);
-            let invalid = [
-                "ValidConfiguration",
-                "ValidReleaseImage",
-                "ValidReleaseInfo",
-            ]
-            .iter()
-            .any(|k| find(&conds, k).is_some_and(|c| !c.is_true()));
-            let available = find(&conds, "Available")
-                .filter(|c| c.is_true())
-                .map(|c| c.since);
-            hc_ready = available;
-            let phase = if invalid {
-                Phase::Failed
-            } else if available.is_some() {
-                Phase::Ready
-            } else {
-                Phase::Progressing
-            };
-            let (history, _, _) = p.hc_history(st);
-            hops.insert(
-                Hop::HostedCluster,
-                TruthHop {
-                    phase,
-                    state: history.to_string(),
-                    ready_at: available.map(ts),
-                },
-            );
-
-            let views: Vec<_> = p.pools.iter().map(|pool| p.np_view(pool, st)).collect();
-            let failed = views.iter().any(|v| {
-                [
+        // last served content while the bundle is being deleted. Before the
+        // first report the exporter cannot read them, and shows each object
+        // the bundle carries as unknown, `no_status`.
+        let Some(st) = st else {
+            works.push(Obj::new(Phase::Unknown, NO_STATUS, None));
+            match b.pool {
+                None => hosted.push(Obj::new(Phase::Unknown, NO_STATUS, None)),
+                Some(_) => pools.push(Obj::new(Phase::Unknown, NO_STATUS, None)),
+            }
+            continue;
+        };
+        let ready = work_ready_at(&p.mw_conditions(b, st));
+        works.push(Obj::new(work_phase(ready), work_state(ready), ready));
+        match b.pool {
+            None => {
+                hc_st = Some(st);
+                hosted.push(hosted_cluster(p, st));
+            }
+            Some(i) => {
+                let v = p.np_view(i, st);
+                let failed = [
                     "ValidReleaseImage",
                     "ValidPlatformImage",
                     "ValidMachineConfig",
                 ]
                 .iter()
-                .any(|k| find(&v.conditions, k).is_some_and(|c| !c.is_true()))
-            });
-            let ready = views.iter().all(|v| {
-                v.desired == 0
-                    || (find(&v.conditions, "Ready").is_some_and(|c| c.is_true())
-                        && v.ready == v.desired)
-            });
-            let phase = if failed {
-                Phase::Failed
-            } else if ready {
-                Phase::Ready
-            } else {
-                Phase::Progressing
-            };
-            let ready_at = ready
-                .then(|| {
-                    views
-                        .iter()
-                        .filter_map(|v| find(&v.conditions, "Ready").map(|c| c.since))
-                        .max()
-                })
-                .flatten();
-            let ready_nodes: i64 = views.iter().map(|v| v.ready).sum();
-            let desired: i64 = views.iter().map(|v| v.desired).sum();
-            hops.insert(
-                Hop::NodePool,
-                TruthHop {
-                    phase,
-                    state: format!("{ready_nodes}/{desired}"),
-                    ready_at: ready_at.map(ts),
-                },
-            );
+                .any(|k| find(&v.conditions, k).is_some_and(|c| !c.is_true()));
+                let ready_cond = find(&v.conditions, "Ready").filter(|c| c.is_true());
+                let ready = v.desired == 0 || (ready_cond.is_some() && v.ready == v.desired);
+                let phase = if failed {
+                    Phase::Failed
+                } else if ready {
+                    Phase::Ready
+                } else {
+                    Phase::Progressing
+                };
+                pool_nodes.0 += v.ready;
+                pool_nodes.1 += v.desired;
+                let ready_at = ready.then(|| ready_cond.map(|c| c.since)).flatten();
+                pools.push(Obj::new(phase, "", ready_at));
+            }
+        }
+    }
+    let hc_ready = hosted
+        .first()
+        .filter(|h| h.phase == Phase::Ready)
+        .and_then(|h| h.ready_at);
+    for (hop, objects) in [
+        (Hop::MaestroBundle, bundles),
+        (Hop::Manifestwork, works),
+        (Hop::HostedCluster, hosted),
+        (Hop::NodePool, pools),
+    ] {
+        if let Some(mut h) = aggregate(&objects) {
+            if hop == Hop::NodePool && h.phase != Phase::Unknown {
+                h.state = format!("{}/{}", pool_nodes.0, pool_nodes.1);
+            }
+            hops.insert(hop, h);
         }
     }
     if hops.is_empty() {
@@ -202,7 +166,7 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
     };
     let failed = reached(p.cs_error, tc)
         || reached(p.rp_failed, tc)
-        || st.is_some_and(|st| reached(p.hc_invalid_image, st));
+        || hc_st.is_some_and(|st| reached(p.hc_invalid_image, st));
 
     Some(TruthCluster {
         cluster_id: p.cluster_id.clone(),
@@ -218,7 +182,99 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
         fault: p.fault,
         management: BTreeMap::new(),
         management_faults: Default::default(),
+        expected_alert: p.fault.map(FaultKind::expected_alert),
     })
+}
+
+/// The `state` the exporter shows for a nested object whose bundle has no
+/// status yet.
+const NO_STATUS: &str = "no_status";
+
+/// One object of a hop.
+struct Obj {
+    phase: Phase,
+    state: String,
+    ready_at: Option<Ms>,
+}
+
+impl Obj {
+    fn new(phase: Phase, state: &str, ready_at: Option<Ms>) -> Obj {
+        Obj {
+            phase,
+            state: state.to_string(),
+            ready_at,
+        }
+    }
+}
+
+/// A hop of several objects, by the rule of docs/design.md §2.5 written
+/// out again: failed when one failed; deleting when all are; unknown when
+/// one is; ready when every live one is, since the last of them became
+/// ready; pending when every live one is; else progressing. `None` without
+/// objects.
+fn aggregate(objects: &[Obj]) -> Option<TruthHop> {
+    let first = objects.first()?;
+    let live: Vec<&Obj> = objects
+        .iter()
+        .filter(|o| o.phase != Phase::Deleting)
+        .collect();
+    let find = |phase: Phase| objects.iter().find(|o| o.phase == phase);
+    let hop = |phase: Phase, o: &Obj, ready_at: Option<Ms>| TruthHop {
+        phase,
+        state: o.state.clone(),
+        ready_at: ready_at.map(ts),
+    };
+    let last_ready = || live.iter().filter_map(|o| o.ready_at).max();
+    Some(if let Some(o) = find(Phase::Failed) {
+        hop(Phase::Failed, o, None)
+    } else if live.is_empty() {
+        hop(Phase::Deleting, first, None)
+    } else if let Some(o) = find(Phase::Unknown) {
+        hop(Phase::Unknown, o, None)
+    } else if live.iter().all(|o| o.phase == Phase::Ready) {
+        hop(Phase::Ready, live[0], last_ready())
+    } else if live.iter().all(|o| o.phase == Phase::Pending) {
+        hop(Phase::Pending, live[0], None)
+    } else {
+        let o = live
+            .iter()
+            .find(|o| o.phase == Phase::Progressing)
+            .or_else(|| live.iter().find(|o| o.phase != Phase::Ready))
+            .unwrap_or(&live[0]);
+        hop(Phase::Progressing, o, None)
+    })
+}
+
+/// The HostedCluster as its feedback shows it at status time `st`.
+fn hosted_cluster(p: &Plan, st: Ms) -> Obj {
+    let conds = p.hc_conditions(st);
+    let invalid = [
+        "ValidConfiguration",
+        "ValidReleaseImage",
+        "ValidReleaseInfo",
+    ]
+    .iter()
+    .any(|k| find(&conds, k).is_some_and(|c| !c.is_true()));
+    let available = find(&conds, "Available")
+        .filter(|c| c.is_true())
+        .map(|c| c.since);
+    let phase = if invalid {
+        Phase::Failed
+    } else if available.is_some() {
+        Phase::Ready
+    } else {
+        Phase::Progressing
+    };
+    let (history, _, _) = p.hc_history(st);
+    Obj::new(phase, history, available)
+}
+
+fn work_phase(ready: Option<Ms>) -> Phase {
+    if ready.is_some() {
+        Phase::Ready
+    } else {
+        Phase::Progressing
+    }
 }
 
 /// Work (bundle or ManifestWork) is ready when Applied and Available are both
@@ -247,6 +303,28 @@ impl FaultKind {
             FaultKind::NodePoolStuck => "node_pool_stuck",
             FaultKind::UnknownClustersServiceState => "unknown_clusters_service_state",
             FaultKind::UnknownProvisioningState => "unknown_provisioning_state",
+            FaultKind::NodePoolBundleNeverApplied => "node_pool_bundle_never_applied",
+            FaultKind::NotHandedOver => "not_handed_over",
+        }
+    }
+
+    /// The alert (in `alerts/`) an exporter reading this world should raise
+    /// for the fault: the one that names its cause most directly, where
+    /// several fire.
+    pub fn expected_alert(self) -> &'static str {
+        match self {
+            // OCM4001 fails the clusters_service hop.
+            FaultKind::ClustersServiceError => "HCPHopFailed",
+            // No status at all: nothing updates the bundle.
+            FaultKind::BundleNeverApplied
+            | FaultKind::MaestroStatusNotUpdated
+            | FaultKind::NodePoolBundleNeverApplied => "HCPMaestroStatusNotUpdated",
+            FaultKind::HostedClusterDegraded => "HCPHostedClusterDegraded",
+            FaultKind::NodePoolStuck => "HCPNodePoolBelowDesired",
+            FaultKind::UnknownClustersServiceState | FaultKind::UnknownProvisioningState => {
+                "HCPUnknownUpstreamValues"
+            }
+            FaultKind::NotHandedOver => "HCPCreationNotHandedOver",
         }
     }
 }
@@ -280,9 +358,15 @@ pub(crate) fn management(
         KubeMode::Aro => {
             let applied = reached(spec.manifestwork_applied_at)
                 .filter(|_| !faults.manifestwork_never_applied);
+            // The HostedCluster's work and one per pool; the first pool's
+            // never gets a status with its fault. Ready when all are.
+            let pool_work_stuck = applied.is_some()
+                && faults.node_pool_work_never_applied
+                && !spec.node_pools.is_empty();
             hops.insert(
                 Hop::Manifestwork,
                 match applied {
+                    Some(_) if pool_work_stuck => hop(Phase::Progressing, "NoStatus", None),
                     Some(at) => hop(Phase::Ready, "Available", Some(at)),
                     None => hop(Phase::Pending, "NoStatus", None),
                 },
@@ -339,12 +423,16 @@ pub(crate) fn management(
         },
     );
 
-    if !spec.node_pools.is_empty() {
+    // The first pool's NodePool never reaches the cluster when its work is
+    // never applied.
+    let skip = usize::from(spec.mode == KubeMode::Aro && faults.node_pool_work_never_applied);
+    let node_pools = spec.node_pools.get(skip..).unwrap_or_default();
+    if !node_pools.is_empty() {
         let mut ready_nodes = 0u64;
         let mut desired_nodes = 0u64;
         let mut all_ready = true;
         let mut last_ready: Option<Timestamp> = None;
-        for (_, desired, ready_at) in &spec.node_pools {
+        for (_, desired, ready_at) in node_pools {
             desired_nodes += u64::from(*desired);
             let ready = reached(*ready_at).filter(|_| !faults.node_pool_stuck_at_zero);
             match ready {

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::plan::{ENV, Ms, Plan, REGION, Shard};
+use super::plan::{BundlePlan, ENV, Ms, Plan, REGION, Shard};
 use super::state::{Cond, NodePoolView};
 
 /// Formats a time the way the upstream does: `digits` fractional digits
@@ -239,6 +239,7 @@ pub(crate) fn cs_status(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
 /// A Clusters Service cluster (`None` when it does not exist at `t`).
 pub(crate) fn cs_cluster(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
     let state = p.cs_state(t)?;
+    let created = p.cs_created?;
     let sub = &p.subscription_id;
     let rg = &p.resource_group;
     let mut api = json!({ "listening": "external" });
@@ -252,7 +253,7 @@ pub(crate) fn cs_cluster(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
         "name": p.name,
         "state": state,
         "status": Value::Object(cs_status_fields(state)),
-        "creation_timestamp": time(p.cs_created, 6),
+        "creation_timestamp": time(created, 6),
         "api": api,
         "autoscaler": {
             "kind": "ClusterAutoscaler",
@@ -357,53 +358,61 @@ fn release_image(p: &Plan) -> String {
     format!("release.example.com/ocp-release:{}-multi", p.version)
 }
 
-/// The ManifestWork the bundle carries: the HostedCluster and its NodePools,
-/// with feedback rules asking for their `.status` (and, for NodePools,
-/// `.spec.replicas` as an Integer, because desired replicas live in the spec).
-fn manifestwork(p: &Plan) -> Value {
+const SSA: &str = "maestro-agent";
+
+/// The ManifestWork bundle `b` carries: the HostedCluster, or one NodePool
+/// (ARO HCP places each in a work of its own), with feedback rules asking
+/// for its `.status` (and, for a NodePool, `.spec.replicas` as an Integer,
+/// because desired replicas live in the spec).
+fn manifestwork(p: &Plan, b: &BundlePlan) -> Value {
     let ns = p.hc_namespace();
-    let mut manifests = vec![json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1",
-        "kind": "HostedCluster",
-        "metadata": { "name": p.hc_name, "namespace": ns, "labels": labels(p) },
-        "spec": {
-            "clusterID": p.cluster_id,
-            "release": { "image": release_image(p) },
-            "platform": { "type": "Azure" }
-        }
-    })];
-    let mut configs = vec![json!({
-        "resourceIdentifier": { "group": "hypershift.openshift.io", "resource": "hostedclusters", "name": p.hc_name, "namespace": ns },
-        "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [{ "name": "status", "path": ".status" }] }],
-        "updateStrategy": { "type": "ServerSideApply", "serverSideApply": { "force": true, "fieldManager": "maestro-agent" } }
-    })];
-    for pool in &p.pools {
-        manifests.push(json!({
-            "apiVersion": "hypershift.openshift.io/v1beta1",
-            "kind": "NodePool",
-            "metadata": { "name": pool.name, "namespace": ns, "labels": labels(p) },
-            "spec": {
-                "clusterName": p.hc_name,
-                "replicas": pool.replicas,
-                "release": { "image": release_image(p) },
-                "management": { "autoRepair": true, "upgradeType": "Replace" },
-                "platform": { "type": "Azure" }
-            }
-        }));
-        configs.push(json!({
-            "resourceIdentifier": { "group": "hypershift.openshift.io", "resource": "nodepools", "name": pool.name, "namespace": ns },
-            "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [
-                { "name": "status", "path": ".status" },
-                { "name": "replicas", "path": ".spec.replicas" }
-            ] }],
-            "updateStrategy": { "type": "ServerSideApply", "serverSideApply": { "force": true, "fieldManager": "maestro-agent" } }
-        }));
-    }
+    let update = json!({ "type": "ServerSideApply", "serverSideApply": { "force": true, "fieldManager": SSA } });
+    let (manifest, config) = match b.pool.and_then(|i| p.pools.get(i)) {
+        None => (
+            json!({
+                "apiVersion": "hypershift.openshift.io/v1beta1",
+                "kind": "HostedCluster",
+                "metadata": { "name": p.hc_name, "namespace": ns, "labels": labels(p) },
+                "spec": {
+                    "clusterID": p.cluster_id,
+                    "release": { "image": release_image(p) },
+                    "platform": { "type": "Azure" }
+                }
+            }),
+            json!({
+                "resourceIdentifier": { "group": "hypershift.openshift.io", "resource": "hostedclusters", "name": p.hc_name, "namespace": ns },
+                "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [{ "name": "status", "path": ".status" }] }],
+                "updateStrategy": update
+            }),
+        ),
+        Some(pool) => (
+            json!({
+                "apiVersion": "hypershift.openshift.io/v1beta1",
+                "kind": "NodePool",
+                "metadata": { "name": pool.name, "namespace": ns, "labels": labels(p) },
+                "spec": {
+                    "clusterName": p.hc_name,
+                    "replicas": pool.replicas,
+                    "release": { "image": release_image(p) },
+                    "management": { "autoRepair": true, "upgradeType": "Replace" },
+                    "platform": { "type": "Azure" }
+                }
+            }),
+            json!({
+                "resourceIdentifier": { "group": "hypershift.openshift.io", "resource": "nodepools", "name": pool.name, "namespace": ns },
+                "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [
+                    { "name": "status", "path": ".status" },
+                    { "name": "replicas", "path": ".spec.replicas" }
+                ] }],
+                "updateStrategy": update
+            }),
+        ),
+    };
     json!({
         "apiVersion": "work.open-cluster-management.io/v1",
         "kind": "ManifestWork",
-        "metadata": { "name": p.cluster_id, "namespace": "local-cluster", "labels": labels(p) },
-        "spec": { "workload": { "manifests": manifests }, "manifestConfigs": configs }
+        "metadata": { "name": b.name, "namespace": "local-cluster", "labels": labels(p) },
+        "spec": { "workload": { "manifests": [manifest] }, "manifestConfigs": [config] }
     })
 }
 
@@ -466,78 +475,79 @@ fn np_status(v: &NodePoolView) -> Value {
     s
 }
 
-/// The inner ManifestWork `.status` (shape in docs/design.md §10.5) at status time `st`.
-pub(crate) fn mw_status(p: &Plan, st: Ms) -> Value {
-    let s = p.bundle_applied.unwrap_or(p.bundle_created);
+/// The `.status` of the ManifestWork bundle `b` carries (shape in
+/// docs/design.md §10.5) at status time `st`: its HostedCluster's or its
+/// NodePool's status feedback.
+pub(crate) fn mw_status(p: &Plan, b: &BundlePlan, st: Ms) -> Value {
+    let s = b.applied.unwrap_or(b.created);
     let ns = p.hc_namespace();
-    let mut manifests = vec![json!({
-        "resourceMeta": { "ordinal": 0, "group": "hypershift.openshift.io", "version": "v1beta1", "kind": "HostedCluster", "resource": "hostedclusters", "name": p.hc_name, "namespace": ns },
-        "statusFeedback": { "values": [{ "name": "status", "fieldValue": raw(&hc_status(p, st)) }] },
-        "conditions": manifest_conditions(s, Some(s), st),
-    })];
-    for (i, pool) in p.pools.iter().enumerate() {
-        let view = p.np_view(pool, st);
-        manifests.push(json!({
-            "resourceMeta": { "ordinal": i + 1, "group": "hypershift.openshift.io", "version": "v1beta1", "kind": "NodePool", "resource": "nodepools", "name": pool.name, "namespace": ns },
+    let manifest = match b.pool.and_then(|i| p.pools.get(i).map(|pool| (i, pool))) {
+        None => json!({
+            "resourceMeta": { "ordinal": 0, "group": "hypershift.openshift.io", "version": "v1beta1", "kind": "HostedCluster", "resource": "hostedclusters", "name": p.hc_name, "namespace": ns },
+            "statusFeedback": { "values": [{ "name": "status", "fieldValue": raw(&hc_status(p, st)) }] },
+            "conditions": manifest_conditions(s, Some(s), st),
+        }),
+        Some((i, pool)) => json!({
+            "resourceMeta": { "ordinal": 0, "group": "hypershift.openshift.io", "version": "v1beta1", "kind": "NodePool", "resource": "nodepools", "name": pool.name, "namespace": ns },
             "statusFeedback": { "values": [
-                { "name": "status", "fieldValue": raw(&np_status(&view)) },
+                { "name": "status", "fieldValue": raw(&np_status(&p.np_view(i, st))) },
                 // Desired replicas are spec, not status: a second JSONPaths
                 // rule (`.spec.replicas`) feeds them back as an Integer.
                 { "name": "replicas", "fieldValue": { "type": "Integer", "integer": pool.replicas } }
             ] },
             "conditions": manifest_conditions(s, Some(s), st),
-        }));
-    }
+        }),
+    };
     json!({
-        "conditions": k8s_conditions(&p.mw_conditions(st), true),
-        "resourceStatus": { "manifests": manifests },
+        "conditions": k8s_conditions(&p.mw_conditions(b, st), true),
+        "resourceStatus": { "manifests": [manifest] },
     })
 }
 
-/// A Maestro ResourceBundle (`None` when it does not exist at `t`).
-pub(crate) fn bundle(p: &Plan, t: Ms) -> Option<Value> {
-    if !p.bundle_exists(t) {
+/// Maestro ResourceBundle `b` of plan `p` (`None` when it does not exist at `t`).
+pub(crate) fn bundle(p: &Plan, b: &BundlePlan, t: Ms) -> Option<Value> {
+    if !p.bundle_exists(b, t) {
         return None;
     }
-    let updated = p.updated_at(t);
-    let status = match p.status_time(t) {
+    let updated = p.updated_at(b, t);
+    let status = match p.status_time(b, t) {
         None => Value::Null,
         Some(st) => {
-            let s = p.bundle_applied.unwrap_or(p.bundle_created);
+            let s = b.applied.unwrap_or(b.created);
             json!({
                 "ObservedVersion": 1,
                 // Maestro's sequence ids are snowflake-like decimal strings.
                 "SequenceID": ((updated as u64) << 16 | (p.index & 0xffff)).to_string(),
-                "conditions": k8s_conditions(&p.bundle_conditions(st), true),
+                "conditions": k8s_conditions(&p.bundle_conditions(b, st), true),
                 "resourceStatus": [{
-                    "resourceMeta": { "ordinal": 0, "group": "work.open-cluster-management.io", "version": "v1", "kind": "ManifestWork", "resource": "manifestworks", "name": p.cluster_id, "namespace": "local-cluster" },
-                    "conditions": manifest_conditions(s, p.bundle_available, st),
-                    "statusFeedback": { "values": [{ "name": "status", "fieldValue": raw(&mw_status(p, st)) }] }
+                    "resourceMeta": { "ordinal": 0, "group": "work.open-cluster-management.io", "version": "v1", "kind": "ManifestWork", "resource": "manifestworks", "name": b.name, "namespace": "local-cluster" },
+                    "conditions": manifest_conditions(s, b.available, st),
+                    "statusFeedback": { "values": [{ "name": "status", "fieldValue": raw(&mw_status(p, b, st)) }] }
                 }]
             })
         }
     };
-    let mut b = json!({
-        "id": p.bundle_id,
+    let mut out = json!({
+        "id": b.id,
         "kind": "ResourceBundle",
-        "href": format!("/api/maestro/v1/resource-bundles/{}", p.bundle_id),
-        "name": p.cluster_id,
+        "href": format!("/api/maestro/v1/resource-bundles/{}", b.id),
+        "name": b.name,
         "consumer_name": p.shard().consumer_name,
         "version": 1,
-        "created_at": time(p.bundle_created, 6),
+        "created_at": time(b.created, 6),
         "updated_at": time(updated, 6),
-        "metadata": { "name": p.cluster_id, "labels": labels(p), "creationTimestamp": time(p.bundle_created, 0) },
-        "manifests": [manifestwork(p)],
+        "metadata": { "name": b.name, "labels": labels(p), "creationTimestamp": time(b.created, 0) },
+        "manifests": [manifestwork(p, b)],
         "manifest_configs": [{
-            "resourceIdentifier": { "group": "work.open-cluster-management.io", "resource": "manifestworks", "name": p.cluster_id, "namespace": "local-cluster" },
+            "resourceIdentifier": { "group": "work.open-cluster-management.io", "resource": "manifestworks", "name": b.name, "namespace": "local-cluster" },
             "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [{ "name": "status", "path": ".status" }] }],
-            "updateStrategy": { "type": "ServerSideApply", "serverSideApply": { "force": true, "fieldManager": "maestro-agent" } }
+            "updateStrategy": { "type": "ServerSideApply", "serverSideApply": { "force": true, "fieldManager": SSA } }
         }],
         "delete_option": { "propagationPolicy": "Foreground" },
         "status": status,
     });
     if let Some(d) = p.bundle_deleted_at(t) {
-        b["deleted_at"] = json!(time(d, 6));
+        out["deleted_at"] = json!(time(d, 6));
     }
-    Some(b)
+    Some(out)
 }

@@ -23,9 +23,18 @@
 //! - A failed request fails the sync (`hcpflow_source_up` 0), delivers
 //!   nothing, and the poller retries with backoff.
 //! - Only objects whose view changed are sent, except on full relists.
-//! - A bundle whose feedback cannot be read keeps its nested hops' last good
-//!   state (counted under `statusFeedback.jsonRaw`); nested objects go only
-//!   when the bundle goes or a readable feedback no longer shows them.
+//! - Every bundle is its own object of hop `maestro_bundle`, keyed by its
+//!   name (else its id); the objects nested in it are keyed like the kube
+//!   watches key them: the ManifestWork by name, each NodePool by name, the
+//!   HostedCluster as the hop's one object (docs/design.md §2.5). A cluster
+//!   has several bundles in ARO HCP (the HostedCluster's, one per NodePool).
+//! - A bundle whose feedback is absent (`status` null, no feedback value)
+//!   or cannot be read (counted under `statusFeedback.jsonRaw` /
+//!   `statusFeedback.fieldValue.type`) carries the error `no_status` /
+//!   `feedback_unreadable`; its nested objects keep their last good state,
+//!   and those never read are shown `unknown` so their hops exist and age.
+//!   Nested objects go only when the bundle goes or a readable feedback no
+//!   longer shows them.
 //! - Phases are read by `crate::views`, the same functions the kube watches
 //!   use, and never from a clock: a HostedCluster Degraded past its budget is
 //!   the model's to fail (docs/design.md §3.4).
@@ -45,7 +54,7 @@ use crate::sources::http::{
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 use crate::views::hosted_cluster::{self, HostedClusterStatus};
 use crate::views::node_pool::{self, NodePoolStatus};
-use crate::views::work::{self, ManifestCondition, WorkStatus};
+use crate::views::work::{self, FeedbackError, ManifestCondition, WorkStatus};
 use crate::views::{WireCondition, conditions, null_default, parse_time};
 use tracing::Instrument;
 
@@ -80,9 +89,27 @@ pub struct ResourceBundle {
     pub deleted_at: Option<String>,
     #[serde(default)]
     pub metadata: Option<BundleMetadata>,
+    /// What the bundle carries (the ManifestWork and the objects in it),
+    /// kept raw: read only when the feedback cannot say which objects the
+    /// bundle should fill, and then leniently (see [`expected_objects`]).
+    #[serde(default)]
+    pub manifests: Option<Box<serde_json::value::RawValue>>,
     /// `null` until the agent reported.
     #[serde(default)]
     pub status: Option<BundleStatus>,
+}
+
+impl ResourceBundle {
+    /// The bundle's object key in hop `maestro_bundle`: its `name` (the
+    /// ManifestWork's, unique per consumer and meaningful to an SRE), else
+    /// its id (docs/design.md §2.5).
+    pub fn object(&self) -> &str {
+        self.name
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&self.id)
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -102,21 +129,115 @@ pub struct BundleStatus {
     pub resource_status: Vec<ManifestCondition>,
 }
 
+/// One manifest of a bundle (or of the ManifestWork inside it): the fields
+/// that say which objects the bundle carries.
+#[derive(Debug, Default, Deserialize)]
+struct CarriedManifest {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Option<CarriedMeta>,
+    #[serde(default)]
+    spec: Option<CarriedSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CarriedMeta {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CarriedSpec {
+    #[serde(default)]
+    workload: Option<CarriedWorkload>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CarriedWorkload {
+    #[serde(default, deserialize_with = "null_default")]
+    manifests: Vec<CarriedManifest>,
+}
+
+impl CarriedManifest {
+    fn kind(&self) -> &str {
+        self.kind.as_deref().unwrap_or("")
+    }
+
+    fn name(&self) -> &str {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.name.as_deref())
+            .unwrap_or("")
+    }
+}
+
+/// One object of a nested hop: the hop and the object's key in it.
+type NestedKey = (Hop, String);
+
+/// The objects a bundle's feedback should fill, from what the bundle
+/// carries: each `ManifestWork` (hop `manifestwork`, by name) and, inside
+/// it, the `HostedCluster` (hop `hosted_cluster`, the hop's one object) and
+/// each `NodePool` (hop `node_pool`, by name). Empty when the bundle does
+/// not say (no `manifests`, or a shape this reader does not know, counted).
+pub fn expected_objects(
+    bundle: &ResourceBundle,
+    unknown: &mut Vec<UnknownValue>,
+) -> Vec<(Hop, String)> {
+    let Some(raw) = bundle.manifests.as_deref() else {
+        return Vec::new();
+    };
+    let manifests: Vec<CarriedManifest> = match serde_json::from_str::<Option<_>>(raw.get()) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(err) => {
+            unknown.push(UnknownValue {
+                field: "manifests",
+                value: err.to_string(),
+            });
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for work in manifests.iter().filter(|m| m.kind() == "ManifestWork") {
+        out.push((Hop::Manifestwork, work.name().to_string()));
+        let inner = work
+            .spec
+            .as_ref()
+            .and_then(|s| s.workload.as_ref())
+            .map(|w| w.manifests.as_slice())
+            .unwrap_or_default();
+        for m in inner {
+            match m.kind() {
+                "HostedCluster" => out.push((Hop::HostedCluster, String::new())),
+                "NodePool" => out.push((Hop::NodePool, m.name().to_string())),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// What one bundle says.
 #[derive(Debug, Default)]
 pub struct ParsedBundle {
     /// `None`: the bundle has no cluster id label and was skipped.
     pub cluster_id: Option<String>,
     pub observations: Vec<Observation>,
+    /// Objects the bundle carries that its feedback could not fill, as
+    /// `unknown` views: shown only where no good reading was ever seen
+    /// ([`Tracker::update_with_fallbacks`]).
+    pub placeholders: Vec<Observation>,
     /// False when part of the nested feedback could not be read: the nested
     /// hops not shown keep their last good state.
     pub nested_complete: bool,
+    /// Why, when the nested feedback was not complete (also the bundle's
+    /// `error` unless the bundle itself failed).
+    pub feedback_error: Option<FeedbackError>,
     pub updated_at: Option<Timestamp>,
 }
 
 /// Decode the `status` JsonRaw feedback of a manifest. `Ok(None)`: no
-/// feedback yet (normal early on). `Err(())`: present but unreadable,
-/// counted.
+/// feedback (normal early on). `Err(())`: present but unreadable, counted.
 fn json_feedback<T: serde::de::DeserializeOwned>(
     m: &ManifestCondition,
     unknown: &mut Vec<UnknownValue>,
@@ -154,9 +275,155 @@ fn observation(cluster_id: &str, hop: Hop, via: Via, object: &str, view: HopView
     }
 }
 
-/// Turn one bundle into its observations: the bundle hop, and the hops its
-/// nested feedback shows, each read by the same view as a kube watch reads
-/// the object.
+/// What the nested feedback of one bundle gave: the readings, the objects
+/// it showed, and what went wrong (for the whole work, or per object).
+#[derive(Default)]
+struct Nested {
+    observations: Vec<Observation>,
+    shown: Vec<NestedKey>,
+    /// The work's own feedback is missing or unreadable: nothing inside it
+    /// could be read.
+    work_error: Option<FeedbackError>,
+    /// Objects inside a readable work whose own feedback was not.
+    object_errors: Vec<(NestedKey, FeedbackError)>,
+}
+
+impl Nested {
+    fn push(&mut self, cluster_id: &str, hop: Hop, object: &str, view: HopView) {
+        self.shown.push((hop, object.to_string()));
+        self.observations
+            .push(observation(cluster_id, hop, Via::Maestro, object, view));
+    }
+
+    fn error(&self) -> Option<FeedbackError> {
+        self.object_errors
+            .iter()
+            .map(|(_, e)| *e)
+            .chain(self.work_error)
+            .reduce(FeedbackError::worst)
+    }
+
+    /// Why `key` was not shown: its own error, the work's, or (a readable
+    /// work that does not list a manifest the bundle carries) no status.
+    fn error_of(&self, key: &NestedKey) -> FeedbackError {
+        self.object_errors
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| *e)
+            .or(self.work_error)
+            .unwrap_or(FeedbackError::NoStatus)
+    }
+}
+
+fn feedback_result<T>(r: Result<Option<T>, ()>) -> Result<T, FeedbackError> {
+    match r {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(FeedbackError::NoStatus),
+        Err(()) => Err(FeedbackError::Unreadable),
+    }
+}
+
+/// Read the ManifestWork feedback of a bundle's status and the HostedCluster
+/// and NodePool feedback inside it (docs/design.md §2.6).
+fn read_nested(
+    cluster_id: &str,
+    work_name: &str,
+    status: &BundleStatus,
+    deleting: bool,
+    updated_at: Option<Timestamp>,
+    unknown: &mut Vec<UnknownValue>,
+) -> Nested {
+    let mut nested = Nested::default();
+    let Some(work_manifest) = status
+        .resource_status
+        .iter()
+        .find(|m| m.kind() == "ManifestWork")
+    else {
+        nested.work_error = Some(FeedbackError::NoStatus);
+        return nested;
+    };
+    let work: WorkStatus = match feedback_result(json_feedback(work_manifest, unknown)) {
+        Ok(work) => work,
+        Err(e) => {
+            nested.work_error = Some(e);
+            return nested;
+        }
+    };
+    // The work's own name; a bundle is named after the work it carries, so
+    // that is the fallback when the feedback does not say.
+    let work_name = work_manifest
+        .resource_meta
+        .as_ref()
+        .and_then(|m| m.name.as_deref())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(work_name)
+        .to_string();
+    let work_conditions = conditions::read(&work.conditions, unknown);
+    let work_deleting = deleting || work::deleting_condition(&work_conditions);
+    let mut work_view = work::read(work_conditions, work_deleting);
+    work_view.updated_at = updated_at;
+    nested.push(cluster_id, Hop::Manifestwork, &work_name, work_view);
+
+    let manifests = work
+        .resource_status
+        .map(|r| r.manifests)
+        .unwrap_or_default();
+    for manifest in &manifests {
+        let meta = manifest.resource_meta.clone().unwrap_or_default();
+        match manifest.kind() {
+            "HostedCluster" => {
+                match feedback_result(json_feedback::<HostedClusterStatus>(manifest, unknown)) {
+                    Ok(hc) => {
+                        // Feedback carries the status only: the
+                        // HasBeenAvailable annotation is not visible this
+                        // way, the history is.
+                        let reading =
+                            hosted_cluster::read(Some(&hc), work_deleting, false, unknown);
+                        let mut view = reading.view;
+                        view.updated_at = updated_at;
+                        view.identity.namespace = meta.namespace.filter(|n| !n.is_empty());
+                        view.identity.version = reading.version;
+                        nested.push(cluster_id, Hop::HostedCluster, "", view);
+                    }
+                    Err(e) => nested
+                        .object_errors
+                        .push(((Hop::HostedCluster, String::new()), e)),
+                }
+            }
+            "NodePool" => {
+                let name = meta.name.unwrap_or_default();
+                match feedback_result(json_feedback::<NodePoolStatus>(manifest, unknown)) {
+                    Ok(np) => {
+                        let desired = manifest
+                            .feedback("replicas")
+                            .filter(|v| v.kind == "Integer")
+                            .and_then(|v| {
+                                node_pool::count(v.integer, "statusFeedback.replicas", unknown)
+                            });
+                        let mut view = node_pool::read(Some(&np), work_deleting, desired, unknown);
+                        view.updated_at = updated_at;
+                        nested.push(cluster_id, Hop::NodePool, &name, view);
+                    }
+                    Err(e) => nested.object_errors.push(((Hop::NodePool, name), e)),
+                }
+            }
+            _ => {}
+        }
+    }
+    nested
+}
+
+/// Longest message kept in a feedback error: it names the bundle and the
+/// failure, never copies upstream text at length.
+const MAX_FEEDBACK_MESSAGE: usize = 200;
+
+/// Turn one bundle into its observations: the bundle hop (object: its
+/// name), and the hops its nested feedback shows (the ManifestWork by name,
+/// the HostedCluster, each NodePool by name), each read by the same view as
+/// a kube watch reads the object. When the feedback is absent or cannot be
+/// read, the bundle carries the error (`no_status`, `feedback_unreadable`)
+/// and each object it should have filled gets a placeholder `unknown` view
+/// (docs/design.md §2.6).
 pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) -> ParsedBundle {
     let updated_at = parse_time(bundle.updated_at.as_deref(), "updated_at", unknown);
     let cluster_id = bundle
@@ -177,104 +444,98 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
         };
     };
     let deleting = bundle.deleted_at.as_deref().is_some_and(|d| !d.is_empty());
-    let status = bundle.status.clone().unwrap_or_default();
-    let mut bundle_view = work::read(conditions::read(&status.conditions, unknown), deleting);
+    let wire_conditions = bundle
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    let mut bundle_view = work::read(conditions::read(wire_conditions, unknown), deleting);
     bundle_view.created_at = parse_time(bundle.created_at.as_deref(), "created_at", unknown);
     bundle_view.updated_at = updated_at;
-    let mut parsed = ParsedBundle {
-        cluster_id: Some(cluster_id.to_string()),
-        observations: vec![observation(
+
+    let nested = match &bundle.status {
+        Some(status) => read_nested(
             cluster_id,
-            Hop::MaestroBundle,
-            Via::Direct,
-            &bundle.id,
-            bundle_view,
-        )],
-        nested_complete: true,
-        updated_at,
+            bundle.object(),
+            status,
+            deleting,
+            updated_at,
+            unknown,
+        ),
+        None => Nested {
+            work_error: Some(FeedbackError::NoStatus),
+            ..Nested::default()
+        },
     };
-
-    let Some(work_manifest) = status
-        .resource_status
+    let expected = expected_objects(bundle, unknown);
+    let missing: Vec<&NestedKey> = expected
         .iter()
-        .find(|m| m.kind() == "ManifestWork")
-    else {
-        return parsed;
+        .filter(|k| !nested.shown.contains(k))
+        .collect();
+    let feedback_error = match (nested.error(), missing.is_empty()) {
+        (Some(e), _) => Some(e),
+        (None, false) => Some(FeedbackError::NoStatus),
+        (None, true) => None,
     };
-    let work: WorkStatus = match json_feedback(work_manifest, unknown) {
-        Ok(Some(work)) => work,
-        // No feedback yet (the agent has not synced it) or unreadable
-        // feedback: nothing nested to say, and nothing nested to take back.
-        Ok(None) | Err(()) => {
-            parsed.nested_complete = false;
-            return parsed;
+    let mut placeholders = Vec::new();
+    if let Some(e) = feedback_error {
+        // A failed bundle keeps its failure as its error: that is what an
+        // SRE must act on first; the feedback error still shows in the
+        // nested objects' state.
+        if bundle_view.error.is_none() {
+            let what = match e {
+                FeedbackError::NoStatus => "has no status for",
+                FeedbackError::Unreadable => "has unreadable status feedback for",
+            };
+            let objects: Vec<String> = missing
+                .iter()
+                .map(|(hop, name)| match name.as_str() {
+                    "" => hop.as_str().to_string(),
+                    name => format!("{hop} {name}"),
+                })
+                .collect();
+            let message = if objects.is_empty() {
+                format!("bundle {} {what} the objects it carries", bundle.object())
+            } else {
+                format!("bundle {} {what} {}", bundle.object(), objects.join(", "))
+            };
+            bundle_view.error = Some(e.error(&bounded(&message, MAX_FEEDBACK_MESSAGE)));
         }
-    };
-    let work_conditions = conditions::read(&work.conditions, unknown);
-    let work_deleting = deleting || work::deleting_condition(&work_conditions);
-    let mut work_view = work::read(work_conditions, work_deleting);
-    work_view.updated_at = updated_at;
-    parsed.observations.push(observation(
-        cluster_id,
-        Hop::Manifestwork,
-        Via::Maestro,
-        "",
-        work_view,
-    ));
-
-    let manifests = work
-        .resource_status
-        .map(|r| r.manifests)
-        .unwrap_or_default();
-    for manifest in &manifests {
-        let meta = manifest.resource_meta.clone().unwrap_or_default();
-        match manifest.kind() {
-            "HostedCluster" => match json_feedback::<HostedClusterStatus>(manifest, unknown) {
-                Ok(Some(hc)) => {
-                    // Feedback carries the status only: the HasBeenAvailable
-                    // annotation is not visible this way, the history is.
-                    let reading = hosted_cluster::read(Some(&hc), work_deleting, false, unknown);
-                    let mut view = reading.view;
-                    view.updated_at = updated_at;
-                    view.identity.namespace = meta.namespace.filter(|n| !n.is_empty());
-                    view.identity.version = reading.version;
-                    parsed.observations.push(observation(
-                        cluster_id,
-                        Hop::HostedCluster,
-                        Via::Maestro,
-                        "",
-                        view,
-                    ));
-                }
-                Ok(None) | Err(()) => parsed.nested_complete = false,
-            },
-            "NodePool" => {
-                let name = meta.name.unwrap_or_default();
-                match json_feedback::<NodePoolStatus>(manifest, unknown) {
-                    Ok(Some(np)) => {
-                        let desired = manifest
-                            .feedback("replicas")
-                            .filter(|v| v.kind == "Integer")
-                            .and_then(|v| {
-                                node_pool::count(v.integer, "statusFeedback.replicas", unknown)
-                            });
-                        let mut view = node_pool::read(Some(&np), work_deleting, desired, unknown);
-                        view.updated_at = updated_at;
-                        parsed.observations.push(observation(
-                            cluster_id,
-                            Hop::NodePool,
-                            Via::Maestro,
-                            &name,
-                            view,
-                        ));
-                    }
-                    Ok(None) | Err(()) => parsed.nested_complete = false,
-                }
-            }
-            _ => {}
+        for key in missing {
+            let mut view = nested.error_of(key).unread_object(bundle_view.created_at);
+            view.updated_at = updated_at;
+            let (hop, object) = key;
+            placeholders.push(observation(cluster_id, *hop, Via::Maestro, object, view));
         }
     }
-    parsed
+    let mut observations = vec![observation(
+        cluster_id,
+        Hop::MaestroBundle,
+        Via::Direct,
+        bundle.object(),
+        bundle_view,
+    )];
+    observations.extend(nested.observations);
+    ParsedBundle {
+        cluster_id: Some(cluster_id.to_string()),
+        observations,
+        placeholders,
+        nested_complete: feedback_error.is_none(),
+        feedback_error,
+        updated_at,
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary.
+fn bounded(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
 }
 
 /// Parse a list of raw bundles (pure; for tests and one-shot reads).
@@ -286,6 +547,8 @@ pub fn parse_items(items: Vec<http::RawItem>) -> Parsed {
         {
             let b = parse_bundle(&bundle, &mut parsed.unknown);
             parsed.observations.extend(b.observations);
+            // Nothing was seen before a one-shot read: every placeholder applies.
+            parsed.observations.extend(b.placeholders);
         }
     }
     parsed
@@ -457,9 +720,7 @@ impl MaestroSource {
                 .map(str::to_string)
                 .collect();
             let vanished = self.guard.filter(&self.ctx, KIND, known, missing);
-            for owner in vanished {
-                self.tracker.remove(&owner, &mut out);
-            }
+            self.tracker.remove_vanished(&vanished, &mut out);
         }
         if kind == PollKind::Full {
             self.synced = true;
@@ -489,7 +750,12 @@ impl MaestroSource {
             partial: !parsed.nested_complete,
             ..mode
         };
-        self.tracker
-            .update(&bundle.id, parsed.observations, mode, out);
+        self.tracker.update_with_fallbacks(
+            &bundle.id,
+            parsed.observations,
+            parsed.placeholders,
+            mode,
+            out,
+        );
     }
 }

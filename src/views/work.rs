@@ -2,11 +2,12 @@
 //! also what a Maestro resource bundle carries, and the manifest list whose
 //! status feedback nests the HostedCluster's and NodePools' own status.
 
+use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::conditions::{self, WireCondition, find, is_true, transition_of, true_condition};
 use super::null_default;
-use crate::model::{Condition, ConditionStatus, HopView, Phase};
+use crate::model::{Condition, ConditionStatus, HopError, HopView, Phase};
 
 /// Reasons the work agent uses when applying a manifest failed.
 pub const APPLY_FAILURE_REASONS: [&str; 3] = [
@@ -182,6 +183,64 @@ pub fn read(conditions: Vec<Condition>, deleting: bool) -> HopView {
     }
 }
 
+/// Why the status feedback a bundle should carry could not fill the hops
+/// nested in it (docs/design.md §2.6). A closed set: its code is the
+/// bundle's `HopError.code` in the JSON and the `code` label of
+/// `hcpflow_hop_feedback_error_info`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FeedbackError {
+    /// No status where one should be: the bundle's `status` is null, or
+    /// its ManifestWork (or a HostedCluster / NodePool inside it) has no
+    /// `status` feedback value, or does not show a manifest the bundle
+    /// carries.
+    NoStatus,
+    /// A feedback value is there but cannot be read: a `jsonRaw` that does
+    /// not parse as the status it should be, or a value of another type.
+    Unreadable,
+}
+
+impl FeedbackError {
+    pub const ALL: [FeedbackError; 2] = [FeedbackError::NoStatus, FeedbackError::Unreadable];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            FeedbackError::NoStatus => "no_status",
+            FeedbackError::Unreadable => "feedback_unreadable",
+        }
+    }
+
+    /// The variant whose [`code`](Self::code) this is.
+    pub fn from_code(code: &str) -> Option<FeedbackError> {
+        FeedbackError::ALL.into_iter().find(|e| e.code() == code)
+    }
+
+    /// Of two problems in one bundle, the one to report: unreadable data is
+    /// a fault somewhere, a missing status may only be early.
+    pub fn worst(self, other: FeedbackError) -> FeedbackError {
+        self.max(other)
+    }
+
+    /// The bundle's error; `detail` says where (bounded by the caller).
+    pub fn error(self, detail: &str) -> HopError {
+        HopError {
+            code: self.code().to_string(),
+            message: detail.to_string(),
+        }
+    }
+
+    /// The facts of an object a bundle carries whose status its feedback
+    /// could not give and of which no good reading was ever seen: phase
+    /// `unknown`, the code as `state`, since `since` (the bundle's
+    /// creation: the object has been unknown at least that long). It exists
+    /// so the hop exists and ages, and the stuck-hop alert can fire for it.
+    pub fn unread_object(self, since: Option<Timestamp>) -> HopView {
+        HopView {
+            since,
+            ..HopView::new(self.code(), Phase::Unknown)
+        }
+    }
+}
+
 /// The `Deleting` condition a work agent sets while removing a work.
 pub fn deleting_condition(conditions: &[Condition]) -> bool {
     find(conditions, "Deleting").is_some_and(|c| c.status == ConditionStatus::True)
@@ -280,5 +339,22 @@ mod tests {
             );
             assert_eq!(state(&conditions, deleting), want_state, "{conditions:?}");
         }
+    }
+
+    #[test]
+    fn feedback_error_codes_are_a_closed_set() {
+        for e in FeedbackError::ALL {
+            assert_eq!(FeedbackError::from_code(e.code()), Some(e));
+            let view = e.unread_object(None);
+            assert_eq!(
+                (view.phase, view.state.as_str()),
+                (Phase::Unknown, e.code())
+            );
+        }
+        assert_eq!(FeedbackError::from_code("OCM4001"), None);
+        assert_eq!(
+            FeedbackError::NoStatus.worst(FeedbackError::Unreadable),
+            FeedbackError::Unreadable
+        );
     }
 }

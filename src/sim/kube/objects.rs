@@ -37,6 +37,9 @@ pub struct KubeClusterFaults {
     pub managed_cluster_never_joins: bool,
     /// Every NodePool stays at 0 nodes, never Ready.
     pub node_pool_stuck_at_zero: bool,
+    /// ARO: the first pool's ManifestWork never gets a status, so that
+    /// NodePool never exists on the management cluster.
+    pub node_pool_work_never_applied: bool,
     /// With `hosted_cluster_degraded`: how long after the management side
     /// starts the HostedCluster turns Degraded (unset: [`DEGRADED_AFTER`]).
     pub degraded_after: Option<SignedDuration>,
@@ -103,6 +106,16 @@ impl KubeClusterSpec {
     /// Name of a pool's NodePool object (unique in a shared namespace).
     pub fn node_pool_object_name(&self, pool: &str) -> String {
         format!("{}-{}", self.name, pool)
+    }
+
+    /// ARO: name of the ManifestWork carrying the HostedCluster (`<id>`),
+    /// or a pool's NodePool (`<id>-<pool>`): ARO HCP places each in a work
+    /// of its own (docs/design.md §11.1), named alike on the Maestro side.
+    pub fn manifestwork_name(&self, pool: Option<&str>) -> String {
+        match pool {
+            None => self.cluster_id.clone(),
+            Some(pool) => format!("{}-{}", self.cluster_id, pool),
+        }
     }
 
     /// When the management side starts: the ManifestWork applied (ARO), or
@@ -192,20 +205,25 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     let labels = spec.aro_labels();
     if spec.mode == KubeMode::Aro {
         let applied = reached(spec.started_at(), now);
-        let status = match applied {
-            Some(at) => json!({"conditions": [
-                condition("Applied", true, "AppliedManifestWorkComplete", "Apply manifest work complete", at),
-                condition("Available", true, "ResourcesAvailable", "All resources are available", at),
-            ]}),
-            None => json!({}),
-        };
-        out.push(json!({
-            "apiVersion": "work.open-cluster-management.io/v1",
-            "kind": "ManifestWork",
-            "metadata": metadata(&spec.cluster_id, Some("local-cluster"), &labels, spec.created_at),
-            "spec": {"workload": {"manifests": []}},
-            "status": status,
-        }));
+        let works = std::iter::once(None).chain(spec.node_pools.iter().map(|(p, _, _)| Some(p)));
+        for (i, pool) in works.enumerate() {
+            let stuck = i == 1 && spec.faults.node_pool_work_never_applied;
+            let status = match applied.filter(|_| !stuck) {
+                Some(at) => json!({"conditions": [
+                    condition("Applied", true, "AppliedManifestWorkComplete", "Apply manifest work complete", at),
+                    condition("Available", true, "ResourcesAvailable", "All resources are available", at),
+                ]}),
+                None => json!({}),
+            };
+            let name = spec.manifestwork_name(pool.map(String::as_str));
+            out.push(json!({
+                "apiVersion": "work.open-cluster-management.io/v1",
+                "kind": "ManifestWork",
+                "metadata": metadata(&name, Some("local-cluster"), &labels, spec.created_at),
+                "spec": {"workload": {"manifests": []}},
+                "status": status,
+            }));
+        }
     }
     let Some(start) = reached(spec.started_at(), now) else {
         return out;
@@ -213,7 +231,9 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     out.push(hosted_cluster(spec, &labels, start, now));
     out.extend(control_plane(spec, start, now));
     out.push(managed_cluster(spec, start, now));
-    for (pool, desired, ready_at) in &spec.node_pools {
+    // The first pool's NodePool never arrives when its work is not applied.
+    let skip = usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
+    for (pool, desired, ready_at) in spec.node_pools.iter().skip(skip) {
         out.push(node_pool(
             spec, &labels, pool, *desired, *ready_at, start, now,
         ));

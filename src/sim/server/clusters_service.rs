@@ -55,7 +55,7 @@ fn cs_field<'a>(p: &'a Plan, state: &'static str) -> impl Fn(&str) -> SVal<'a> +
         "azure.subscription_id" => SVal::Str(&p.subscription_id),
         "azure.resource_group_name" => SVal::Str(&p.resource_group),
         "region.id" => SVal::Str(crate::sim::plan::REGION),
-        "creation_timestamp" => SVal::Time(p.cs_created),
+        "creation_timestamp" => p.cs_created.map_or(SVal::Null, SVal::Time),
         _ => SVal::Null,
     }
 }

@@ -11,7 +11,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::shared::{json_response, page_of, paging, param, query_pairs, respond};
-use crate::sim::plan::{Ms, Plan, SHARDS};
+use crate::sim::plan::{BundlePlan, Ms, Plan, SHARDS};
 use crate::sim::search::{Kind, Search, Value as SVal};
 use crate::sim::wire;
 use crate::sim::{Api, World};
@@ -25,14 +25,14 @@ fn maestro_kind(field: &str) -> Option<Kind> {
     }
 }
 
-fn maestro_field<'a>(p: &'a Plan, now: Ms) -> impl Fn(&str) -> SVal<'a> + 'a {
+fn maestro_field<'a>(p: &'a Plan, b: &'a BundlePlan, now: Ms) -> impl Fn(&str) -> SVal<'a> + 'a {
     move |f| match f {
-        "id" => SVal::Str(&p.bundle_id),
-        "name" => SVal::Str(&p.cluster_id),
+        "id" => SVal::Str(&b.id),
+        "name" => SVal::Str(&b.name),
         "consumer_name" => SVal::Str(p.shard().consumer_name),
         "version" => SVal::Int(1),
-        "created_at" => SVal::Time(p.bundle_created),
-        "updated_at" => SVal::Time(p.updated_at(now)),
+        "created_at" => SVal::Time(b.created),
+        "updated_at" => SVal::Time(p.updated_at(b, now)),
         "deleted_at" => p.bundle_deleted_at(now).map_or(SVal::Null, SVal::Time),
         _ => SVal::Null,
     }
@@ -59,14 +59,14 @@ fn order_by(spec: &str) -> Result<Vec<(String, bool)>, String> {
         .collect()
 }
 
-fn sort_key(p: &Plan, now: Ms, field: &str) -> (Ms, String) {
+fn sort_key(p: &Plan, b: &BundlePlan, now: Ms, field: &str) -> (Ms, String) {
     match field {
-        "updated_at" => (p.updated_at(now), String::new()),
-        "created_at" => (p.bundle_created, String::new()),
+        "updated_at" => (p.updated_at(b, now), String::new()),
+        "created_at" => (b.created, String::new()),
         "version" => (1, String::new()),
         "consumer_name" => (0, p.shard().consumer_name.to_string()),
-        "name" => (0, p.cluster_id.clone()),
-        _ => (0, p.bundle_id.clone()),
+        "name" => (0, b.name.clone()),
+        _ => (0, b.id.clone()),
     }
 }
 
@@ -91,23 +91,28 @@ async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Resp
     };
     let now = world.now_ms();
     let plans = world.plans(now);
-    let mut matched: Vec<&Arc<Plan>> = plans
+    // Every bundle of every cluster: the HostedCluster's and one per pool.
+    let mut matched: Vec<(&Arc<Plan>, &BundlePlan)> = plans
         .iter()
-        .filter(|p| p.bundle_exists(now) && search.matches(maestro_field(p, now)))
+        .flat_map(|p| p.bundles_at(now).map(move |b| (p, b)))
+        .filter(|(p, b)| search.matches(maestro_field(p, b, now)))
         .collect();
     // Default: creation order (then id), like the service's primary key scan.
-    matched.sort_by(|a, b| {
+    matched.sort_by(|(pa, a), (pb, b)| {
         for (field, desc) in &order {
-            let o = sort_key(a, now, field).cmp(&sort_key(b, now, field));
+            let o = sort_key(pa, a, now, field).cmp(&sort_key(pb, b, now, field));
             let o = if *desc { o.reverse() } else { o };
             if o.is_ne() {
                 return o;
             }
         }
-        (a.bundle_created, &a.bundle_id).cmp(&(b.bundle_created, &b.bundle_id))
+        (a.created, &a.id).cmp(&(b.created, &b.id))
     });
     let (total, page) = page_of(matched, &pg);
-    let items: Vec<Value> = page.iter().filter_map(|p| wire::bundle(p, now)).collect();
+    let items: Vec<Value> = page
+        .iter()
+        .filter_map(|(p, b)| wire::bundle(p, b, now))
+        .collect();
     let n = items.len();
     let body = json!({ "kind": "ResourceBundleList", "page": pg.page, "size": n, "total": total, "items": items });
     respond(&world, n, json_response(StatusCode::OK, &body)).await
@@ -119,8 +124,8 @@ async fn maestro_get(State(world): State<World>, Path(id): Path<String>) -> Resp
     let plans = world.plans(now);
     match plans
         .iter()
-        .find(|p| p.bundle_id == id)
-        .and_then(|p| wire::bundle(p, now))
+        .find_map(|p| p.bundles.iter().find(|b| b.id == id).map(|b| (p, b)))
+        .and_then(|(p, b)| wire::bundle(p, b, now))
     {
         Some(body) => respond(&world, 1, json_response(StatusCode::OK, &body)).await,
         None => {

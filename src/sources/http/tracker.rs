@@ -1,7 +1,7 @@
 //! What a poller sends: only the objects whose view changed, `Gone` for
 //! those an upstream owner stopped showing, and the batch itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use jiff::Timestamp;
@@ -93,13 +93,52 @@ fn gone(key: ObjectKey) -> Observation {
     }
 }
 
+/// One object an owner showed: its key, the fingerprint of what was sent,
+/// and whether that was a fallback (no real reading, see
+/// [`Tracker::update_with_fallbacks`]).
+#[derive(Debug)]
+struct Sent {
+    key: ObjectKey,
+    print: u64,
+    fallback: bool,
+}
+
+/// Send `obs` unless it repeats what was sent before (same object, same
+/// fingerprint, same kind of reading), and record it in `current`.
+fn send(
+    obs: Observation,
+    fallback: bool,
+    previous: &[Sent],
+    current: &mut Vec<Sent>,
+    mode: UpdateMode,
+    out: &mut Vec<Observation>,
+) {
+    let Change::Upsert(view) = &obs.change else {
+        out.push(obs);
+        return;
+    };
+    let key = object_key(&obs);
+    let print = fingerprint(view);
+    let unchanged = previous
+        .iter()
+        .any(|p| p.key == key && p.print == print && p.fallback == fallback);
+    current.push(Sent {
+        key,
+        print,
+        fallback,
+    });
+    if mode.send_all || !unchanged {
+        out.push(obs);
+    }
+}
+
 /// What a poller has sent, grouped by *owner* (the upstream object the
 /// observations were read from: an ARM resource, a CS cluster, a bundle,
 /// which may carry nested hops). It decides what to send next: objects whose
 /// view changed, and `Gone` for objects an owner no longer shows.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    owners: HashMap<String, Vec<(ObjectKey, u64)>>,
+    owners: HashMap<String, Vec<Sent>>,
 }
 
 /// How [`Tracker::update`] treats one owner's new observations.
@@ -122,29 +161,48 @@ impl Tracker {
         mode: UpdateMode,
         out: &mut Vec<Observation>,
     ) {
-        let previous = self.owners.remove(owner).unwrap_or_default();
-        let mut current: Vec<(ObjectKey, u64)> = Vec::with_capacity(observations.len());
+        self.update_with_fallbacks(owner, observations, Vec::new(), mode, out);
+    }
+
+    /// [`update`](Self::update), plus `fallbacks`: views of objects the
+    /// owner should show but could not be read for (a bundle whose feedback
+    /// is unreadable or absent, docs/design.md §2.6). A fallback is sent
+    /// only for an object with no real reading sent before: a last good
+    /// state is kept (the owner is partial), never overwritten by "unknown",
+    /// and a real reading always replaces a fallback.
+    pub fn update_with_fallbacks(
+        &mut self,
+        owner: &str,
+        observations: Vec<Observation>,
+        fallbacks: Vec<Observation>,
+        mode: UpdateMode,
+        out: &mut Vec<Observation>,
+    ) {
+        let mut previous = self.owners.remove(owner).unwrap_or_default();
+        let mut current: Vec<Sent> = Vec::with_capacity(observations.len() + fallbacks.len());
         for obs in observations {
-            let Change::Upsert(view) = &obs.change else {
-                out.push(obs);
-                continue;
-            };
+            send(obs, false, &previous, &mut current, mode, out);
+        }
+        for obs in fallbacks {
             let key = object_key(&obs);
-            let print = fingerprint(view);
-            let unchanged = previous.iter().any(|(k, p)| *k == key && *p == print);
-            current.push((key, print));
-            if mode.send_all || !unchanged {
-                out.push(obs);
+            if current.iter().any(|c| c.key == key) {
+                continue;
+            }
+            let last_good = previous.iter().position(|p| p.key == key && !p.fallback);
+            match last_good {
+                // Kept as it was, whatever the mode: unreadable is not gone.
+                Some(i) => current.push(previous.swap_remove(i)),
+                None => send(obs, true, &previous, &mut current, mode, out),
             }
         }
-        for (key, print) in previous {
-            if current.iter().any(|(k, _)| *k == key) {
+        for sent in previous {
+            if current.iter().any(|c| c.key == sent.key) {
                 continue;
             }
             if mode.partial {
-                current.push((key, print));
+                current.push(sent);
             } else {
-                out.push(gone(key));
+                out.push(gone(sent.key));
             }
         }
         if !current.is_empty() {
@@ -155,8 +213,31 @@ impl Tracker {
     /// The owner is gone upstream: `Gone` for everything it showed.
     pub fn remove(&mut self, owner: &str, out: &mut Vec<Observation>) {
         if let Some(objects) = self.owners.remove(owner) {
-            out.extend(objects.into_iter().map(|(key, _)| gone(key)));
+            out.extend(objects.into_iter().map(|sent| gone(sent.key)));
         }
+    }
+
+    /// Several owners are gone upstream (a relist no longer shows them):
+    /// `Gone` for everything they showed that no remaining owner shows. A
+    /// bundle deleted and created again under the same name is a new owner
+    /// (a new id) showing the same objects; the old one's going must not
+    /// take them away.
+    pub fn remove_vanished(&mut self, owners: &[String], out: &mut Vec<Observation>) {
+        let removed: Vec<Sent> = owners
+            .iter()
+            .filter_map(|o| self.owners.remove(o))
+            .flatten()
+            .collect();
+        if removed.is_empty() {
+            return;
+        }
+        let held: HashSet<&ObjectKey> = self.owners.values().flatten().map(|s| &s.key).collect();
+        let gone_keys: Vec<ObjectKey> = removed
+            .into_iter()
+            .map(|s| s.key)
+            .filter(|k| !held.contains(k))
+            .collect();
+        out.extend(gone_keys.into_iter().map(gone));
     }
 
     pub fn contains(&self, owner: &str) -> bool {
@@ -341,6 +422,102 @@ mod tests {
         t.remove("bundle", &mut out);
         assert_eq!(summary(&out), vec![("a".to_string(), true)]);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_fallback_fills_only_where_nothing_good_was_seen() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let partial = UpdateMode {
+            send_all: false,
+            partial: true,
+        };
+        let bundle = upsert("c", Hop::MaestroBundle, "b", "Applied");
+        let unknown = |object: &str| upsert("c", Hop::NodePool, object, "no_status");
+        // Never read: the fallback is sent, once.
+        t.update_with_fallbacks(
+            "b",
+            vec![bundle.clone()],
+            vec![unknown("a")],
+            partial,
+            &mut out,
+        );
+        assert_eq!(
+            summary(&out),
+            vec![("b".into(), false), ("a".into(), false)]
+        );
+        out.clear();
+        t.update_with_fallbacks(
+            "b",
+            vec![bundle.clone()],
+            vec![unknown("a")],
+            partial,
+            &mut out,
+        );
+        assert!(out.is_empty(), "an unchanged fallback is not sent again");
+        // A real reading replaces it, even if it says the same.
+        t.update(
+            "b",
+            vec![bundle.clone(), unknown("a")],
+            UpdateMode::default(),
+            &mut out,
+        );
+        assert_eq!(summary(&out), vec![("a".into(), false)]);
+        out.clear();
+        // Unreadable again: the last good state stays, nothing is sent.
+        t.update_with_fallbacks(
+            "b",
+            vec![bundle.clone()],
+            vec![unknown("a")],
+            partial,
+            &mut out,
+        );
+        assert!(out.is_empty(), "the last good reading is kept: {out:?}");
+        // ...and stays kept however many polls fail.
+        t.update_with_fallbacks("b", vec![bundle], vec![unknown("a")], partial, &mut out);
+        assert!(out.is_empty());
+        t.remove("b", &mut out);
+        assert_eq!(
+            summary(&out).len(),
+            2,
+            "the bundle and its pool go together"
+        );
+    }
+
+    #[test]
+    fn a_vanished_owner_takes_only_what_no_other_owner_shows() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let mode = UpdateMode::default();
+        // Two bundles of one cluster, and an old bundle (deleted, created
+        // again under a new id) showing the same objects as its successor.
+        t.update(
+            "hc",
+            vec![upsert("c", Hop::Manifestwork, "c", "x")],
+            mode,
+            &mut out,
+        );
+        t.update(
+            "old",
+            vec![upsert("c", Hop::Manifestwork, "c-np-1", "x")],
+            mode,
+            &mut out,
+        );
+        t.update(
+            "new",
+            vec![upsert("c", Hop::Manifestwork, "c-np-1", "y")],
+            mode,
+            &mut out,
+        );
+        out.clear();
+        t.remove_vanished(&["old".to_string(), "missing".to_string()], &mut out);
+        assert!(
+            out.is_empty(),
+            "c-np-1 is still shown by the new bundle: {out:?}"
+        );
+        t.remove_vanished(&["new".to_string()], &mut out);
+        assert_eq!(summary(&out), vec![("c-np-1".into(), true)]);
+        assert_eq!(t.owners().collect::<Vec<_>>(), vec!["hc"]);
     }
 
     #[test]

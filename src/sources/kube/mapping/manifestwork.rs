@@ -1,5 +1,8 @@
 //! ManifestWorks in the management cluster's `local-cluster` namespace: hop
-//! `manifestwork`, one object per work (a cluster may have several).
+//! `manifestwork`, one object per work keyed by its name (a cluster has
+//! several in ARO HCP: the HostedCluster's and one per NodePool; the hop
+//! aggregates them, docs/design.md §2.5). All live in the one configured
+//! namespace, so the name alone is unique.
 
 use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label};
 use crate::model::{Hop, HopView, IdentityPatch};
@@ -40,7 +43,7 @@ impl Mapper {
         Some(Emitted {
             cluster_id: f.label_id.clone()?,
             hop: Hop::Manifestwork,
-            object: String::new(),
+            object: at.name.clone(),
             view,
         })
     }
