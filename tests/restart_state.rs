@@ -400,6 +400,7 @@ fn frozen_world(runtime: &tokio::runtime::Runtime, dir: &Path) -> (World, PathBu
             churn: false,
             latency: LatencyModel::none(),
             subscriptions: 3,
+            not_handed_over: 0.0,
         },
         SimClock::manual(now),
     );

@@ -254,7 +254,13 @@ impl HopTimeline {
         } else if let Some(o) = first_in(Phase::Unknown) {
             (Phase::Unknown, o)
         } else if live.iter().all(|o| o.view.phase == Phase::Ready) {
-            (Phase::Ready, live[0])
+            // Ready since the last of them became ready.
+            let last = live
+                .iter()
+                .copied()
+                .max_by_key(|o| o.since.at)
+                .unwrap_or(live[0]);
+            (Phase::Ready, last)
         } else if live.iter().all(|o| o.view.phase == Phase::Pending) {
             (Phase::Pending, live[0])
         } else {
