@@ -592,3 +592,28 @@ fn memory_of_clusters_no_source_shows_again_is_dropped_after_the_load() {
     assert_eq!(after.unclaimed_memory(), 1);
     assert!(after.memory_of("gone-1").is_none());
 }
+
+#[test]
+fn a_hop_of_several_objects_is_ready_since_the_last_became_ready() {
+    let mut f = Fleet::new(config());
+    f.apply(
+        batch(
+            false,
+            t(9),
+            vec![
+                obs("c1", Hop::NodePool)
+                    .object("np-b")
+                    .state("Ready", Phase::Ready)
+                    .since(t(7)),
+                obs("c1", Hop::NodePool)
+                    .object("np-a")
+                    .state("Ready", Phase::Ready)
+                    .since(t(3)),
+            ],
+        ),
+        t(9),
+    );
+    let hop = f.get("c1").unwrap().hop(Hop::NodePool).unwrap().clone();
+    assert_eq!(hop.since, TimeMark::upstream(t(7)));
+    assert_eq!(hop.ready_at, Some(t(7)));
+}
