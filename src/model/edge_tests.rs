@@ -617,3 +617,94 @@ fn a_hop_of_several_objects_is_ready_since_the_last_became_ready() {
     assert_eq!(hop.since, TimeMark::upstream(t(7)));
     assert_eq!(hop.ready_at, Some(t(7)));
 }
+
+#[test]
+fn a_restart_keeps_a_multi_object_hops_time_when_its_objects_come_back_one_by_one() {
+    // Two bundles: one ready (upstream time), one with no status yet (its
+    // time observed). The hop is progressing since the second appeared.
+    let bundle = |name: &str| obs("c1", Hop::MaestroBundle).object(name);
+    let mut before = Fleet::new(config());
+    before.apply(
+        batch(
+            false,
+            t(5),
+            vec![
+                bundle("c1")
+                    .state("Applied", Phase::Ready)
+                    .since(t(2))
+                    .created(t(1)),
+                bundle("c1-np-1").state("no status yet", Phase::Pending),
+            ],
+        ),
+        t(5),
+    );
+    let want = before
+        .get("c1")
+        .unwrap()
+        .hop(Hop::MaestroBundle)
+        .unwrap()
+        .since;
+    assert_eq!(want, TimeMark::observed(t(5)));
+
+    let mut after = Fleet::new(config());
+    after.restore(memory_of(&before));
+    after.begin_load(t(50));
+    // The ready one lists first: for a moment the hop reads ready.
+    after.apply(
+        batch(
+            true,
+            t(50),
+            vec![
+                bundle("c1")
+                    .state("Applied", Phase::Ready)
+                    .since(t(2))
+                    .created(t(1)),
+            ],
+        ),
+        t(50),
+    );
+    after.apply(
+        batch(
+            true,
+            t(51),
+            vec![bundle("c1-np-1").state("no status yet", Phase::Pending)],
+        ),
+        t(51),
+    );
+    after.finish_load(t(52));
+    let got = after
+        .get("c1")
+        .unwrap()
+        .hop(Hop::MaestroBundle)
+        .unwrap()
+        .since;
+    assert_eq!(got, want);
+    // After the load a new transition into that phase gets a new time.
+    after.apply(
+        batch(
+            false,
+            t(60),
+            vec![
+                bundle("c1-np-1")
+                    .state("Applied", Phase::Ready)
+                    .since(t(60)),
+            ],
+        ),
+        t(60),
+    );
+    after.apply(
+        batch(
+            false,
+            t(61),
+            vec![bundle("c1-np-1").state("no status yet", Phase::Pending)],
+        ),
+        t(61),
+    );
+    let later = after
+        .get("c1")
+        .unwrap()
+        .hop(Hop::MaestroBundle)
+        .unwrap()
+        .since;
+    assert_eq!(later, TimeMark::observed(t(61)));
+}

@@ -311,8 +311,14 @@ impl Fleet {
         let Some(since) = self.loading_since.take() else {
             return result;
         };
+        // What the load did not read again belongs to state that changed:
+        // a phase entered later is new and gets its own time.
         let clusters = &self.clusters;
         self.memory.retain(|id, _| clusters.contains_key(id));
+        for recall in self.memory.values_mut() {
+            recall.hops.clear();
+            recall.objects.clear();
+        }
         self.settle_due_with(now, &BTreeSet::new(), Some(since), &mut result);
         result
     }
@@ -755,7 +761,6 @@ impl Fleet {
         let budget = self.config.hop_budgets.get(hop);
 
         let mut changed = false;
-        let mut recalled_since = None;
         match change {
             Change::Upsert(mut view) => {
                 changed |= timeline.identity.merge(&view.identity);
@@ -784,10 +789,12 @@ impl Fleet {
                 }
                 let hop_state = timeline.hops.entry(hop).or_insert_with(|| {
                     let mut fresh = HopTimeline::empty(TimeMark::observed(observed_at));
+                    // History (first readiness, an end already reported)
+                    // comes back at once; the phase time only when the hop
+                    // reads that phase again (below).
                     if let Some(memory) = recall_hop(&mut recall, hop) {
-                        fresh.ready_at = memory.ready_at;
-                        fresh.ended = memory.ended;
-                        recalled_since = Some((memory.phase, memory.since, memory.since_observed));
+                        fresh.ready_at = memory.ready_at.take();
+                        fresh.ended = std::mem::take(&mut memory.ended);
                     }
                     fresh
                 });
@@ -842,8 +849,19 @@ impl Fleet {
             return;
         }
 
+        // A hop of several objects may pass through other phases while its
+        // objects come back one by one after a restart: its remembered phase
+        // time waits until the hop reads that phase again, and is used once.
+        let recalled_since =
+            recall_hop(&mut recall, hop).map(|m| (m.phase, m.since, m.since_observed));
         let mut events = Vec::new();
         refresh_hop(timeline, hop, observed_at, recalled_since, &mut events);
+        if let Some((phase, _, _)) = recalled_since
+            && timeline.hops.get(&hop).is_some_and(|h| h.phase == phase)
+            && let Some(recall) = recall.as_mut()
+        {
+            recall.hops.remove(&hop);
+        }
         refresh_starts(timeline);
         evaluate_creation(timeline, &self.config, &mut events);
         result.changed.insert(cluster_id.to_string());
@@ -924,8 +942,8 @@ fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
 
 /// Recompute one hop's aggregate after its objects changed.
 /// Take a restored hop's memory (once: the hop's first reading after a restart).
-fn recall_hop(recall: &mut Option<&mut Recall>, hop: Hop) -> Option<HopMemory> {
-    recall.as_mut()?.hops.remove(&hop)
+fn recall_hop<'a>(recall: &'a mut Option<&mut Recall>, hop: Hop) -> Option<&'a mut HopMemory> {
+    recall.as_mut()?.hops.get_mut(&hop)
 }
 
 /// Take a restored object's memory (once).
