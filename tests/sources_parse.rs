@@ -599,7 +599,7 @@ fn maestro_unparsable_json_raw_keeps_the_bundle() {
     let parsed = maestro::parse_bundle(&b, &mut unknown);
     assert_eq!(parsed.observations.len(), 1);
     assert_eq!(parsed.observations[0].hop, Hop::MaestroBundle);
-    assert!(!parsed.nested_complete);
+    assert!(parsed.feedback_error.is_some());
     assert_eq!(unknown.len(), 1);
     assert_eq!(unknown[0].field, "statusFeedback.jsonRaw");
 }

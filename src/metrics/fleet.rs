@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
-use crate::model::{Hop, HopError, HopTimeline, Phase, Timeline};
+use crate::model::{Hop, HopTimeline, Phase, Timeline};
 use crate::views::work::FeedbackError;
 
 /// A per-cluster family: name, type and help, in exposition order.
@@ -293,7 +293,8 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             );
         }
         if state.phase == Phase::Failed {
-            let code = failure_error(state)
+            let code = state
+                .error()
                 .map(|e| e.code.as_str())
                 .or_else(|| failing_reason(state))
                 .unwrap_or("unknown");
@@ -391,14 +392,6 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
 /// The error that explains a failed hop: a failed object's, where another
 /// object of the hop carries an error of another kind (a bundle whose
 /// feedback is unreadable next to a bundle that failed).
-fn failure_error(state: &HopTimeline) -> Option<&HopError> {
-    state
-        .effective_objects()
-        .filter(|(_, o)| o.view.phase == Phase::Failed)
-        .find_map(|(_, o)| o.view.error.as_ref())
-        .or_else(|| state.error())
-}
-
 /// When upstream last updated the hop's status, as the "status not updated"
 /// alert needs it for a hop of several bundles: the oldest update among the
 /// bundles that are not ready (one frozen bundle must show even while

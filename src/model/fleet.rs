@@ -544,7 +544,6 @@ impl Fleet {
         state.since = state.view.since.map_or(state.since, TimeMark::upstream);
         hop_state.objects.insert(key, state);
         refresh_hop(timeline, hop, now, None, events);
-        refresh_starts(timeline);
         evaluate_creation(timeline, &self.config, events);
         true
     }
@@ -862,7 +861,6 @@ impl Fleet {
         {
             recall.hops.remove(&hop);
         }
-        refresh_starts(timeline);
         evaluate_creation(timeline, &self.config, &mut events);
         result.changed.insert(cluster_id.to_string());
         if !initial {
@@ -969,7 +967,6 @@ fn refresh_hop(
     recalled: Option<(Phase, Timestamp, bool)>,
     events: &mut Vec<Event>,
 ) {
-    let previous_ready = previous_ready_at(timeline, hop);
     let created_at = timeline.created_at.at;
     let Some(hop_state) = timeline.hops.get_mut(&hop) else {
         return;
@@ -997,15 +994,15 @@ fn refresh_hop(
     hop_state.via = aggregate.via;
     hop_state.phase = aggregate.phase;
     hop_state.state = aggregate.state;
-    hop_state.started_at = Some(
-        hop_state
-            .created_at()
-            .or(previous_ready)
-            .unwrap_or(created_at),
-    );
     if hop_state.phase == Phase::Ready && hop_state.ready_at.is_none() {
         hop_state.ready_at = Some(hop_state.since.at);
     }
+    // This hop's readiness may start later hops; the creation start may have
+    // moved since other hops were refreshed.
+    refresh_starts(timeline);
+    let Some(hop_state) = timeline.hops.get_mut(&hop) else {
+        return;
+    };
     let outcome = match hop_state.phase {
         Phase::Ready => Some(Outcome::Succeeded),
         Phase::Failed => Some(Outcome::Failed),

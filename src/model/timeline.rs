@@ -196,9 +196,17 @@ impl HopTimeline {
             .flat_map(|(name, o)| o.view.conditions.iter().map(move |c| (name, c)))
     }
 
+    /// Why the hop is not well: a failed object's error first, since another
+    /// object may carry an error that did not fail it (a bundle's feedback
+    /// error, docs/design.md §2.6); else any object's.
     pub fn error(&self) -> Option<&HopError> {
         self.effective_objects()
+            .filter(|(_, o)| o.view.phase == Phase::Failed)
             .find_map(|(_, o)| o.view.error.as_ref())
+            .or_else(|| {
+                self.effective_objects()
+                    .find_map(|(_, o)| o.view.error.as_ref())
+            })
     }
 
     pub fn replicas(&self) -> impl Iterator<Item = (&str, Replicas)> {

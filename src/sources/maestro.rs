@@ -227,11 +227,9 @@ pub struct ParsedBundle {
     /// `unknown` views: shown only where no good reading was ever seen
     /// ([`Tracker::update_with_fallbacks`]).
     pub placeholders: Vec<Observation>,
-    /// False when part of the nested feedback could not be read: the nested
-    /// hops not shown keep their last good state.
-    pub nested_complete: bool,
     /// Why, when the nested feedback was not complete (also the bundle's
-    /// `error` unless the bundle itself failed).
+    /// `error` unless the bundle itself failed): the nested hops not shown
+    /// keep their last good state.
     pub feedback_error: Option<FeedbackError>,
     pub updated_at: Option<Timestamp>,
 }
@@ -438,7 +436,6 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
             value: bundle.id.clone(),
         });
         return ParsedBundle {
-            nested_complete: true,
             updated_at,
             ..ParsedBundle::default()
         };
@@ -520,7 +517,6 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
         cluster_id: Some(cluster_id.to_string()),
         observations,
         placeholders,
-        nested_complete: feedback_error.is_none(),
         feedback_error,
         updated_at,
     }
@@ -747,7 +743,7 @@ impl MaestroSource {
             return;
         }
         let mode = UpdateMode {
-            partial: !parsed.nested_complete,
+            partial: parsed.feedback_error.is_some(),
             ..mode
         };
         self.tracker.update_with_fallbacks(

@@ -99,13 +99,7 @@ fn identity_attributes(cluster_id: &str, timeline: Option<&Timeline>) -> Vec<Key
 /// Why a hop failed: the upstream error (a provision error code) when there
 /// is one, else the reason of its most recently changed condition.
 pub fn failure_reason(hop: &HopTimeline) -> Option<(String, String)> {
-    // A failed object's error first: another object of the hop may carry a
-    // feedback error that did not fail it (docs/design.md §2.6).
-    let failed = hop
-        .effective_objects()
-        .filter(|(_, o)| o.view.phase == crate::model::Phase::Failed)
-        .find_map(|(_, o)| o.view.error.as_ref());
-    if let Some(error) = failed.or_else(|| hop.error()) {
+    if let Some(error) = hop.error() {
         return Some((error.code.clone(), bounded(&error.message)));
     }
     hop.conditions()
