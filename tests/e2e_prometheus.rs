@@ -11,66 +11,21 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 mod common;
+#[path = "common/procs.rs"]
+mod procs;
 use common::collect_names;
+use procs::{Process, free_port, query, tempdir, wait_for};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hcp_flow::app::{self, Exporter};
 use hcp_flow::demo::{DemoSettings, start_demo_world};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// A child process killed (by pid) when dropped.
-struct Process {
-    name: &'static str,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Process {
-    fn start(name: &'static str, program: &str, args: &[String], dir: &Path) -> Process {
-        let log = dir.join(format!("{name}.log"));
-        let out = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(program)
-            .args(args)
-            .stdout(Stdio::from(out.try_clone().expect("log file")))
-            .stderr(Stdio::from(out))
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start {program} ({e}): install Debian's prometheus and prometheus-alertmanager; .ci/run does")
-            });
-        Process { name, child, log }
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        format!(
-            "--- {} log ---\n{}",
-            self.name,
-            lines[lines.len().saturating_sub(30)..].join("\n")
-        )
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
 
 /// Webhook payloads Alertmanager delivered.
 type Received = Arc<Mutex<Vec<Value>>>;
@@ -94,39 +49,6 @@ async fn webhook_receiver() -> (SocketAddr, Received) {
         let _ = axum::serve(listener, app).await;
     });
     (addr, received)
-}
-
-async fn wait_for<T>(
-    what: &str,
-    limit: Duration,
-    mut probe: impl AsyncFnMut() -> Option<T>,
-) -> Option<T> {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe().await {
-            return Some(v);
-        }
-        if start.elapsed() > limit {
-            eprintln!("gave up waiting for {what} after {limit:?}");
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-async fn query(client: &reqwest::Client, prometheus: &str, expr: &str) -> Result<Value, String> {
-    let response = client
-        .get(format!("{prometheus}/api/v1/query"))
-        .query(&[("query", expr)])
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let body: Value = response.json().await.map_err(|e| e.to_string())?;
-    if body["status"] == "success" {
-        Ok(body["data"]["result"].clone())
-    } else {
-        Err(format!("{}: {}", body["errorType"], body["error"]))
-    }
 }
 
 /// Every rule expression in `alerts/*.yaml`.
@@ -206,7 +128,7 @@ fn substitute(expr: &str, cluster_id: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempdir();
+    let dir = tempdir("e2e");
 
     // 1. The demo: world + exporter, in process, on loopback.
     let settings = DemoSettings {
@@ -468,11 +390,4 @@ fn metric_names_used() -> BTreeSet<String> {
     }
     names.retain(|n| n.starts_with("hcpflow_") && !recorded.contains(n));
     names
-}
-
-fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hcp-flow-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }

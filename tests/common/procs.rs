@@ -1,0 +1,104 @@
+//! Real processes for integration tests: Prometheus, Alertmanager and
+//! friends on loopback, with their logs kept for the failure message.
+//! Included with `#[path]` by the tests that run them.
+
+#![allow(dead_code)] // each test uses its own subset
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A child process killed (by pid) when dropped.
+pub struct Process {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    pub fn start(name: &'static str, program: &str, args: &[String], dir: &Path) -> Process {
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::from(out.try_clone().expect("log file")))
+            .stderr(Stdio::from(out))
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {program} ({e}): install Debian's prometheus and prometheus-alertmanager; .ci/run does")
+            });
+        Process { name, child, log }
+    }
+
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "--- {} log ---\n{}",
+            self.name,
+            lines[lines.len().saturating_sub(30)..].join("\n")
+        )
+    }
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+pub async fn wait_for<T>(
+    what: &str,
+    limit: Duration,
+    mut probe: impl AsyncFnMut() -> Option<T>,
+) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = probe().await {
+            return Some(v);
+        }
+        if start.elapsed() > limit {
+            eprintln!("gave up waiting for {what} after {limit:?}");
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+pub async fn query(
+    client: &reqwest::Client,
+    prometheus: &str,
+    expr: &str,
+) -> Result<Value, String> {
+    let response = client
+        .get(format!("{prometheus}/api/v1/query"))
+        .query(&[("query", expr)])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    if body["status"] == "success" {
+        Ok(body["data"]["result"].clone())
+    } else {
+        Err(format!("{}: {}", body["errorType"], body["error"]))
+    }
+}
+
+/// A fresh temporary directory for one test's processes, named after it.
+pub fn tempdir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hcp-flow-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
