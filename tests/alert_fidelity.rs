@@ -135,20 +135,24 @@ impl Run {
             watching_since: Timestamp::now(),
             log: dir.join("prometheus.log"),
         };
-        let ready = wait_for("the exporter ready and scraped", Duration::from_secs(60), async || {
-            let ready = run
-                .client
-                .get(format!("{}/readyz", run.exporter))
-                .send()
-                .await
-                .ok()?
-                .status()
-                .is_success();
-            let up = procs::query(&run.client, &run.prometheus, "up{job=\"hcp-flow\"} == 1")
-                .await
-                .ok()?;
-            (ready && !up.as_array()?.is_empty()).then_some(())
-        })
+        let ready = wait_for(
+            "the exporter ready and scraped",
+            Duration::from_secs(60),
+            async || {
+                let ready = run
+                    .client
+                    .get(format!("{}/readyz", run.exporter))
+                    .send()
+                    .await
+                    .ok()?
+                    .status()
+                    .is_success();
+                let up = procs::query(&run.client, &run.prometheus, "up{job=\"hcp-flow\"} == 1")
+                    .await
+                    .ok()?;
+                (ready && !up.as_array()?.is_empty()).then_some(())
+            },
+        )
         .await;
         assert!(ready.is_some(), "never ready\n{}", run.logs());
         run.watching_since = Timestamp::now();
@@ -227,7 +231,10 @@ impl Run {
                     .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
                     .collect();
                 let first = series["values"][0][0].as_f64().unwrap();
-                (labels, Timestamp::from_millisecond((first * 1000.0) as i64).unwrap())
+                (
+                    labels,
+                    Timestamp::from_millisecond((first * 1000.0) as i64).unwrap(),
+                )
             })
             .collect()
     }
@@ -302,7 +309,10 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         // have seen at its first load, with an observed time), its alert was
         // due before the end, and the cluster still existed then.
         let deadline = due.checked_add(slack).unwrap();
-        let alive = s.last_served >= deadline.checked_sub(jiff::SignedDuration::from_secs(2)).unwrap();
+        let alive = s.last_served
+            >= deadline
+                .checked_sub(jiff::SignedDuration::from_secs(2))
+                .unwrap();
         if fault_at < run.watching_since || deadline > end || !alive {
             continue;
         }
@@ -317,18 +327,23 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
             } else {
                 "clusters_service"
             };
-            first_firing(alert, &|l| l.get("source").map(String::as_str) == Some(source))
+            first_firing(alert, &|l| {
+                l.get("source").map(String::as_str) == Some(source)
+            })
         };
         match at {
             Some(at) if at <= deadline => {
                 row.in_time += 1;
-                row.to_fire.push(seconds(fault_at.max(run.watching_since), at).max(0.0));
+                row.to_fire
+                    .push(seconds(fault_at.max(run.watching_since), at).max(0.0));
             }
             Some(at) => row.misses.push(format!(
                 "{id}: {alert} fired {:.1}s after its due time",
                 seconds(due, at)
             )),
-            None => row.misses.push(format!("{id}: {alert} never fired (due {due})")),
+            None => row
+                .misses
+                .push(format!("{id}: {alert} never fired (due {due})")),
         }
     }
 
@@ -340,9 +355,7 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
             continue;
         };
         alerted.insert(id.clone());
-        let healthy = seen
-            .get(id)
-            .is_none_or(|s| s.item["fault"].is_null());
+        let healthy = seen.get(id).is_none_or(|s| s.item["fault"].is_null());
         if healthy {
             false_alarms.push(format!(
                 "{} on {id} at {at}, hop {} {} \"{}\" ({})",
@@ -362,9 +375,7 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
     let judged: usize = rows.values().map(|r| r.judged).sum();
     let in_time: usize = rows.values().map(|r| r.in_time).sum();
     let faulty_alerted = alerted.len() - false_alarms.len().min(alerted.len());
-    let mut table = format!(
-        "| fault | expected alert | judged | fired in time | time to fire (s, max) |\n|---|---|---|---|---|\n"
-    );
+    let mut table = "| fault | expected alert | judged | fired in time | time to fire (s, max) |\n|---|---|---|---|---|\n".to_string();
     for (fault, row) in &rows {
         let max = row.to_fire.iter().copied().fold(0.0, f64::max);
         table.push_str(&format!(
@@ -384,9 +395,19 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
 
     let mut by_alert: BTreeMap<&str, usize> = BTreeMap::new();
     for alarm in &false_alarms {
-        *by_alert.entry(alarm.split(' ').next().unwrap_or("")).or_default() += 1;
+        *by_alert
+            .entry(alarm.split(' ').next().unwrap_or(""))
+            .or_default() += 1;
     }
-    eprintln!("false alarms by alert: {by_alert:?}\n  {}", false_alarms.iter().take(20).cloned().collect::<Vec<_>>().join("\n  "));
+    eprintln!(
+        "false alarms by alert: {by_alert:?}\n  {}",
+        false_alarms
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
     let missing: Vec<&str> = FAULTS
         .iter()
         .copied()
@@ -400,7 +421,11 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
     assert!(
         misses.is_empty(),
         "recall {recall:.2}: injected faults whose alert did not fire in time:\n{}\n{table}\n{}",
-        misses.iter().map(|m| format!("  {m}")).collect::<Vec<_>>().join("\n"),
+        misses
+            .iter()
+            .map(|m| format!("  {m}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
         run.logs()
     );
     assert!(
@@ -427,7 +452,10 @@ async fn a_burst_of_failures_pages_and_nothing_burns_before_it() {
     let run = Run::start("burn-fidelity", world).await;
     let truth = run.ground_truth().await;
     let burst_from = parse(&truth["failure_burst"]["from"]).unwrap();
-    let expected = truth["failure_burst"]["expected_alert"].as_str().unwrap().to_string();
+    let expected = truth["failure_burst"]["expected_alert"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let _ = run.watch(Duration::from_secs(130)).await;
     let fired = run.fired(run.watching_since).await;
 
@@ -448,7 +476,10 @@ async fn a_burst_of_failures_pages_and_nothing_burns_before_it() {
         .collect();
     eprintln!(
         "burn fidelity: burst from {burst_from}; {expected} (critical) fired {}; other burn alerts: {early:?}",
-        page.map_or("never".to_string(), |at| format!("{:.0}s into the burst", seconds(burst_from, at)))
+        page.map_or("never".to_string(), |at| format!(
+            "{:.0}s into the burst",
+            seconds(burst_from, at)
+        ))
     );
     assert!(
         page.is_some(),
@@ -470,7 +501,10 @@ async fn a_burst_of_failures_pages_and_nothing_burns_before_it() {
         .collect();
     let false_alarms: Vec<String> = fired
         .iter()
-        .filter(|(l, _)| l.get("cluster_id").is_some_and(|id| healthy.contains(id.as_str())))
+        .filter(|(l, _)| {
+            l.get("cluster_id")
+                .is_some_and(|id| healthy.contains(id.as_str()))
+        })
         .map(|(l, at)| format!("{} on {} at {at}", l["alertname"], l["cluster_id"]))
         .collect();
     assert!(false_alarms.is_empty(), "{false_alarms:?}");

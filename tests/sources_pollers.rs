@@ -581,6 +581,51 @@ fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
     ocm_page(req, "ResourceBundleList", &matching)
 }
 
+/// A bundle that starts matching while a poll pages through the list lands
+/// on a page already read (pages are offsets in creation order): that poll
+/// misses it. It changed after the poll began, so the next incremental poll
+/// must start no later than that, even when newer bundles were seen.
+#[tokio::test]
+async fn maestro_incremental_rereads_what_changed_during_the_previous_poll() {
+    let mut h = harness("maestro");
+    let clock = hcp_flow::clock::Clock::manual("2026-06-10T23:06:00Z".parse().unwrap());
+    h.ctx.clock = clock.clone();
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b3", "c3", "2026-06-10T23:10:00Z", "True"),
+    ]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| maestro_list(req, &w.lock())).await;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http: http_config(&mock.base),
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    mock.take();
+    h.sink.take();
+    // Reported at 23:07, after the poll began, on a page it had read.
+    world.lock().insert(
+        1,
+        maestro_bundle("b2", "c2", "2026-06-10T23:07:00Z", "False"),
+    );
+    clock.advance(std::time::Duration::from_secs(1));
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    let reqs = mock.take();
+    assert_eq!(
+        reqs[0].query["search"], "updated_at > '2026-06-10T23:05:58Z'",
+        "from the previous poll's start, not the newest update seen (23:10)"
+    );
+    let batches = h.sink.take();
+    let changed = upserts(&batches);
+    assert!(
+        changed.iter().any(|o| o.key == ClusterKey::Id("c2".into())),
+        "b2 read by the next poll: {changed:?}"
+    );
+}
+
 #[tokio::test]
 async fn maestro_full_then_incremental_then_relist() {
     let h = harness("maestro");

@@ -180,9 +180,9 @@ fn fault_times(
         // model fails the hop at the budget. The later bound holds for both.
         FaultKind::HostedClusterDegraded => {
             let served = p.hc_invalid_image?;
-            let direct = mgmt
-                .and_then(|f| f.degraded_after)
-                .map(|after| p.bundle_applied.unwrap_or(p.bundle_created) + after.as_millis() as Ms);
+            let direct = mgmt.and_then(|f| f.degraded_after).map(|after| {
+                p.bundle_applied.unwrap_or(p.bundle_created) + after.as_millis() as Ms
+            });
             let at = direct.map_or(served, |d| d.max(served));
             Some((served.min(at), add(at, budgets.hosted_cluster)))
         }
