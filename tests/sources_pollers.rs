@@ -349,6 +349,11 @@ fn cs_list(req: &Request, clusters: &[Value]) -> (u16, String) {
                 settled.contains(&state)
             } else if search.starts_with("id in") {
                 search.contains(&format!("'{id}'"))
+            } else if let Some(from) = search.strip_prefix("creation_timestamp >= ") {
+                let from: jiff::Timestamp = from.trim_matches('\'').parse().unwrap();
+                c["creation_timestamp"]
+                    .as_str()
+                    .is_some_and(|t| t.parse::<jiff::Timestamp>().unwrap() >= from)
             } else {
                 panic!("unexpected search {search}")
             }
@@ -437,8 +442,8 @@ async fn cs_polls_page_and_search_as_documented() {
     let reqs = mock.take();
     assert_eq!(
         reqs.len(),
-        2,
-        "one page of in-flight clusters, one page of the id query; shards cached"
+        3,
+        "one page of in-flight clusters, one of the id query, one of those created since the previous poll; shards cached"
     );
     assert_eq!(
         reqs[0].query["search"],
@@ -484,7 +489,7 @@ async fn cs_polls_page_and_search_as_documented() {
     );
     assert_eq!(upserts(&batches).len(), 3, "a relist sends everything");
     assert_eq!(h.up(), 1);
-    assert_eq!(h.requests(), (3 + 5 + 2 + 2 + 2) as u64);
+    assert_eq!(h.requests(), (3 + 5 + 3 + 2 + 2) as u64);
 }
 
 #[tokio::test]
@@ -824,6 +829,40 @@ fn fast(mut http: HttpSourceConfig) -> HttpSourceConfig {
     http
 }
 
+/// A cluster created and failed between two fast polls is never in flight
+/// when a poll looks: the next fast poll still reads it, through the
+/// clusters created since the previous poll began.
+#[tokio::test]
+async fn cs_fast_poll_reads_a_cluster_created_and_failed_in_between() {
+    let mut h = harness("clusters_service");
+    let clock = hcp_flow::clock::Clock::manual("2026-06-10T23:00:00Z".parse().unwrap());
+    h.ctx.clock = clock.clone();
+    let world = Arc::new(Mutex::new(vec![cs_cluster("c1", "installing")]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| {
+        if req.path.ends_with("/provision_shard") {
+            (200, shard())
+        } else {
+            cs_list(req, &w.lock())
+        }
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(cs.poll(PollKind::Full).await);
+    h.sink.take();
+    let mut failed = cs_cluster("c2", "error");
+    failed["creation_timestamp"] = json!("2026-06-10T23:00:10Z");
+    world.lock().push(failed);
+    clock.advance(Duration::from_secs(20));
+    assert!(cs.poll(PollKind::Fast).await);
+    let batches = h.sink.take();
+    let seen = upserts(&batches);
+    assert!(
+        seen.iter().any(|o| o.key == ClusterKey::Id("c2".into())),
+        "c2 read by the fast poll: {seen:?}"
+    );
+}
+
 #[tokio::test]
 async fn run_loops_start_with_a_full_sync_then_poll_fast() {
     let h = harness("clusters_service");
@@ -846,10 +885,16 @@ async fn run_loops_start_with_a_full_sync_then_poll_fast() {
     task.abort();
     assert!(!reqs[0].query.contains_key("search"), "full sync first");
     assert!(reqs[1].path.ends_with("/provision_shard"));
+    // Each fast poll: the clusters in flight, then those created since the
+    // previous poll began (a cluster created and failed in between).
+    assert_eq!(
+        reqs[2].query["search"],
+        "state not in ('ready','hibernating','error')"
+    );
     assert!(
-        reqs[2..]
-            .iter()
-            .all(|r| r.query["search"] == "state not in ('ready','hibernating','error')")
+        reqs[3].query["search"].starts_with("creation_timestamp >= '"),
+        "{:?}",
+        reqs[3].query
     );
     let batches = h.sink.take();
     assert!(batches[0].initial);
