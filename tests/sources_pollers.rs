@@ -489,7 +489,8 @@ async fn cs_polls_page_and_search_as_documented() {
     );
     assert_eq!(upserts(&batches).len(), 3, "a relist sends everything");
     assert_eq!(h.up(), 1);
-    assert_eq!(h.requests(), (3 + 5 + 3 + 2 + 2) as u64);
+    // The last relist reads its missing cluster by id before calling it gone.
+    assert_eq!(h.requests(), (3 + 5 + 3 + 2 + 3) as u64);
 }
 
 #[tokio::test]
@@ -827,6 +828,48 @@ fn fast(mut http: HttpSourceConfig) -> HttpSourceConfig {
     http.slow_poll_interval = Duration::from_secs(600);
     http.full_relist_interval = Duration::from_secs(600);
     http
+}
+
+/// A full relist pages through a list that changes while it is read: a
+/// deletion on an earlier page shifts a live cluster past the page boundary
+/// and it is missing from that relist. Missing is not gone until a read by
+/// id agrees.
+#[tokio::test]
+async fn cs_relist_confirms_by_id_before_calling_a_cluster_gone() {
+    let h = harness("clusters_service");
+    let hide = Arc::new(Mutex::new(false));
+    let gone = Arc::new(Mutex::new(false));
+    let (hide2, gone2) = (hide.clone(), gone.clone());
+    let mock = Mock::start(move |req| {
+        if req.path.ends_with("/provision_shard") {
+            return (200, shard());
+        }
+        let mut clusters = vec![cs_cluster("c1", "ready")];
+        let listing = !req.query.contains_key("search");
+        if !*gone2.lock() && !(listing && *hide2.lock()) {
+            clusters.push(cs_cluster("c2", "ready"));
+        }
+        cs_list(req, &clusters)
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(cs.poll(PollKind::Full).await);
+    h.sink.take();
+    *hide.lock() = true;
+    assert!(cs.poll(PollKind::Full).await);
+    let batches = h.sink.take();
+    assert!(gone_keys(&batches).is_empty(), "c2 still exists by id");
+    *gone.lock() = true;
+    assert!(cs.poll(PollKind::Full).await);
+    let batches = h.sink.take();
+    assert_eq!(
+        gone_keys(&batches),
+        vec![(
+            ClusterKey::Id("c2".into()),
+            Hop::ClustersService,
+            String::new()
+        )]
+    );
 }
 
 /// A cluster created and failed between two fast polls is never in flight

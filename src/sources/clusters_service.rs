@@ -5,7 +5,10 @@
 //! Polling rules, each a paged list (`page`/`size`/`total`), so a poll costs
 //! O(pages), never O(clusters):
 //! - Full relist (first sync and every `full_relist_interval`): every cluster,
-//!   everything sent; a cluster seen before and missing now is `Gone`.
+//!   everything sent; a cluster seen before and missing now is read by id
+//!   (`search=id in (...)`), and `Gone` only when missing there too: the
+//!   list's pages are offsets, and a deletion on an earlier page shifts a
+//!   live cluster past a page boundary.
 //! - Fast poll (`fast_poll_interval`): the in-flight clusters only,
 //!   `search=state not in ('ready','hibernating','error')`. Clusters that were
 //!   in flight and are missing from that answer are read in batched
@@ -540,17 +543,43 @@ impl ClustersServiceSource {
         let mut vanished = Vec::new();
         let reads = match kind {
             PollKind::Full => {
-                let reads = self.list(None, unknown).await?;
-                let seen: HashSet<&str> = reads.iter().map(|r| r.id.as_str()).collect();
-                let missing = self
+                let mut reads = self.list(None, unknown).await?;
+                let seen: HashSet<String> = reads.iter().map(|r| r.id.clone()).collect();
+                let mut missing: Vec<String> = self
                     .tracker
                     .owners()
-                    .filter(|o| !seen.contains(o))
+                    .filter(|o| !seen.contains(*o))
                     .map(str::to_string)
                     .collect();
+                // Pages are offsets into a list that changes while it is
+                // read: a cluster deleted from an earlier page shifts a live
+                // one past the page boundary. Absent from the list is not
+                // gone until a read by id agrees.
+                // When that read fails (an id the service refuses in a
+                // query), the list is believed, as before the check.
+                missing.sort();
+                let mut confirmed = Vec::new();
+                for chunk in missing.chunks(IDS_PER_QUERY) {
+                    let search = ids_search(chunk.iter().map(String::as_str));
+                    let found = match self.list(Some(&search), unknown).await {
+                        Ok(found) => found,
+                        Err(error) => {
+                            tracing::debug!(source = %self.ctx.name, error = %cause_chain(&error), "reading clusters missing from a relist by id failed; they count as gone");
+                            Vec::new()
+                        }
+                    };
+                    let found_ids: HashSet<&str> = found.iter().map(|r| r.id.as_str()).collect();
+                    confirmed.extend(
+                        chunk
+                            .iter()
+                            .filter(|id| !found_ids.contains(id.as_str()))
+                            .cloned(),
+                    );
+                    reads.extend(found.into_iter().filter(|r| !seen.contains(&r.id)));
+                }
                 vanished = self
                     .guard
-                    .filter(&self.ctx, "clusters", self.tracker.len(), missing);
+                    .filter(&self.ctx, "clusters", self.tracker.len(), confirmed);
                 reads
             }
             PollKind::Fast => {

@@ -13,8 +13,10 @@
 //!
 //! Polling rules (each a paged list, `page`/`size`/`total`, O(pages)):
 //! - Full relist (first sync and every `full_relist_interval`): every bundle,
-//!   everything sent; a bundle seen before and missing now is `Gone`, with
-//!   the hops nested in it.
+//!   everything sent; a bundle seen before and missing now is read by id
+//!   (`search=id in (...)`) and `Gone` only when missing there too (the
+//!   pages are offsets, and a deletion on an earlier page shifts a live
+//!   bundle past a page boundary), with the hops nested in it.
 //! - Fast poll (`fast_poll_interval`): incremental,
 //!   `search=updated_at > '<start, minus a small overlap>'`, where the start
 //!   is the newest `updated_at` seen or, when earlier, the moment the
@@ -76,6 +78,9 @@ pub const BUNDLES_PATH: &str = "/api/maestro/v1/resource-bundles";
 
 /// The `kind` of the bundle list envelope (docs/design.md §10.6).
 pub const LIST_KIND: &str = "ResourceBundleList";
+
+/// Bundle ids per `id in (...)` query, to stay under proxy URL limits.
+const IDS_PER_QUERY: usize = 50;
 
 /// How far behind the newest `updated_at` seen the incremental query starts.
 pub const INCREMENTAL_OVERLAP: SignedDuration = SignedDuration::from_secs(2);
@@ -720,13 +725,57 @@ impl MaestroSource {
             }
         }
         if kind == PollKind::Full {
-            let missing: Vec<String> = self
+            let mut missing: Vec<String> = self
                 .tracker
                 .owners()
                 .filter(|o| !seen.contains(*o))
                 .map(str::to_string)
                 .collect();
-            let vanished = self.guard.filter(&self.ctx, KIND, known, missing);
+            // The pages are offsets into a list that changes while it is
+            // read: a bundle deleted from an earlier page shifts a live one
+            // past a page boundary. Missing is not gone until a read by id
+            // agrees.
+            missing.sort();
+            let mut confirmed = Vec::new();
+            for chunk in missing.chunks(IDS_PER_QUERY) {
+                let search = format!(
+                    "id in ({})",
+                    chunk
+                        .iter()
+                        .map(|id| http::sql_quote(id))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                let params = [("search", search.as_str())];
+                let mut pager =
+                    http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+                let mut found = HashSet::new();
+                loop {
+                    match pager.next(&self.client).await {
+                        Ok(Some(items)) => {
+                            for item in items {
+                                if let Some(bundle) = http::decode_item::<ResourceBundle>(
+                                    &item,
+                                    "items[]",
+                                    &mut unknown,
+                                ) {
+                                    found.insert(bundle.id.clone());
+                                    self.accept(bundle, mode, &mut out, &mut unknown);
+                                }
+                            }
+                        }
+                        Ok(None) => break,
+                        // An id the service refuses in a query: the list is
+                        // believed, as before the check.
+                        Err(err) => {
+                            tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading bundles missing from a relist by id failed; they count as gone");
+                            break;
+                        }
+                    }
+                }
+                confirmed.extend(chunk.iter().filter(|id| !found.contains(*id)).cloned());
+            }
+            let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
             self.tracker.remove_vanished(&vanished, &mut out);
         }
         if kind == PollKind::Full {
