@@ -846,7 +846,8 @@ async fn cs_relist_confirms_by_id_before_calling_a_cluster_gone() {
         }
         let mut clusters = vec![cs_cluster("c1", "ready")];
         let listing = !req.query.contains_key("search");
-        if !*gone2.lock() && !(listing && *hide2.lock()) {
+        let hidden = *gone2.lock() || (listing && *hide2.lock());
+        if !hidden {
             clusters.push(cs_cluster("c2", "ready"));
         }
         cs_list(req, &clusters)
