@@ -260,7 +260,9 @@ pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClust
 /// The plan's times as the management cluster shows them: the ManifestWork
 /// appears with the bundle and is Applied at the agent's first report; the
 /// control plane is ready when its kube-apiserver is; the ManagedCluster joins
-/// when the version rollout completes; pools are ready with the plan's nodes.
+/// soon after the HostedCluster is Available (the klusterlet needs the hosted
+/// API server; a quarter of the way to the rollout's completion, at most a
+/// world-minute); pools are ready with the plan's nodes.
 pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeClusterSpec {
     let at = |ms: Option<Ms>| ms.map(ts);
     KubeClusterSpec {
@@ -274,7 +276,10 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
         manifestwork_applied_at: at(p.bundle_applied),
         hosted_cluster_available_at: at(p.hc_available),
         control_plane_ready_at: at(p.hc_kas_available),
-        managed_cluster_joined_at: at(p.hc_completed),
+        managed_cluster_joined_at: at(p
+            .hc_available
+            .zip(p.hc_completed)
+            .map(|(available, completed)| available + (completed - available) / 4)),
         node_pools: p
             .pools
             .iter()
