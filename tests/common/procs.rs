@@ -102,3 +102,115 @@ pub fn tempdir(test: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A real Prometheus on a free loopback port, configured by `config` (YAML,
+/// written to `<dir>/<name>.yml`), its TSDB in `<dir>/<name>-data`. Returns
+/// the process and its base URL; [`wait_ready`] tells when it serves.
+pub fn start_prometheus(name: &'static str, config: &str, dir: &Path) -> (Process, String) {
+    let port = free_port();
+    let file = dir.join(format!("{name}.yml"));
+    std::fs::write(&file, config).unwrap();
+    let process = Process::start(
+        name,
+        "prometheus",
+        &[
+            format!("--config.file={}", file.display()),
+            format!(
+                "--storage.tsdb.path={}",
+                dir.join(format!("{name}-data")).display()
+            ),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+        ],
+        dir,
+    );
+    (process, format!("http://127.0.0.1:{port}"))
+}
+
+/// A real Alertmanager on a free loopback port with the configuration file
+/// `config` (relative paths in it, such as `templates:`, resolve against the
+/// file's directory), no clustering, its state in `<dir>/<name>-data`.
+pub fn start_alertmanager(name: &'static str, config: &Path, dir: &Path) -> (Process, String) {
+    let port = free_port();
+    let process = Process::start(
+        name,
+        "prometheus-alertmanager",
+        &[
+            format!("--config.file={}", config.display()),
+            format!(
+                "--storage.path={}",
+                dir.join(format!("{name}-data")).display()
+            ),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            "--cluster.listen-address=".to_string(),
+        ],
+        dir,
+    );
+    (process, format!("http://127.0.0.1:{port}"))
+}
+
+/// Waits until a Prometheus or Alertmanager at `base` answers `/-/ready`.
+pub async fn wait_ready(client: &reqwest::Client, base: &str, limit: Duration) -> bool {
+    wait_for(&format!("{base} to be ready"), limit, async || {
+        let r = client.get(format!("{base}/-/ready")).send().await.ok()?;
+        r.status().is_success().then_some(())
+    })
+    .await
+    .is_some()
+}
+
+/// A range query: `[{metric, values: [[t, "v"], ...]}, ...]`.
+pub async fn query_range(
+    client: &reqwest::Client,
+    prometheus: &str,
+    expr: &str,
+    start: f64,
+    end: f64,
+    step: f64,
+) -> Result<Value, String> {
+    let response = client
+        .get(format!("{prometheus}/api/v1/query_range"))
+        .query(&[
+            ("query", expr.to_string()),
+            ("start", format!("{start:.3}")),
+            ("end", format!("{end:.3}")),
+            ("step", format!("{step}")),
+        ])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    if body["status"] == "success" {
+        Ok(body["data"]["result"].clone())
+    } else {
+        Err(format!("{}: {}", body["errorType"], body["error"]))
+    }
+}
+
+/// An instant query evaluated at `time` (seconds since the epoch).
+pub async fn query_at(
+    client: &reqwest::Client,
+    prometheus: &str,
+    expr: &str,
+    time: f64,
+) -> Result<Value, String> {
+    let response = client
+        .get(format!("{prometheus}/api/v1/query"))
+        .query(&[("query", expr.to_string()), ("time", format!("{time:.3}"))])
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    if body["status"] == "success" {
+        Ok(body["data"]["result"].clone())
+    } else {
+        Err(format!("{}: {}", body["errorType"], body["error"]))
+    }
+}
+
+/// Seconds since the epoch, as Prometheus' API takes them.
+pub fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
