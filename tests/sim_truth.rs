@@ -216,6 +216,14 @@ fn faults_follow_their_script() {
                         assert_eq!(p(Hop::HostedCluster), Some(Phase::Ready));
                         assert!(c.completed_at.is_some());
                     }
+                    FaultKind::HostedClusterUnavailable => {
+                        // Completed first; the outage does not undo that.
+                        assert!(c.completed_at.is_some() && !c.failed, "{c:?}");
+                        assert!(matches!(
+                            p(Hop::HostedCluster),
+                            Some(Phase::Ready | Phase::Progressing)
+                        ));
+                    }
                     FaultKind::UnknownClustersServiceState
                     | FaultKind::UnknownProvisioningState => {
                         assert!(
@@ -238,6 +246,15 @@ fn faults_follow_their_script() {
         let n = counts.get(&kind).copied().unwrap_or(0);
         assert!((18..=80).contains(&n), "{kind:?}: {n} of 600");
     }
+    // Drawn from the fault-free share: about 3 % of the fleet.
+    let lost = counts
+        .get(&FaultKind::HostedClusterUnavailable)
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        (6..=40).contains(&lost),
+        "HostedClusterUnavailable: {lost} of 600"
+    );
     assert!(
         counts
             .get(&FaultKind::UnknownClustersServiceState)
@@ -252,6 +269,45 @@ fn faults_follow_their_script() {
             .unwrap_or(0)
             > 0
     );
+}
+
+#[test]
+fn a_lost_control_plane_comes_back_and_the_creation_stays_completed() {
+    let clock = SimClock::manual(t0());
+    let w = World::new(cfg(600, 11, true, false), clock.clone());
+    let id = w
+        .truth()
+        .clusters
+        .iter()
+        .filter(|c| c.fault == Some(FaultKind::HostedClusterUnavailable))
+        // The youngest: its outage is still ahead.
+        .max_by_key(|c| c.created_at)
+        .map(|c| c.cluster_id.clone())
+        .expect("a HostedClusterUnavailable cluster among 600");
+    let mut phases: Vec<Phase> = Vec::new();
+    let mut completed = None;
+    for _ in 0..(3 * 60) {
+        let truth = w.truth();
+        let Some(c) = truth.cluster(&id) else { break };
+        let hc = c.hops[&Hop::HostedCluster].phase;
+        if phases.last() != Some(&hc) {
+            phases.push(hc);
+        }
+        if let Some(at) = c.completed_at {
+            assert_eq!(*completed.get_or_insert(at), at, "completion moved");
+        }
+        clock.advance(Duration::from_secs(60));
+    }
+    let tail: Vec<Phase> = phases
+        .iter()
+        .copied()
+        .skip_while(|p| *p != Phase::Ready)
+        .collect();
+    assert!(
+        tail.starts_with(&[Phase::Ready, Phase::Progressing, Phase::Ready]),
+        "{phases:?}"
+    );
+    assert!(completed.is_some());
 }
 
 #[test]

@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::World;
 use super::kube::{KubeApiHandle, KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at};
 use super::plan::{ENV, Ms, Plan, SHARDS};
+use super::state::trunc_s;
 use super::truth::ts;
 use crate::sources::kube::KubeMode;
 
@@ -237,6 +238,9 @@ pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClust
         managed_cluster_never_joins: p.managed_cluster_never_joins,
         node_pool_stuck_at_zero: p.fault == Some(FaultKind::NodePoolStuck),
         node_pool_work_never_applied: p.fault == Some(FaultKind::NodePoolBundleNeverApplied),
+        hosted_cluster_lost: p
+            .hc_lost
+            .map(|(lost, back)| (ts(trunc_s(lost)), ts(trunc_s(back)))),
         degraded_after: Some(degraded_after),
     }
 }

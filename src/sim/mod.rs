@@ -183,6 +183,10 @@ pub enum FaultKind {
     /// NodePool never exists there. The HostedCluster's bundle and the other
     /// pools' go right, so the creation completes.
     NodePoolBundleNeverApplied,
+    /// The creation completes, then the HostedCluster's Available turns
+    /// False for 25–35 minutes and comes back (a regression, not a creation
+    /// failure): the completed creation stays completed.
+    HostedClusterUnavailable,
     /// The RP accepted the resource (`Accepted` for good) but Clusters
     /// Service never got it: no CS cluster, no bundle, nothing on a
     /// management cluster. The creation never completes.

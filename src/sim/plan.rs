@@ -35,6 +35,8 @@ const MGMT_FAULT_SALT: u64 = 0x6d67_6d74_6661_756c;
 const POOL_BUNDLE_SALT: u64 = 0x706f_6f6c_6275_6e64;
 /// Seed salt of the "never handed over" draw.
 const HANDOVER_SALT: u64 = 0x6861_6e64_6f76_6572;
+/// Seed salt of the "HostedCluster loses Available" draw and its times.
+const UNAVAILABLE_SALT: u64 = 0x756e_6176_6169_6c21;
 
 pub(crate) const REGION: &str = "westus3";
 pub(crate) const ENV: &str = "sim";
@@ -135,6 +137,9 @@ pub(crate) struct Plan {
     /// HostedCluster-degraded fault: ValidReleaseImage turns False here.
     pub hc_invalid_image: Option<Ms>,
     pub hc_available: Option<Ms>,
+    /// HostedCluster-unavailable fault: after the creation completed, the
+    /// HostedCluster's Available is False from `.0` until `.1`.
+    pub hc_lost: Option<(Ms, Ms)>,
     pub hc_completed: Option<Ms>,
     pub np_machines: Option<Ms>,
     pub np_ready: Option<Ms>,
@@ -316,6 +321,24 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         }
     }
 
+    // A completed cluster losing its control plane for a while: its own
+    // stream too, drawn before the lifetime (a faulty cluster lingers).
+    let mut lost_after = None;
+    if params.faults && fault.is_none() {
+        let mut lost = ChaCha8Rng::seed_from_u64(params.seed ^ UNAVAILABLE_SALT);
+        lost.set_stream(index);
+        if lost.random_range(0.0..1.0) < 0.05 {
+            fault = Some(FaultKind::HostedClusterUnavailable);
+            // Lost 5–15 minutes after the RP said Succeeded, back 25–35
+            // minutes later: longer than the hosted_cluster budget (15m),
+            // so its alert fires, and then resolves.
+            lost_after = Some((
+                lost.random_range(5.0 * MINUTE..15.0 * MINUTE),
+                lost.random_range(25.0 * MINUTE..35.0 * MINUTE),
+            ));
+        }
+    }
+
     // Per-hop delays in world seconds (docs/design.md §11.3).
     let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
     let cs_created = at(created, 2.0, 8.0);
@@ -376,6 +399,10 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         hc_kas_available: Some(hc_kas_available),
         hc_invalid_image: None,
         hc_available: Some(hc_available),
+        hc_lost: lost_after.map(|(after, outage)| {
+            let lost = rp_succeeded + params.ms(after);
+            (lost, lost + params.ms(outage))
+        }),
         hc_completed: Some(hc_completed),
         np_machines: Some(np_machines),
         np_ready: Some(np_ready),
@@ -462,7 +489,8 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
         Some(
             FaultKind::UnknownClustersServiceState
             | FaultKind::UnknownProvisioningState
-            | FaultKind::NodePoolBundleNeverApplied,
+            | FaultKind::NodePoolBundleNeverApplied
+            | FaultKind::HostedClusterUnavailable,
         )
         | None => {}
     }
@@ -518,6 +546,8 @@ fn bundles(params: &FleetParams, p: &Plan, hc_bundle_id: String) -> Vec<BundlePl
                 p.hc_kas_available,
                 p.hc_invalid_image,
                 p.hc_available,
+                p.hc_lost.map(|(lost, _)| lost),
+                p.hc_lost.map(|(_, back)| back),
                 p.hc_completed,
             ],
         ),

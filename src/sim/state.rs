@@ -367,18 +367,35 @@ impl Plan {
                 ("", ""),
             ),
         };
-        vec![
-            Cond::at(
+        let available_good = ("AsExpected", "The hosted control plane is available");
+        let available = match self.hc_lost {
+            Some((lost, back)) if lost <= st && st < back => Cond::new(
+                "Available",
+                false,
+                lost,
+                available_good,
+                (
+                    "ComponentsNotAvailable",
+                    "kube-apiserver deployment has 0 available replicas",
+                ),
+            ),
+            Some((_, back)) if back <= st => {
+                Cond::new("Available", true, back, available_good, ("", ""))
+            }
+            _ => Cond::at(
                 "Available",
                 self.hc_available,
                 st,
                 s,
-                ("AsExpected", "The hosted control plane is available"),
+                available_good,
                 (
                     "WaitingForAvailable",
                     "Waiting for hosted control plane to be healthy",
                 ),
             ),
+        };
+        vec![
+            available,
             progressing,
             degraded,
             Cond::at(

@@ -138,10 +138,11 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
             }
         }
     }
-    let hc_ready = hosted
-        .first()
-        .filter(|h| h.phase == Phase::Ready)
-        .and_then(|h| h.ready_at);
+    // When the HostedCluster first became Available as served: a later
+    // outage (HostedClusterUnavailable) does not undo the completion.
+    let hc_ready = hc_st
+        .and_then(|st| p.hc_available.filter(|a| *a <= st))
+        .map(trunc_s);
     for (hop, objects) in [
         (Hop::MaestroBundle, bundles),
         (Hop::Manifestwork, works),
@@ -266,7 +267,9 @@ fn hosted_cluster(p: &Plan, st: Ms) -> Obj {
         Phase::Progressing
     };
     let (history, _, _) = p.hc_history(st);
-    Obj::new(phase, history, available)
+    // Ready since it first was, even after an outage it came back from.
+    let first = available.map(|since| p.hc_available.map_or(since, trunc_s));
+    Obj::new(phase, history, first)
 }
 
 fn work_phase(ready: Option<Ms>) -> Phase {
@@ -305,6 +308,7 @@ impl FaultKind {
             FaultKind::UnknownProvisioningState => "unknown_provisioning_state",
             FaultKind::NodePoolBundleNeverApplied => "node_pool_bundle_never_applied",
             FaultKind::NotHandedOver => "not_handed_over",
+            FaultKind::HostedClusterUnavailable => "hosted_cluster_unavailable",
         }
     }
 
@@ -325,6 +329,8 @@ impl FaultKind {
                 "HCPUnknownUpstreamValues"
             }
             FaultKind::NotHandedOver => "HCPCreationNotHandedOver",
+            // A completed cluster's regression pages.
+            FaultKind::HostedClusterUnavailable => "HCPHostedClusterUnavailable",
         }
     }
 }
@@ -381,6 +387,13 @@ pub(crate) fn management(
 
     let available =
         reached(spec.hosted_cluster_available_at).filter(|_| !faults.hosted_cluster_degraded);
+    // A lost control plane is progressing until it is back; the hop's
+    // `ready_at` stays the first time it was ready.
+    let available = available.filter(|_| {
+        !faults
+            .hosted_cluster_lost
+            .is_some_and(|(lost, back)| lost <= now && now < back)
+    });
     let degraded_since = faults
         .hosted_cluster_degraded
         .then(|| {

@@ -40,6 +40,9 @@ pub struct KubeClusterFaults {
     /// ARO: the first pool's ManifestWork never gets a status, so that
     /// NodePool never exists on the management cluster.
     pub node_pool_work_never_applied: bool,
+    /// After it was Available, the HostedCluster's Available is False from
+    /// `.0` until `.1` (a lost control plane that recovers).
+    pub hosted_cluster_lost: Option<(Timestamp, Timestamp)>,
     /// With `hosted_cluster_degraded`: how long after the management side
     /// starts the HostedCluster turns Degraded (unset: [`DEGRADED_AFTER`]).
     pub degraded_after: Option<SignedDuration>,
@@ -253,12 +256,45 @@ fn hosted_cluster(
     };
     let available = reached(spec.hosted_cluster_available_at, now)
         .filter(|_| !spec.faults.hosted_cluster_degraded);
+    let (available, lost_since) = match (available, spec.faults.hosted_cluster_lost) {
+        (Some(_), Some((lost, back))) if lost <= now && now < back => (None, Some(lost)),
+        (Some(_), Some((_, back))) if back <= now => (Some(back), None),
+        (available, _) => (available, None),
+    };
     let degraded_at = start
         .checked_add(spec.faults.degraded_after.unwrap_or(DEGRADED_AFTER))
         .ok()
         .filter(|t| spec.faults.hosted_cluster_degraded && *t <= now);
     let mut annotations = json!({});
     let (conditions, history) = match (available, degraded_at) {
+        // Lost after it was Available: the rollout stays Completed.
+        (None, _) if lost_since.is_some() => {
+            let lost = lost_since.unwrap_or(start);
+            annotations["hypershift.openshift.io/HasBeenAvailable"] = json!("true");
+            let completed = spec.hosted_cluster_available_at.unwrap_or(start);
+            (
+                vec![
+                    condition(
+                        "Available",
+                        false,
+                        "ComponentsNotAvailable",
+                        "kube-apiserver deployment has 0 available replicas",
+                        lost,
+                    ),
+                    condition(
+                        "Progressing",
+                        false,
+                        "AsExpected",
+                        "HostedCluster is at expected version",
+                        completed,
+                    ),
+                    condition("Degraded", false, "AsExpected", "All is well", start),
+                    valid_configuration(start),
+                    valid_release_image(start),
+                ],
+                version_history("Completed", start, Some(completed)),
+            )
+        }
         (Some(at), _) => {
             annotations["hypershift.openshift.io/HasBeenAvailable"] = json!("true");
             (
