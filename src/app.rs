@@ -83,6 +83,8 @@ pub struct Exporter {
     /// With `state_dir`: the file the observed times are kept in, and what
     /// was read from it at start.
     state: Option<(Arc<StateStore>, Restored)>,
+    /// Routes served beside the exporter's own (the demo's ground truth).
+    extra_routes: Option<axum::Router>,
 }
 
 impl Exporter {
@@ -247,7 +249,18 @@ impl Exporter {
             tracer,
             tasks,
             state,
+            extra_routes: None,
         })
+    }
+
+    /// Serve `routes` on the exporter's port too. The demo adds its ground
+    /// truth this way, so the exporter's wiring knows nothing of the world.
+    pub fn with_routes(mut self, routes: axum::Router) -> Exporter {
+        self.extra_routes = Some(match self.extra_routes.take() {
+            Some(existing) => existing.merge(routes),
+            None => routes,
+        });
+        self
     }
 
     /// Serve HTTP on `listener` until `shutdown` resolves; then stop the
@@ -273,7 +286,11 @@ impl Exporter {
             }
             let _ = signalled_tx.send(tokio::time::Instant::now());
         };
-        let server = crate::server::serve(listener, self.store.clone(), on_signal);
+        let mut routes = crate::server::router(self.store.clone());
+        if let Some(extra) = &self.extra_routes {
+            routes = routes.merge(extra.clone());
+        }
+        let server = crate::server::serve_router(listener, routes, on_signal);
         tokio::pin!(server);
         let mut deadline = None;
         let result = tokio::select! {

@@ -344,6 +344,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
             latency: LatencyModel::realistic(),
             subscriptions: 3,
             not_handed_over: 0.0,
+            failure_burst: None,
         },
         SimClock::Real,
     );

@@ -45,7 +45,26 @@ pub struct Demo {
     pub config: Config,
 }
 
+/// Where the demo serves its ground truth, on the exporter's port.
+pub const GROUND_TRUTH_PATH: &str = "/api/v1/demo/ground-truth";
+
+/// The demo's own routes: its ground truth (docs/design.md §11.6) as JSON.
+pub fn ground_truth_routes(world: World) -> axum::Router {
+    axum::Router::new().route(
+        GROUND_TRUTH_PATH,
+        axum::routing::get(move || {
+            let world = world.clone();
+            async move { axum::Json(world.ground_truth()) }
+        }),
+    )
+}
+
 impl Demo {
+    /// The routes `hcp-flow demo` serves beside the exporter's.
+    pub fn routes(&self) -> axum::Router {
+        ground_truth_routes(self.world.clone())
+    }
+
     /// What the demo banner says about the simulated upstreams.
     pub fn describe_upstreams(&self) -> String {
         let mut out = format!(
@@ -117,6 +136,7 @@ pub async fn start_demo_world(
         latency,
         subscriptions: 3,
         not_handed_over: 0.0,
+        failure_burst: None,
     };
     start_world(settings, world, SimClock::Real).await
 }

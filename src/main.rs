@@ -113,7 +113,7 @@ async fn serve(config: hcp_flow::config::Config) -> Result<(), hcp_flow::Error> 
 async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     let listener = app::bind(settings.listen).await?;
     let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
-    let exporter = Exporter::start(&demo.config, settings.speed)?;
+    let exporter = Exporter::start(&demo.config, settings.speed)?.with_routes(demo.routes());
     let base = format!(
         "http://{}",
         listener.local_addr().context("reading the bound address")?
@@ -127,6 +127,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
          \x20   {base}/metrics            Prometheus metrics\n\
          \x20   {base}/api/v1/clusters    every creation's timeline (JSON)\n\
          \x20   {base}/readyz             sync status of each source\n\
+         \x20   {base}{truth}  each cluster's injected fault and the alert it should raise\n\
          \x20   {base}/                   landing page\n\
          \x20 Ctrl-C stops.",
         clusters = settings.clusters,
@@ -134,6 +135,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
         seed = settings.seed,
         faults = if settings.faults { "on" } else { "off" },
         upstreams = demo.describe_upstreams(),
+        truth = hcp_flow::demo::GROUND_TRUTH_PATH,
     );
     exporter
         .serve(listener, shutdown_signal(), DEMO_SHUTDOWN_GRACE)

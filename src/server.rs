@@ -26,13 +26,22 @@ pub fn router(store: Arc<Store>) -> Router {
         .with_state(store)
 }
 
-/// Bind and serve until `shutdown` resolves.
+/// Serve the exporter's routes until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: Arc<Store>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(store))
+    serve_router(listener, router(store), shutdown).await
+}
+
+/// Serve `routes` (the exporter's, perhaps with more) until `shutdown` resolves.
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    routes: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await
 }

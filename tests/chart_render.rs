@@ -212,6 +212,7 @@ fn rendered() -> &'static BTreeMap<String, Scenario> {
         scenarios
             .push(json!({"name": "no-source", "values_yaml": "inCluster: {enabled: false}\n"}));
         scenarios.push(json!({"name": "no-state", "values_yaml": "stateStore: {enabled: false, mountPath: /x}\n"}));
+        scenarios.push(json!({"name": "runbook-base", "values_yaml": format!("{ALL_ON_RULES}runbookBaseUrl: {OWN_RUNBOOKS}\n")}));
         let request = json!({
             "chart": Path::new(ROOT).join(CHART),
             "release": RELEASE,
@@ -888,6 +889,41 @@ fn source_dashboards() -> BTreeMap<String, Value> {
             )
         })
         .collect()
+}
+
+/// Rules on, in-cluster and ACM, for the runbook-base scenario.
+const ALL_ON_RULES: &str = "prometheusRule: {enabled: true}\nacm: {enabled: true}\n";
+const OWN_RUNBOOKS: &str = "https://wiki.example.test/sre/hcp-flow-runbooks";
+
+fn runbook_urls(groups: &Value) -> Vec<String> {
+    groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap().iter())
+        .filter_map(|r| r["annotations"]["runbook_url"].as_str())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn runbook_urls_follow_the_configured_base() {
+    let source = runbook_urls(&json!(source_rule_groups()));
+    assert!(source.len() > 10, "alerts/ has runbook urls: {source:?}");
+    let s = scenario("runbook-base");
+    let rule = s.one("PrometheusRule");
+    let want: Vec<String> = source
+        .iter()
+        .map(|u| format!("{OWN_RUNBOOKS}#{}", u.split_once('#').unwrap().1))
+        .collect();
+    assert_eq!(runbook_urls(&rule["spec"]["groups"]), want);
+    let acm = s.config_map("thanos-ruler-custom-rules");
+    let custom: Value =
+        serde_saphyr::from_str(acm["data"]["custom_rules.yaml"].as_str().unwrap()).unwrap();
+    assert_eq!(runbook_urls(&custom["groups"]), want);
+    // The default base is the repository's own runbooks: unchanged.
+    let default = scenario("all-on").one("PrometheusRule");
+    assert_eq!(runbook_urls(&default["spec"]["groups"]), source);
 }
 
 #[test]

@@ -27,6 +27,7 @@ fn world_config(seed: u64) -> WorldConfig {
         latency: LatencyModel::none(),
         subscriptions: 3,
         not_handed_over: 0.0,
+        failure_burst: None,
     }
 }
 

@@ -401,6 +401,7 @@ fn frozen_world(runtime: &tokio::runtime::Runtime, dir: &Path) -> (World, PathBu
             latency: LatencyModel::none(),
             subscriptions: 3,
             not_handed_over: 0.0,
+            failure_burst: None,
         },
         SimClock::manual(now),
     );

@@ -29,6 +29,7 @@ fn cfg(clusters: usize, seed: u64, not_handed_over: f64) -> WorldConfig {
         latency: LatencyModel::none(),
         subscriptions: 2,
         not_handed_over,
+        failure_burst: None,
     }
 }
 

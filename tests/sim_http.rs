@@ -26,6 +26,7 @@ async fn start(clusters: usize, faults: bool) -> (World, Endpoints, reqwest::Cli
         latency: LatencyModel::none(),
         subscriptions: 2,
         not_handed_over: 0.0,
+        failure_burst: None,
     };
     let world = World::new(cfg, SimClock::manual(t0()));
     let endpoints = world.serve().await.unwrap();
@@ -620,6 +621,7 @@ async fn latency_is_charged_per_item() {
         },
         subscriptions: 1,
         not_handed_over: 0.0,
+        failure_burst: None,
     };
     let world = World::new(cfg, SimClock::manual(t0()));
     let ep = world.serve().await.unwrap();

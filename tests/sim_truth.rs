@@ -22,6 +22,7 @@ fn cfg(clusters: usize, seed: u64, faults: bool, churn: bool) -> WorldConfig {
         latency: LatencyModel::none(),
         subscriptions: 3,
         not_handed_over: 0.0,
+        failure_burst: None,
     }
 }
 

@@ -349,6 +349,11 @@ fn cs_list(req: &Request, clusters: &[Value]) -> (u16, String) {
                 settled.contains(&state)
             } else if search.starts_with("id in") {
                 search.contains(&format!("'{id}'"))
+            } else if let Some(from) = search.strip_prefix("creation_timestamp >= ") {
+                let from: jiff::Timestamp = from.trim_matches('\'').parse().unwrap();
+                c["creation_timestamp"]
+                    .as_str()
+                    .is_some_and(|t| t.parse::<jiff::Timestamp>().unwrap() >= from)
             } else {
                 panic!("unexpected search {search}")
             }
@@ -437,8 +442,8 @@ async fn cs_polls_page_and_search_as_documented() {
     let reqs = mock.take();
     assert_eq!(
         reqs.len(),
-        2,
-        "one page of in-flight clusters, one page of the id query; shards cached"
+        3,
+        "one page of in-flight clusters, one of the id query, one of those created since the previous poll; shards cached"
     );
     assert_eq!(
         reqs[0].query["search"],
@@ -484,7 +489,7 @@ async fn cs_polls_page_and_search_as_documented() {
     );
     assert_eq!(upserts(&batches).len(), 3, "a relist sends everything");
     assert_eq!(h.up(), 1);
-    assert_eq!(h.requests(), (3 + 5 + 2 + 2 + 2) as u64);
+    assert_eq!(h.requests(), (3 + 5 + 3 + 2 + 2) as u64);
 }
 
 #[tokio::test]
@@ -579,6 +584,51 @@ fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
         }
     };
     ocm_page(req, "ResourceBundleList", &matching)
+}
+
+/// A bundle that starts matching while a poll pages through the list lands
+/// on a page already read (pages are offsets in creation order): that poll
+/// misses it. It changed after the poll began, so the next incremental poll
+/// must start no later than that, even when newer bundles were seen.
+#[tokio::test]
+async fn maestro_incremental_rereads_what_changed_during_the_previous_poll() {
+    let mut h = harness("maestro");
+    let clock = hcp_flow::clock::Clock::manual("2026-06-10T23:06:00Z".parse().unwrap());
+    h.ctx.clock = clock.clone();
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b3", "c3", "2026-06-10T23:10:00Z", "True"),
+    ]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| maestro_list(req, &w.lock())).await;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http: http_config(&mock.base),
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    mock.take();
+    h.sink.take();
+    // Reported at 23:07, after the poll began, on a page it had read.
+    world.lock().insert(
+        1,
+        maestro_bundle("b2", "c2", "2026-06-10T23:07:00Z", "False"),
+    );
+    clock.advance(std::time::Duration::from_secs(1));
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    let reqs = mock.take();
+    assert_eq!(
+        reqs[0].query["search"], "updated_at > '2026-06-10T23:05:58Z'",
+        "from the previous poll's start, not the newest update seen (23:10)"
+    );
+    let batches = h.sink.take();
+    let changed = upserts(&batches);
+    assert!(
+        changed.iter().any(|o| o.key == ClusterKey::Id("c2".into())),
+        "b2 read by the next poll: {changed:?}"
+    );
 }
 
 #[tokio::test]
@@ -779,6 +829,40 @@ fn fast(mut http: HttpSourceConfig) -> HttpSourceConfig {
     http
 }
 
+/// A cluster created and failed between two fast polls is never in flight
+/// when a poll looks: the next fast poll still reads it, through the
+/// clusters created since the previous poll began.
+#[tokio::test]
+async fn cs_fast_poll_reads_a_cluster_created_and_failed_in_between() {
+    let mut h = harness("clusters_service");
+    let clock = hcp_flow::clock::Clock::manual("2026-06-10T23:00:00Z".parse().unwrap());
+    h.ctx.clock = clock.clone();
+    let world = Arc::new(Mutex::new(vec![cs_cluster("c1", "installing")]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| {
+        if req.path.ends_with("/provision_shard") {
+            (200, shard())
+        } else {
+            cs_list(req, &w.lock())
+        }
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(cs.poll(PollKind::Full).await);
+    h.sink.take();
+    let mut failed = cs_cluster("c2", "error");
+    failed["creation_timestamp"] = json!("2026-06-10T23:00:10Z");
+    world.lock().push(failed);
+    clock.advance(Duration::from_secs(20));
+    assert!(cs.poll(PollKind::Fast).await);
+    let batches = h.sink.take();
+    let seen = upserts(&batches);
+    assert!(
+        seen.iter().any(|o| o.key == ClusterKey::Id("c2".into())),
+        "c2 read by the fast poll: {seen:?}"
+    );
+}
+
 #[tokio::test]
 async fn run_loops_start_with_a_full_sync_then_poll_fast() {
     let h = harness("clusters_service");
@@ -801,10 +885,16 @@ async fn run_loops_start_with_a_full_sync_then_poll_fast() {
     task.abort();
     assert!(!reqs[0].query.contains_key("search"), "full sync first");
     assert!(reqs[1].path.ends_with("/provision_shard"));
+    // Each fast poll: the clusters in flight, then those created since the
+    // previous poll began (a cluster created and failed in between).
+    assert_eq!(
+        reqs[2].query["search"],
+        "state not in ('ready','hibernating','error')"
+    );
     assert!(
-        reqs[2..]
-            .iter()
-            .all(|r| r.query["search"] == "state not in ('ready','hibernating','error')")
+        reqs[3].query["search"].starts_with("creation_timestamp >= '"),
+        "{:?}",
+        reqs[3].query
     );
     let batches = h.sink.take();
     assert!(batches[0].initial);

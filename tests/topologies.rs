@@ -293,6 +293,7 @@ async fn run(seed: u64, instances: Vec<Shape>) -> Run {
         latency: LatencyModel::none(),
         subscriptions: 3,
         not_handed_over: 0.0,
+        failure_burst: None,
     };
     let demo = start_world(&settings, world, clock.clone()).await.unwrap();
     let target = demo.config.slo.creation_target;

@@ -42,6 +42,7 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
             latency: LatencyModel::none(),
             subscriptions: 3,
             not_handed_over: 0.0,
+            failure_burst: None,
         },
         clock.clone(),
     );

@@ -176,6 +176,18 @@ impl World {
         Some(kube_spec(p, degraded_after))
     }
 
+    /// The management-side faults of a plan, also once its objects are gone
+    /// (the ground truth keeps naming the fault of a cluster being deleted);
+    /// `None` when no management cluster is served or nothing reached one.
+    pub(crate) fn kube_faults_of(&self, p: &Plan) -> Option<KubeClusterFaults> {
+        if !self.kube_served() || p.cs_created.is_none() {
+            return None;
+        }
+        let degraded_after =
+            SignedDuration::from_millis(self.inner.params.ms(DEGRADED_AFTER_WORLD_S));
+        Some(kube_faults(p, degraded_after))
+    }
+
     /// Bring every management cluster's objects to the clock's current time.
     pub fn sync_kube(&self) {
         let Some(world) = self.inner.kube.lock().clone() else {

@@ -36,6 +36,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::model::{Hop, Phase};
 
+pub mod ground;
 pub mod kube;
 pub mod mgmt;
 mod plan;
@@ -74,6 +75,10 @@ pub struct WorldConfig {
     /// its own stream whether or not `faults` is on. 0 by default: an
     /// exporter that waits for the Clusters Service join cannot show them.
     pub not_handed_over: f64,
+    /// A burst of failures: every creation created from `.0` after the
+    /// world's start for `.1` (real time) fails with a Clusters Service
+    /// error, whatever `faults` says. For the burn-rate alerts' tests.
+    pub failure_burst: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 impl Default for WorldConfig {
@@ -87,6 +92,7 @@ impl Default for WorldConfig {
             latency: LatencyModel::realistic(),
             subscriptions: 3,
             not_handed_over: 0.0,
+            failure_burst: None,
         }
     }
 }
@@ -327,6 +333,11 @@ impl World {
             subscriptions: plan::subscriptions(cfg.seed, cfg.subscriptions),
             t0,
             not_handed_over: cfg.not_handed_over.clamp(0.0, 1.0),
+            failure_burst: cfg.failure_burst.map(|(after, length)| {
+                let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+                let from = t0.saturating_add(ms(after));
+                (from, from.saturating_add(ms(length)))
+            }),
         };
         let plans: Vec<Arc<Plan>> = (0..cfg.clusters as u64)
             .map(|i| Arc::new(plan::plan(&params, i)))

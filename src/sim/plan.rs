@@ -200,6 +200,8 @@ pub(crate) struct FleetParams {
     /// Share of creations the RP accepts but never hands over to Clusters
     /// Service ([`FaultKind::NotHandedOver`]).
     pub not_handed_over: f64,
+    /// Creations created in `[.0, .1)` fail ([`FaultKind::ClustersServiceError`]).
+    pub failure_burst: Option<(Ms, Ms)>,
 }
 
 impl FleetParams {
@@ -311,6 +313,15 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
     } else {
         None
     };
+    // A seeded burst: every creation in the window fails the same way, the
+    // fleet-level failure an SLO burn-rate alert exists for. No draw is
+    // asked, so the rest of the world is what the seed made it.
+    if params
+        .failure_burst
+        .is_some_and(|(from, to)| (from..to).contains(&created))
+    {
+        fault = Some(FaultKind::ClustersServiceError);
+    }
     // Its own stream, and asked only when the share is set: the rest of the
     // world stays what the seed made it.
     if params.not_handed_over > 0.0 && fault.is_none() {
@@ -601,6 +612,7 @@ mod tests {
             subscriptions: subscriptions(seed, 3),
             t0: 1_750_000_000_000,
             not_handed_over: 0.0,
+            failure_burst: None,
         }
     }
 

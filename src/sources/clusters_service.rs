@@ -10,6 +10,10 @@
 //!   `search=state not in ('ready','hibernating','error')`. Clusters that were
 //!   in flight and are missing from that answer are read in batched
 //!   `search=id in (...)` queries; one missing from those too is `Gone`.
+//!   Then the clusters created since the previous poll began (minus 30 s of
+//!   clock skew), `search=creation_timestamp >= '...'`, whatever their
+//!   state: one created and failed between two fast polls is never in flight
+//!   when a poll looks, and would wait for the slow poll.
 //! - Slow poll (`slow_poll_interval`): the settled clusters,
 //!   `search=state in ('ready','hibernating','error')`.
 //! - The first full sync is delivered with `initial: true`.
@@ -332,6 +336,19 @@ pub fn settled_search() -> String {
     format!("state in ({})", quoted_list(SETTLED_STATES.iter().copied()))
 }
 
+/// How far before the previous poll's start the fast poll's "created since"
+/// query reaches: clock skew between the exporter and Clusters Service.
+pub const CREATED_SINCE_OVERLAP: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
+
+/// The `search` of clusters created since `began` (minus the overlap),
+/// whatever their state: one created and settled (failed) between two fast
+/// polls is never in flight when a poll looks, and would otherwise wait for
+/// the slow poll.
+pub fn created_since_search(began: jiff::Timestamp) -> String {
+    let from = began.checked_sub(CREATED_SINCE_OVERLAP).unwrap_or(began);
+    format!("creation_timestamp >= {}", sql_quote(&from.to_string()))
+}
+
 /// The `search` that reads these clusters by id.
 pub fn ids_search<'a>(ids: impl Iterator<Item = &'a str>) -> String {
     format!("id in ({})", quoted_list(ids))
@@ -373,6 +390,8 @@ pub struct ClustersServiceSource {
     client: HttpClient,
     tracker: Tracker,
     in_flight: HashSet<String>,
+    /// When the last successful poll began (the exporter's clock).
+    last_poll_began: Option<jiff::Timestamp>,
     shards: HashMap<String, ShardEntry>,
     synced: bool,
     guard: MassDeletionGuard,
@@ -398,6 +417,7 @@ impl ClustersServiceSource {
             client,
             tracker: Tracker::default(),
             in_flight: HashSet::new(),
+            last_poll_began: None,
             shards: HashMap::new(),
             synced: false,
             guard: MassDeletionGuard::default(),
@@ -469,6 +489,7 @@ impl ClustersServiceSource {
                     self.synced = true;
                 }
                 http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+                self.last_poll_began = Some(observed_at);
                 (!shards_ok).then(|| "a search of clusters in flight failed".to_string())
             }
             // Nothing is delivered from an incomplete read: it cannot tell
@@ -553,6 +574,13 @@ impl ClustersServiceSource {
                             .cloned(),
                     );
                     reads.extend(found);
+                }
+                if let Some(began) = self.last_poll_began {
+                    let recent = self
+                        .list(Some(&created_since_search(began)), unknown)
+                        .await?;
+                    let have: HashSet<String> = reads.iter().map(|r| r.id.clone()).collect();
+                    reads.extend(recent.into_iter().filter(|r| !have.contains(&r.id)));
                 }
                 reads
             }

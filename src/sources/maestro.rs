@@ -16,9 +16,16 @@
 //!   everything sent; a bundle seen before and missing now is `Gone`, with
 //!   the hops nested in it.
 //! - Fast poll (`fast_poll_interval`): incremental,
-//!   `search=updated_at > '<newest updated_at seen, minus a small overlap>'`.
-//!   The overlap re-reads bundles updated in the same instant as the newest
-//!   one seen (or committed late); unchanged ones are not sent again.
+//!   `search=updated_at > '<start, minus a small overlap>'`, where the start
+//!   is the newest `updated_at` seen or, when earlier, the moment the
+//!   previous poll began. Pages are offsets into a list in creation order: a
+//!   bundle that starts matching while a poll pages through it lands on a
+//!   page already read and is missed by that poll; it changed after that
+//!   poll began, so the next one reads it. (Starting from the newest time
+//!   seen alone missed it whenever a poll took longer than the overlap, until
+//!   the next full relist.) The overlap re-reads bundles updated in the same
+//!   instant as the newest one seen (or committed late) and absorbs clock
+//!   skew; unchanged ones are not sent again.
 //! - The first full sync is delivered with `initial: true`.
 //! - A failed request fails the sync (`hcpflow_source_up` 0), delivers
 //!   nothing, and the poller retries with backoff.
@@ -550,11 +557,9 @@ pub fn parse_items(items: Vec<http::RawItem>) -> Parsed {
     parsed
 }
 
-/// The `search` of the incremental poll.
-pub fn updated_since_search(newest_seen: Timestamp) -> String {
-    let from = newest_seen
-        .checked_sub(INCREMENTAL_OVERLAP)
-        .unwrap_or(newest_seen);
+/// The `search` of the incremental poll reading what changed after `start`.
+pub fn updated_since_search(start: Timestamp) -> String {
+    let from = start.checked_sub(INCREMENTAL_OVERLAP).unwrap_or(start);
     format!("updated_at > {}", http::sql_quote(&from.to_string()))
 }
 
@@ -582,6 +587,8 @@ pub struct MaestroSource {
     client: HttpClient,
     tracker: Tracker,
     newest_updated_at: Option<Timestamp>,
+    /// When the last successful poll began (the exporter's clock).
+    last_poll_began: Option<Timestamp>,
     synced: bool,
     guard: MassDeletionGuard,
 }
@@ -603,6 +610,7 @@ impl MaestroSource {
             client,
             tracker: Tracker::default(),
             newest_updated_at: None,
+            last_poll_began: None,
             synced: false,
             guard: MassDeletionGuard::default(),
         }
@@ -659,7 +667,10 @@ impl MaestroSource {
         };
         tracing::Span::current().record("poll_kind", kind.as_str());
         let search = match (kind, self.newest_updated_at) {
-            (PollKind::Incremental, Some(newest)) => Some(updated_since_search(newest)),
+            (PollKind::Incremental, Some(newest)) => Some(updated_since_search(
+                self.last_poll_began
+                    .map_or(newest, |began| began.min(newest)),
+            )),
             _ => None,
         };
         let params: Vec<(&str, &str)> = search
@@ -723,6 +734,7 @@ impl MaestroSource {
         }
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
         self.ctx.health.listed(&self.ctx.name, KIND);
+        self.last_poll_began = Some(observed_at);
         true
     }
 

@@ -103,6 +103,95 @@ pub fn tempdir(test: &str) -> PathBuf {
     dir
 }
 
+/// One Prometheus HTTP API call: its `data` on success, else the error
+/// Prometheus gave (type and message), so a failure names the cause.
+async fn api(
+    client: &reqwest::Client,
+    prometheus: &str,
+    path: &str,
+    params: &[(&str, String)],
+) -> Result<Value, String> {
+    let response = client
+        .get(format!("{prometheus}{path}"))
+        .query(params)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let body: Value = response.json().await.map_err(|e| e.to_string())?;
+    if body["status"] == "success" {
+        Ok(body["data"].clone())
+    } else {
+        Err(format!("{}: {}", body["errorType"], body["error"]))
+    }
+}
+
+/// `/api/v1/query_range`: the matrix of `expr` from `start` to `end` (Unix
+/// seconds) every `step` seconds, as a time-series panel asks for it.
+pub async fn query_range(
+    client: &reqwest::Client,
+    prometheus: &str,
+    expr: &str,
+    start: f64,
+    end: f64,
+    step: f64,
+) -> Result<Value, String> {
+    let params = [
+        ("query", expr.to_string()),
+        ("start", start.to_string()),
+        ("end", end.to_string()),
+        ("step", step.to_string()),
+    ];
+    let data = api(client, prometheus, "/api/v1/query_range", &params).await?;
+    Ok(data["result"].clone())
+}
+
+/// `/api/v1/query_exemplars`: the exemplars of the series `expr` selects
+/// from `start` to `end` (Unix seconds), as Grafana asks for a panel's dots.
+pub async fn query_exemplars(
+    client: &reqwest::Client,
+    prometheus: &str,
+    expr: &str,
+    start: f64,
+    end: f64,
+) -> Result<Value, String> {
+    let params = [
+        ("query", expr.to_string()),
+        ("start", start.to_string()),
+        ("end", end.to_string()),
+    ];
+    api(client, prometheus, "/api/v1/query_exemplars", &params).await
+}
+
+/// `/api/v1/label/{label}/values` of the series `selector` matches from
+/// `start` to `end` (Unix seconds): what a Grafana `label_values` variable lists.
+pub async fn label_values(
+    client: &reqwest::Client,
+    prometheus: &str,
+    label: &str,
+    selector: &str,
+    start: f64,
+    end: f64,
+) -> Result<Vec<String>, String> {
+    let params = [
+        ("match[]", selector.to_string()),
+        ("start", start.to_string()),
+        ("end", end.to_string()),
+    ];
+    let data = api(
+        client,
+        prometheus,
+        &format!("/api/v1/label/{label}/values"),
+        &params,
+    )
+    .await?;
+    Ok(data
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect())
+}
+
 /// A real Prometheus on a free loopback port, configured by `config` (YAML,
 /// written to `<dir>/<name>.yml`), its TSDB in `<dir>/<name>-data`. Returns
 /// the process and its base URL; [`wait_ready`] tells when it serves.
@@ -158,53 +247,17 @@ pub async fn wait_ready(client: &reqwest::Client, base: &str, limit: Duration) -
     .is_some()
 }
 
-/// A range query: `[{metric, values: [[t, "v"], ...]}, ...]`.
-pub async fn query_range(
-    client: &reqwest::Client,
-    prometheus: &str,
-    expr: &str,
-    start: f64,
-    end: f64,
-    step: f64,
-) -> Result<Value, String> {
-    let response = client
-        .get(format!("{prometheus}/api/v1/query_range"))
-        .query(&[
-            ("query", expr.to_string()),
-            ("start", format!("{start:.3}")),
-            ("end", format!("{end:.3}")),
-            ("step", format!("{step}")),
-        ])
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let body: Value = response.json().await.map_err(|e| e.to_string())?;
-    if body["status"] == "success" {
-        Ok(body["data"]["result"].clone())
-    } else {
-        Err(format!("{}: {}", body["errorType"], body["error"]))
-    }
-}
-
-/// An instant query evaluated at `time` (seconds since the epoch).
+/// `/api/v1/query` evaluated at `time` (Unix seconds): comparing two
+/// Prometheus servers at one instant.
 pub async fn query_at(
     client: &reqwest::Client,
     prometheus: &str,
     expr: &str,
     time: f64,
 ) -> Result<Value, String> {
-    let response = client
-        .get(format!("{prometheus}/api/v1/query"))
-        .query(&[("query", expr.to_string()), ("time", format!("{time:.3}"))])
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    let body: Value = response.json().await.map_err(|e| e.to_string())?;
-    if body["status"] == "success" {
-        Ok(body["data"]["result"].clone())
-    } else {
-        Err(format!("{}: {}", body["errorType"], body["error"]))
-    }
+    let params = [("query", expr.to_string()), ("time", time.to_string())];
+    let data = api(client, prometheus, "/api/v1/query", &params).await?;
+    Ok(data["result"].clone())
 }
 
 /// Seconds since the epoch, as Prometheus' API takes them.

@@ -98,7 +98,8 @@ port, and one sources.kube entry per kube watcher (after any the user listed).
 {{- $groups := list -}}
 {{- range $path, $_ := .root.Files.Glob "files/alerts/*.yaml" -}}
 {{- if not (has (base $path) $.exclude) -}}
-{{- $doc := $.root.Files.Get $path | fromYaml -}}
+{{- $text := $.root.Files.Get $path | replace "https://github.com/hcp-flow/hcp-flow/blob/main/docs/runbooks.md" $.root.Values.runbookBaseUrl -}}
+{{- $doc := $text | fromYaml -}}
 {{- if hasKey $doc "Error" -}}
 {{- fail (printf "%s: %s" $path $doc.Error) -}}
 {{- end -}}
