@@ -191,3 +191,79 @@ pub async fn label_values(
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect())
 }
+
+/// A real Prometheus on a free loopback port, configured by `config` (YAML,
+/// written to `<dir>/<name>.yml`), its TSDB in `<dir>/<name>-data`. Returns
+/// the process and its base URL; [`wait_ready`] tells when it serves.
+pub fn start_prometheus(name: &'static str, config: &str, dir: &Path) -> (Process, String) {
+    let port = free_port();
+    let file = dir.join(format!("{name}.yml"));
+    std::fs::write(&file, config).unwrap();
+    let process = Process::start(
+        name,
+        "prometheus",
+        &[
+            format!("--config.file={}", file.display()),
+            format!(
+                "--storage.tsdb.path={}",
+                dir.join(format!("{name}-data")).display()
+            ),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+        ],
+        dir,
+    );
+    (process, format!("http://127.0.0.1:{port}"))
+}
+
+/// A real Alertmanager on a free loopback port with the configuration file
+/// `config` (relative paths in it, such as `templates:`, resolve against the
+/// file's directory), no clustering, its state in `<dir>/<name>-data`.
+pub fn start_alertmanager(name: &'static str, config: &Path, dir: &Path) -> (Process, String) {
+    let port = free_port();
+    let process = Process::start(
+        name,
+        "prometheus-alertmanager",
+        &[
+            format!("--config.file={}", config.display()),
+            format!(
+                "--storage.path={}",
+                dir.join(format!("{name}-data")).display()
+            ),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            "--cluster.listen-address=".to_string(),
+        ],
+        dir,
+    );
+    (process, format!("http://127.0.0.1:{port}"))
+}
+
+/// Waits until a Prometheus or Alertmanager at `base` answers `/-/ready`.
+pub async fn wait_ready(client: &reqwest::Client, base: &str, limit: Duration) -> bool {
+    wait_for(&format!("{base} to be ready"), limit, async || {
+        let r = client.get(format!("{base}/-/ready")).send().await.ok()?;
+        r.status().is_success().then_some(())
+    })
+    .await
+    .is_some()
+}
+
+/// `/api/v1/query` evaluated at `time` (Unix seconds): comparing two
+/// Prometheus servers at one instant.
+pub async fn query_at(
+    client: &reqwest::Client,
+    prometheus: &str,
+    expr: &str,
+    time: f64,
+) -> Result<Value, String> {
+    let params = [("query", expr.to_string()), ("time", time.to_string())];
+    let data = api(client, prometheus, "/api/v1/query", &params).await?;
+    Ok(data["result"].clone())
+}
+
+/// Seconds since the epoch, as Prometheus' API takes them.
+pub fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
