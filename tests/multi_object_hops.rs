@@ -463,8 +463,9 @@ fn stuck_alerts_fire_on(body: &str) {
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let test = format!(
-        "rule_files:\n  - {}\n  - {}\nevaluation_interval: 1m\ngroup_eval_order:\n  - hcp-flow-identity\n  - hcp-flow-creation\ntests:\n  - interval: 1m\n    input_series:\n{series}    promql_expr_test:\n{}{}{}{}{}{}",
+        "rule_files:\n  - {}\n  - {}\n  - {}\nevaluation_interval: 1m\ngroup_eval_order:\n  - hcp-flow-identity\n  - hcp-flow-budgets\n  - hcp-flow-creation\ntests:\n  - interval: 1m\n    input_series:\n{series}    promql_expr_test:\n{}{}{}{}{}{}",
         repo.join("alerts/identity.yaml").display(),
+        repo.join("alerts/budgets.yaml").display(),
         repo.join("alerts/creation.yaml").display(),
         expect(9, &[]),
         expect(10, &["manifestwork"]),

@@ -309,7 +309,8 @@ async fn the_exporter_shows_a_creation_not_handed_over_and_its_alert_fires() {
     for line in body.lines().filter(|l| {
         !l.starts_with('#')
             && (l.contains(&format!(r#"cluster_id="{id}""#))
-                || l.starts_with(r#"hcpflow_source_up{source="clusters_service"}"#))
+                || l.starts_with(r#"hcpflow_source_up{source="clusters_service"}"#)
+                || l.starts_with("hcpflow_hop_budget_seconds{"))
     }) {
         let (name_labels, value) = line.rsplit_once(' ').unwrap();
         let (name, labels) = name_labels.split_once('{').unwrap();
@@ -318,9 +319,16 @@ async fn the_exporter_shows_a_creation_not_handed_over_and_its_alert_fires() {
             value -= base;
         }
         series.push_str(&format!(
-            "      - series: '{name}{{job=\"hcp-flow\",instance=\"x:9464\",{labels}'\n        values: '{value}x20'\n"
+            "      - series: '{name}{{job=\"hcp-flow\",instance=\"x:9464\",{labels}'\n        values: '{value}x40'\n"
         ));
     }
+    let budget: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"hcpflow_hop_budget_seconds{hop="clusters_service"} "#))
+        .expect("the exporter publishes the clusters_service budget")
+        .parse()
+        .unwrap();
+    let due_minute = (budget / 60.0).ceil().max(1.0) as u32;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let expect = |minutes: u32, n: usize| {
         format!(
@@ -328,11 +336,13 @@ async fn the_exporter_shows_a_creation_not_handed_over_and_its_alert_fires() {
         )
     };
     let test = format!(
-        "rule_files:\n  - {}\n  - {}\nevaluation_interval: 1m\ngroup_eval_order:\n  - hcp-flow-identity\n  - hcp-flow-handover\ntests:\n  - interval: 1m\n    input_series:\n{series}    promql_expr_test:\n{}{}",
+        "rule_files:\n  - {}\n  - {}\n  - {}\nevaluation_interval: 1m\ngroup_eval_order:\n  - hcp-flow-identity\n  - hcp-flow-budgets\n  - hcp-flow-handover\ntests:\n  - interval: 1m\n    input_series:\n{series}    promql_expr_test:\n{}{}",
         repo.join("alerts/identity.yaml").display(),
+        repo.join("alerts/budgets.yaml").display(),
         repo.join("alerts/handover.yaml").display(),
-        expect(9, 0),
-        expect(10, 1),
+        // The clusters_service budget this world's exporter publishes.
+        expect(due_minute - 1, 0),
+        expect(due_minute, 1),
     );
     let dir = std::env::temp_dir().join(format!("hcp-flow-handover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
