@@ -256,3 +256,16 @@ fn hub_cluster(p: &HubPlan, budgets: &HopBudgets) -> GroundTruthCluster {
         per_cluster: true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_worlds_name_the_never_joined_managed_cluster_alike() {
+        assert_eq!(
+            FaultKind::ManagedClusterNeverJoins.as_str(),
+            MANAGED_CLUSTER_NEVER_JOINS
+        );
+    }
+}

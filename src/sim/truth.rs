@@ -312,8 +312,9 @@ impl FaultKind {
             FaultKind::KubeVirtMachinesPending => "kubevirt_machines_pending",
             FaultKind::NoFreeAgent => "no_free_agent",
             FaultKind::ReleaseImageInvalid => "release_image_invalid",
-            // The name the ARO world's management-only draw has too.
-            FaultKind::ManagedClusterNeverJoins => super::ground::MANAGED_CLUSTER_NEVER_JOINS,
+            // The name the ARO world's management-only draw has too
+            // (`ground::MANAGED_CLUSTER_NEVER_JOINS`, checked there).
+            FaultKind::ManagedClusterNeverJoins => "managed_cluster_never_joins",
         }
     }
 
