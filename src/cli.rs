@@ -553,11 +553,9 @@ pub struct DemoArgs {
     #[arg(long)]
     pub no_faults: bool,
 
-    /// Which simulated world to run: aro (the RP frontend, Clusters Service,
-    /// Maestro and two management clusters), self-managed (one MCE hub with
-    /// KubeVirt, Agent and None HostedClusters in namespaces clusters and hcp,
-    /// read through its Kubernetes API only) or both side by side, read by one
-    /// exporter (--clusters clusters in each).
+    /// Which simulated world to run: ARO HCP, a self-managed MCE hub read
+    /// through its Kubernetes API only (HostedClusters in namespaces clusters
+    /// and hcp), or both side by side with --clusters clusters in each.
     #[arg(long, value_enum, default_value_t = WorldKind::Aro, value_name = "WORLD")]
     pub world: WorldKind,
 

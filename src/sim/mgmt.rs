@@ -10,6 +10,10 @@
 //! to the drawing at the clock's current time, applying only what changed and
 //! deleting what vanished; while a server is stopped its store keeps moving,
 //! so a restart serves what changed meanwhile (and watchers relist).
+//!
+//! A world with a self-managed hub (docs/design.md §11.7) has one more
+//! server, [`HUB_NAME`], holding its MultiClusterEngine and the objects of
+//! its clusters, drawn the same way in the self-managed mode.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -27,6 +27,11 @@
 //! until someone deletes them) (RP Deleting, CS uninstalling, bundle `deleted_at`, then gone) and
 //! new creations arrive at a steady rate keeping the population near
 //! `clusters`.
+//!
+//! With [`WorldKind::SelfManaged`] (or [`WorldKind::Both`]) the world also
+//! has a self-managed MCE hub: one more simulated Kubernetes API server with
+//! KubeVirt, Agent and None HostedClusters and no RP, Clusters Service or
+//! Maestro (`hub.rs`, docs/design.md §11.7).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -284,6 +289,8 @@ pub struct TruthCluster {
     /// Clusters Service id (the join key of every hop). A cluster the RP
     /// never handed over ([`FaultKind::NotHandedOver`]) has the id CS would
     /// have given it, which no upstream serves: find it by `resource_id`.
+    /// A cluster of the self-managed hub has the id the exporter gives it:
+    /// its `spec.clusterID`, else `<namespace>/<name>` (no ARM fields).
     pub cluster_id: String,
     pub name: String,
     /// ARM id as served by the RP (original casing).
