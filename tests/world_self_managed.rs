@@ -584,7 +584,12 @@ async fn both_worlds_are_served_through_one_exporter() {
         hub.len(),
         aro.len()
     );
-    for c in &hub {
+    // A cluster created in the last moments may not have reached the
+    // exporter's watch yet.
+    let settled = |c: &&&hcp_flow::sim::TruthCluster| {
+        c.created_at < truth.at - jiff::SignedDuration::from_secs(3)
+    };
+    for c in hub.iter().filter(settled) {
         let t = exported
             .get(&c.cluster_id)
             .unwrap_or_else(|| panic!("{} not exported", c.cluster_id));
@@ -593,16 +598,17 @@ async fn both_worlds_are_served_through_one_exporter() {
     }
     let with_rp = aro
         .iter()
+        .filter(settled)
         .filter(|c| {
             exported
                 .get(&c.cluster_id)
                 .is_some_and(|t| t["hops"].get("rp_frontend").is_some())
         })
         .count();
+    let settled_aro = aro.iter().filter(settled).count();
     assert!(
-        with_rp >= aro.len() - 2,
-        "{with_rp} of {} ARO clusters exported",
-        aro.len()
+        with_rp + 1 >= settled_aro,
+        "{with_rp} of {settled_aro} ARO clusters exported with their RP hop"
     );
 
     // The ground truth covers both.
@@ -613,6 +619,15 @@ async fn both_worlds_are_served_through_one_exporter() {
         .iter()
         .filter_map(|i| i["cluster_id"].as_str())
         .collect();
-    assert!(hub.iter().all(|c| ids.contains(c.cluster_id.as_str())));
+    // (One may have gone since the truth was read.)
+    let missing: Vec<&str> = hub
+        .iter()
+        .map(|c| c.cluster_id.as_str())
+        .filter(|id| !ids.contains(id))
+        .collect();
+    assert!(
+        missing.len() <= 1,
+        "hub clusters not in the ground truth: {missing:?}"
+    );
     assert!(ids.iter().any(|id| aro.iter().any(|c| c.cluster_id == *id)));
 }
