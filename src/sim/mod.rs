@@ -222,7 +222,9 @@ pub enum FaultKind {
     /// The bundle's `updated_at` and status freeze at the first report while
     /// the work behind it progresses (CS and RP complete).
     MaestroStatusNotUpdated,
-    /// HostedCluster never Available: ValidReleaseImage False, Degraded True.
+    /// HostedCluster never Available: ValidReleaseImage False, Degraded True
+    /// (through Maestro; a management cluster, and the self-managed hub,
+    /// show Degraded True alone, and the hop fails at its budget).
     HostedClusterDegraded,
     /// NodePools stay at 0 ready replicas.
     NodePoolStuck,
