@@ -381,6 +381,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
             subscriptions: 3,
             not_handed_over: 0.0,
             failure_burst: None,
+            kind: crate::sim::WorldKind::Aro,
         },
         SimClock::Real,
     );
@@ -395,6 +396,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         seed: 1,
         faults: false,
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        world: crate::sim::WorldKind::Aro,
     };
     let config = crate::demo::demo_config(&settings, &world, &endpoints);
     let cycle = config
@@ -573,6 +575,7 @@ fn bench_spec(i: usize, now: Timestamp) -> crate::sim::kube::KubeClusterSpec {
         managed_cluster_joined_at: Some(ago(35)),
         node_pools: vec![("np-1".to_string(), 2, Some(ago(30)))],
         faults: Default::default(),
+        hub: Default::default(),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::config::{
     KubeOverrides, LogFormat, Overrides, RpFrontendOverrides, check_config,
 };
 use crate::model::Hop;
+use crate::sim::WorldKind;
 
 /// Follows every OpenShift hosted control plane creation hop by hop (RP
 /// frontend, Clusters Service, Maestro, ManifestWork, HostedCluster, control
@@ -590,6 +591,12 @@ pub struct DemoArgs {
     /// failing upstreams).
     #[arg(long)]
     pub no_faults: bool,
+
+    /// Which simulated world to run: ARO HCP, a self-managed MCE hub read
+    /// through its Kubernetes API only (HostedClusters in namespaces clusters
+    /// and hcp), or both side by side with --clusters clusters in each.
+    #[arg(long, value_enum, default_value_t = WorldKind::Aro, value_name = "WORLD")]
+    pub world: WorldKind,
 
     /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]

@@ -11,7 +11,7 @@ use crate::config::{
 };
 use crate::sim::kube::{KubeSimError, write_kubeconfig};
 use crate::sim::mgmt::MgmtCluster;
-use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig};
+use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig, WorldKind};
 use crate::sources::kube::{KubeMode, KubeSourceConfig};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,14 +34,17 @@ pub struct DemoSettings {
     pub seed: u64,
     pub faults: bool,
     pub listen: SocketAddr,
+    /// Which world `start_demo_world` runs (`--world`).
+    pub world: WorldKind,
 }
 
 /// A simulated world and the exporter configuration that reads it.
 pub struct Demo {
     pub world: World,
-    pub endpoints: Endpoints,
-    /// The world's management clusters (one simulated Kubernetes API server
-    /// each), watched through `kubeconfig`.
+    /// The ARO HCP services; `None` in a self-managed world, which has none.
+    pub endpoints: Option<Endpoints>,
+    /// The world's management clusters and self-managed hub (one simulated
+    /// Kubernetes API server each), watched through `kubeconfig`.
     pub mgmt_clusters: Vec<MgmtCluster>,
     pub kubeconfig: DemoKubeconfig,
     pub config: Config,
@@ -72,15 +75,24 @@ impl Demo {
 
     /// What the demo banner says about the simulated upstreams.
     pub fn describe_upstreams(&self) -> String {
-        let mut out = format!(
-            "RP frontend {}, Clusters Service {}, Maestro {}",
-            self.endpoints.rp_frontend, self.endpoints.clusters_service, self.endpoints.maestro
-        );
+        let mut out = match &self.endpoints {
+            Some(e) => format!(
+                "RP frontend {}, Clusters Service {}, Maestro {}",
+                e.rp_frontend, e.clusters_service, e.maestro
+            ),
+            None => "no ARO HCP services (self-managed world)".to_string(),
+        };
         for c in &self.mgmt_clusters {
-            out.push_str(&format!("\n    management cluster {} at {}", c.name, c.url));
+            let what = match c.mode {
+                KubeMode::Aro => "management cluster",
+                KubeMode::SelfManaged => {
+                    "MCE hub (self-managed: MultiClusterEngine, KubeVirt/Agent/None HostedClusters, Agents)"
+                }
+            };
+            out.push_str(&format!("\n    {what} {} at {}", c.name, c.url));
         }
         out.push_str(&format!(
-            "\n    kubeconfig with one context per management cluster: {}",
+            "\n    kubeconfig with one context per Kubernetes API server: {}",
             self.kubeconfig.path().display()
         ));
         out
@@ -147,6 +159,7 @@ pub async fn start_demo_world(
         subscriptions: 3,
         not_handed_over: 0.0,
         failure_burst: None,
+        kind: settings.world,
     };
     start_world(settings, world, SimClock::Real).await
 }
@@ -158,10 +171,18 @@ pub async fn start_world(
     clock: SimClock,
 ) -> Result<Demo, DemoError> {
     let world = World::new(world, clock);
-    let endpoints = world.serve().await.map_err(DemoError::World)?;
+    // The ARO HCP services exist only in a world with ARO; a self-managed
+    // hub is read through its Kubernetes API alone.
+    let endpoints = match world.config().kind.aro() {
+        true => Some(world.serve().await.map_err(DemoError::World)?),
+        false => None,
+    };
     let mgmt_clusters = world.serve_kube().await.map_err(DemoError::KubeWorld)?;
     let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;
-    let mut config = demo_config(settings, &world, &endpoints);
+    let mut config = match &endpoints {
+        Some(endpoints) => demo_config(settings, &world, endpoints),
+        None => base_config(settings, &world),
+    };
     config.sources.kube = demo_kube_sources(settings, &world, kubeconfig.path());
     let config_path = kubeconfig.dir().join("hcp-flow.yaml");
     config
@@ -184,8 +205,9 @@ pub async fn start_world(
 }
 
 /// One kube source per management cluster of the world, through its context
-/// in `kubeconfig`: ARO mode, the world's environment, and the backoffs
-/// divided by the speed (budgets are the model's, set in [`demo_config`]).
+/// in `kubeconfig`: ARO mode with the world's environment, or `self_managed`
+/// for the MCE hub, and the backoffs divided by the speed (budgets are the
+/// model's, set in [`demo_config`]).
 pub fn demo_kube_sources(
     settings: &DemoSettings,
     world: &World,
@@ -200,15 +222,35 @@ pub fn demo_kube_sources(
         .mgmt_clusters()
         .iter()
         .map(|c| {
-            let mut k = KubeSourceConfig::new(&c.name, KubeMode::Aro);
+            let mut k = KubeSourceConfig::new(&c.name, c.mode);
             k.kubeconfig = Some(kubeconfig.to_path_buf());
             k.context = Some(c.name.clone());
-            k.environment = crate::sim::mgmt::KUBE_ENVIRONMENT.to_string();
+            if c.mode == KubeMode::Aro {
+                k.environment = crate::sim::mgmt::KUBE_ENVIRONMENT.to_string();
+            }
             k.min_backoff = Duration::from_millis(200);
             k.max_backoff = k.max_backoff.div_f64(speed).max(Duration::from_secs(2));
             k
         })
         .collect()
+}
+
+/// What every demo configuration holds, whatever its world: the listen
+/// address, and the SLO target and hop budgets divided by the speed.
+pub fn base_config(settings: &DemoSettings, world: &World) -> Config {
+    let speed = if settings.speed > 0.0 {
+        settings.speed
+    } else {
+        1.0
+    };
+    let mut config = Config {
+        listen: settings.listen,
+        ..Config::default()
+    };
+    config.slo.creation_target = config.slo.creation_target.div_f64(speed);
+    // The world's truth assumes these budgets (the defaults, scaled alike).
+    config.slo.hop_budgets = world.hop_budgets();
+    config
 }
 
 pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints) -> Config {
@@ -225,13 +267,7 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
         http.full_relist_interval = scaled(http.full_relist_interval, Duration::from_secs(10));
         http
     };
-    let mut config = Config {
-        listen: settings.listen,
-        ..Config::default()
-    };
-    config.slo.creation_target = config.slo.creation_target.div_f64(speed);
-    // The world's truth assumes these budgets (the defaults, scaled alike).
-    config.slo.hop_budgets = world.hop_budgets();
+    let mut config = base_config(settings, world);
     config.sources.rp_frontend = Some(RpFrontendConfig {
         http: http(&endpoints.rp_frontend),
         api_version: crate::config::default_rp_api_version(),

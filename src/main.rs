@@ -55,6 +55,7 @@ fn main() -> anyhow::Result<ExitCode> {
                 seed: args.seed,
                 faults: !args.no_faults,
                 listen: args.listen,
+                world: args.world,
             };
             let runtime = runtime()?;
             runtime.block_on(demo(settings))?;
@@ -159,7 +160,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     );
     let target = demo.config.slo.creation_target;
     println!(
-        "hcp-flow demo: {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\
+        "hcp-flow demo: {world} world, {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}\n\
          \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets and hop budgets divided by {speed} too\n\
          \x20 simulated upstreams: {upstreams}\n\
          \x20 open:\n\
@@ -171,6 +172,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
          \x20 configuration file of this world (for serve and diagnose): {config_path}\n\
          \x20   hcp-flow diagnose --config {config_path} CLUSTER_ID\n\
          \x20 Ctrl-C stops.",
+        world = settings.world.as_str(),
         clusters = settings.clusters,
         speed = settings.speed,
         seed = settings.seed,

@@ -555,6 +555,7 @@ async fn hub_fires_the_management_clusters_per_cluster_alerts_from_allowlisted_s
         seed: 7,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
         .await

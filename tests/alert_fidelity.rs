@@ -88,6 +88,7 @@ impl Run {
             seed: world.seed,
             faults: world.faults,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            world: world.kind,
         };
         let demo = start_world(&settings, world, SimClock::Real)
             .await
@@ -276,6 +277,7 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         subscriptions: 3,
         not_handed_over: 0.04,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     };
     let run = Run::start("alert-fidelity", world).await;
     let seen = run.watch(Duration::from_secs(170)).await;
@@ -453,6 +455,7 @@ async fn a_burst_of_failures_pages_and_nothing_burns_before_it() {
         subscriptions: 3,
         not_handed_over: 0.0,
         failure_burst: Some((BURST_AFTER, Duration::from_secs(600))),
+        kind: hcp_flow::sim::WorldKind::Aro,
     };
     let run = Run::start("burn-fidelity", world).await;
     let truth = run.ground_truth().await;

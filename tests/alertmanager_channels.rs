@@ -452,6 +452,7 @@ async fn slack_and_telegram_get_firing_and_resolved_messages_grouped_and_inhibit
         seed: 7,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
         .await

@@ -369,6 +369,7 @@ impl Fleet {
             seed: 7,
             faults,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            world: hcp_flow::sim::WorldKind::Aro,
         };
         let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
             .await

@@ -76,6 +76,7 @@ fn allowed(truth: &GroundTruthCluster, from: Timestamp, to: Timestamp) -> Option
 async fn every_cluster_exits_as_its_ground_truth_implies_and_names_the_faults_hop() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = DemoSettings {
+        world: hcp_flow::sim::WorldKind::Aro,
         clusters: 30,
         speed: 60.0,
         seed: 17,
@@ -191,6 +192,7 @@ async fn every_cluster_exits_as_its_ground_truth_implies_and_names_the_faults_ho
 async fn an_unreadable_source_is_reported_with_the_other_hops_and_exit_4() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = DemoSettings {
+        world: hcp_flow::sim::WorldKind::Aro,
         clusters: 6,
         speed: 60.0,
         seed: 3,
@@ -236,6 +238,7 @@ fn the_binary_reads_the_demo_config_and_prints_each_format() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = DemoSettings {
+        world: hcp_flow::sim::WorldKind::Aro,
         clusters: 6,
         speed: 60.0,
         seed: 5,

@@ -138,6 +138,7 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
         seed: 7,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::none())
         .await

@@ -28,6 +28,7 @@ fn world_config(seed: u64) -> WorldConfig {
         subscriptions: 3,
         not_handed_over: 0.0,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     }
 }
 
@@ -80,6 +81,7 @@ async fn start(seed: u64) -> Running {
         seed,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let world = World::new(world_config(seed), SimClock::Real);
     let endpoints = world.serve().await.unwrap();

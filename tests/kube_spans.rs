@@ -83,6 +83,7 @@ async fn relists_and_watches_are_spans_and_a_wrong_environment_is_one_warning() 
             managed_cluster_joined_at: Some(at),
             node_pools: vec![],
             faults: KubeClusterFaults::default(),
+            hub: Default::default(),
         };
         for obj in objects_at(&spec, at) {
             server.apply(obj).unwrap();

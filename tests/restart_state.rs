@@ -402,6 +402,7 @@ fn frozen_world(runtime: &tokio::runtime::Runtime, dir: &Path) -> (World, PathBu
             subscriptions: 3,
             not_handed_over: 0.0,
             failure_burst: None,
+            kind: hcp_flow::sim::WorldKind::Aro,
         },
         SimClock::manual(now),
     );
@@ -412,6 +413,7 @@ fn frozen_world(runtime: &tokio::runtime::Runtime, dir: &Path) -> (World, PathBu
         seed: 11,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let mut config = demo::demo_config(&settings, &world, &endpoints);
     config.log_format = hcp_flow::config::LogFormat::Json;

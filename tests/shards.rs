@@ -28,6 +28,7 @@ fn synced(exporter: &Exporter) -> bool {
 async fn three_shards_cover_every_cluster_exactly_once() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = DemoSettings {
+        world: hcp_flow::sim::WorldKind::Aro,
         clusters: 60,
         speed: 60.0,
         seed: 23,
@@ -37,6 +38,7 @@ async fn three_shards_cover_every_cluster_exactly_once() {
     // No churn: the fleet holds still while four exporters read it.
     let world = WorldConfig {
         clusters: settings.clusters,
+        kind: hcp_flow::sim::WorldKind::Aro,
         speed: settings.speed,
         seed: settings.seed,
         faults: true,

@@ -30,6 +30,7 @@ fn cfg(clusters: usize, seed: u64, not_handed_over: f64) -> WorldConfig {
         subscriptions: 2,
         not_handed_over,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     }
 }
 
@@ -264,6 +265,7 @@ async fn the_exporter_shows_a_creation_not_handed_over_and_its_alert_fires() {
         seed: 4,
         faults: true,
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let config = hcp_flow::demo::demo_config(&settings, &world, &endpoints);
     let exporter = hcp_flow::app::Exporter::start(&config, speed).unwrap();

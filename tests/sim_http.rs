@@ -27,6 +27,7 @@ async fn start(clusters: usize, faults: bool) -> (World, Endpoints, reqwest::Cli
         subscriptions: 2,
         not_handed_over: 0.0,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     };
     let world = World::new(cfg, SimClock::manual(t0()));
     let endpoints = world.serve().await.unwrap();
@@ -622,6 +623,7 @@ async fn latency_is_charged_per_item() {
         subscriptions: 1,
         not_handed_over: 0.0,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     };
     let world = World::new(cfg, SimClock::manual(t0()));
     let ep = world.serve().await.unwrap();

@@ -23,6 +23,7 @@ fn cfg(clusters: usize, seed: u64, faults: bool, churn: bool) -> WorldConfig {
         subscriptions: 3,
         not_handed_over: 0.0,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     }
 }
 
@@ -199,6 +200,12 @@ fn faults_follow_their_script() {
                     }
                     FaultKind::NotHandedOver => {
                         panic!("not_handed_over is off unless the config asks: {c:?}")
+                    }
+                    FaultKind::KubeVirtMachinesPending
+                    | FaultKind::NoFreeAgent
+                    | FaultKind::ReleaseImageInvalid
+                    | FaultKind::ManagedClusterNeverJoins => {
+                        panic!("a fault of the self-managed hub in the ARO world: {c:?}")
                     }
                     FaultKind::MaestroStatusNotUpdated => {
                         assert_eq!(p(Hop::MaestroBundle), Some(Phase::Progressing));

@@ -283,6 +283,7 @@ async fn run(seed: u64, instances: Vec<Shape>) -> Run {
         seed,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let world = WorldConfig {
         clusters: CLUSTERS,
@@ -294,6 +295,7 @@ async fn run(seed: u64, instances: Vec<Shape>) -> Run {
         subscriptions: 3,
         not_handed_over: 0.0,
         failure_burst: None,
+        kind: hcp_flow::sim::WorldKind::Aro,
     };
     let demo = start_world(&settings, world, clock.clone()).await.unwrap();
     let target = demo.config.slo.creation_target;

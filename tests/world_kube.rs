@@ -140,6 +140,7 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
         seed: 7,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let demo = start_demo_world(&settings, LatencyModel::none())
         .await

@@ -43,6 +43,7 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
             subscriptions: 3,
             not_handed_over: 0.0,
             failure_burst: None,
+            kind: hcp_flow::sim::WorldKind::Aro,
         },
         clock.clone(),
     );
@@ -53,6 +54,7 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
         seed: 7,
         faults: true,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        world: hcp_flow::sim::WorldKind::Aro,
     };
     let config = demo::demo_config(&settings, &world, &endpoints);
     let target = config.slo.creation_target;

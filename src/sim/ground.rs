@@ -16,8 +16,10 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Serialize;
 
+use super::hub::HubPlan;
 use super::kube::KubeClusterFaults;
 use super::plan::{Ms, Plan};
+use super::state::trunc_s;
 use super::truth::ts;
 use super::{FaultKind, World};
 use crate::model::{HopBudgets, provisional_cluster_id};
@@ -83,6 +85,12 @@ impl World {
             .iter()
             .filter(|p| p.created <= now && p.gone_at().is_none_or(|gone| now < gone))
             .map(|p| cluster(p, &budgets, self.kube_faults_of(p).as_ref()))
+            .chain(
+                self.hub_plans(now)
+                    .iter()
+                    .filter(|p| p.created <= now && p.gone_at().is_none_or(|gone| now < gone))
+                    .map(|p| hub_cluster(p, &budgets)),
+            )
             .collect();
         GroundTruth {
             at: ts(now),
@@ -199,5 +207,65 @@ fn fault_times(
         FaultKind::HostedClusterUnavailable => p
             .hc_lost
             .map(|(lost, _)| (lost, add(lost, budgets.hosted_cluster))),
+        // The self-managed hub's own faults never occur in the ARO world.
+        FaultKind::KubeVirtMachinesPending
+        | FaultKind::NoFreeAgent
+        | FaultKind::ReleaseImageInvalid
+        | FaultKind::ManagedClusterNeverJoins => None,
+    }
+}
+
+/// The ground truth of one cluster of the self-managed hub (docs/design.md
+/// §11.7): its id is the exporter's (`spec.clusterID`, else
+/// `<namespace>/<name>`), and it has no ARM resource.
+fn hub_cluster(p: &HubPlan, budgets: &HopBudgets) -> GroundTruthCluster {
+    let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let created = trunc_s(p.created);
+    let when = p.fault.and_then(|kind| match kind {
+        // Degraded turns True a world-minute in; the model fails the hop
+        // once it has been Degraded for the budget, and the rule fires by
+        // then at the latest.
+        FaultKind::HostedClusterDegraded => {
+            let at = created + p.degraded_after.as_millis() as Ms;
+            Some((at, add(at, budgets.hosted_cluster)))
+        }
+        // ValidReleaseImage False fails the hop at once; the rule holds a minute.
+        FaultKind::ReleaseImageInvalid => p
+            .invalid_image
+            .map(trunc_s)
+            .map(|at| (at, add(at, HOP_FAILED_HOLD))),
+        // The pools are not ready from their creation (with the
+        // HostedCluster's) and stay so.
+        FaultKind::KubeVirtMachinesPending | FaultKind::NoFreeAgent => {
+            Some((created, add(created, budgets.node_pool)))
+        }
+        // Counted from the creation's completion, as the rule does.
+        FaultKind::ManagedClusterNeverJoins => p
+            .completed()
+            .map(|done| (done, add(done, budgets.managed_cluster))),
+        _ => None,
+    });
+    GroundTruthCluster {
+        cluster_id: p.cluster_id(),
+        name: p.name.clone(),
+        resource_id: String::new(),
+        fault: p.fault.map(FaultKind::as_str),
+        fault_at: when.map(|(at, _)| ts(at)),
+        expected_alert: p.fault.map(FaultKind::expected_alert),
+        alert_due_at: when.map(|(_, due)| ts(due)),
+        per_cluster: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_worlds_name_the_never_joined_managed_cluster_alike() {
+        assert_eq!(
+            FaultKind::ManagedClusterNeverJoins.as_str(),
+            MANAGED_CLUSTER_NEVER_JOINS
+        );
     }
 }

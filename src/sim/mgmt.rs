@@ -10,6 +10,10 @@
 //! to the drawing at the clock's current time, applying only what changed and
 //! deleting what vanished; while a server is stopped its store keeps moving,
 //! so a restart serves what changed meanwhile (and watchers relist).
+//!
+//! A world with a self-managed hub (docs/design.md §11.7) has one more
+//! server, [`HUB_NAME`], holding its MultiClusterEngine and the objects of
+//! its clusters, drawn the same way in the self-managed mode.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -20,6 +24,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::World;
+use super::hub::HUB_NAME;
+use super::kube::objects::multicluster_engine;
 use super::kube::{KubeApiHandle, KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at};
 use super::plan::{ENV, Ms, Plan, SHARDS};
 use super::state::trunc_s;
@@ -32,6 +38,8 @@ pub const SYNC_EVERY: Duration = Duration::from_millis(200);
 pub const KUBE_ENVIRONMENT: &str = ENV;
 /// Where the one malformed object lives (first management cluster, faults on).
 pub const MALFORMED_NAMESPACE: &str = "ocm-sim-malformed";
+/// The hub's MCE was installed this long before the world's start.
+const HUB_AGE_MS: Ms = 24 * 3_600_000;
 /// Degraded HostedClusters turn Degraded this long (world time) after their start.
 const DEGRADED_AFTER_WORLD_S: f64 = 60.0;
 
@@ -43,6 +51,9 @@ pub struct MgmtCluster {
     pub url: String,
     /// Stop/restart it, or inspect its objects.
     pub api: KubeApiHandle,
+    /// How the exporter reads it: an ARO management cluster, or the
+    /// self-managed MCE hub.
+    pub mode: KubeMode,
 }
 
 impl std::fmt::Debug for MgmtCluster {
@@ -50,6 +61,7 @@ impl std::fmt::Debug for MgmtCluster {
         f.debug_struct("MgmtCluster")
             .field("name", &self.name)
             .field("url", &self.url)
+            .field("mode", &self.mode)
             .finish_non_exhaustive()
     }
 }
@@ -58,7 +70,10 @@ impl std::fmt::Debug for MgmtCluster {
 type Key = (String, String, String);
 
 pub(crate) struct KubeWorld {
+    /// The ARO management clusters first (one per shard), then the hub.
     clusters: Vec<MgmtCluster>,
+    /// How many of `clusters` are ARO management clusters.
+    aro: usize,
     /// Per cluster, what was last applied to its server.
     applied: Vec<Mutex<HashMap<Key, Value>>>,
 }
@@ -81,15 +96,32 @@ impl World {
             return Ok(k.clusters.clone());
         }
         let mut clusters = Vec::new();
-        for shard in SHARDS {
+        let kind = self.inner.cfg.kind;
+        for shard in SHARDS.iter().filter(|_| kind.aro()) {
             let (api, url) = KubeApiServer::start().await?;
             clusters.push(MgmtCluster {
                 name: shard.mgmt_cluster.to_string(),
                 url,
                 api,
+                mode: KubeMode::Aro,
+            });
+        }
+        let aro = clusters.len();
+        if kind.hub() {
+            let (api, url) = KubeApiServer::start().await?;
+            // The hub's own MCE: installed, Available, for good.
+            if let Err(e) = api.apply(multicluster_engine(ts(self.inner.params.t0 - HUB_AGE_MS))) {
+                tracing::warn!(error = %e, "could not store the MultiClusterEngine");
+            }
+            clusters.push(MgmtCluster {
+                name: HUB_NAME.to_string(),
+                url,
+                api,
+                mode: KubeMode::SelfManaged,
             });
         }
         if self.inner.cfg.faults
+            && kind.aro()
             && let Some(first) = clusters.first()
         {
             // Valid JSON and metadata, a status that matches no schema: the
@@ -108,6 +140,7 @@ impl World {
                 .map(|_| Mutex::new(HashMap::new()))
                 .collect(),
             clusters: clusters.clone(),
+            aro,
         });
         {
             let mut slot = self.inner.kube.lock();
@@ -195,18 +228,30 @@ impl World {
         };
         let t = self.now_ms();
         let now = ts(t);
-        let n = world.clusters.len().max(1);
+        let n = world.aro.max(1);
         let mut desired: Vec<BTreeMap<Key, Value>> = vec![BTreeMap::new(); world.clusters.len()];
-        for p in self.plans(t).iter() {
-            let Some(spec) = self.kube_spec(p, t) else {
-                continue;
+        let mut draw = |slot: usize, spec: &KubeClusterSpec| {
+            let Some(slot) = desired.get_mut(slot) else {
+                return;
             };
-            let Some(slot) = desired.get_mut(p.shard % n) else {
-                continue;
-            };
-            for obj in objects_at(&spec, now) {
+            for obj in objects_at(spec, now) {
                 if let Some(key) = key_of(&obj) {
                     slot.insert(key, obj);
+                }
+            }
+        };
+        if world.aro > 0 {
+            for p in self.plans(t).iter() {
+                if let Some(spec) = self.kube_spec(p, t) {
+                    draw(p.shard % n, &spec);
+                }
+            }
+        }
+        // The hub, after the ARO management clusters.
+        if world.clusters.len() > world.aro {
+            for p in self.hub_plans(t).iter() {
+                if t >= p.created && p.gone_at().is_none_or(|g| t < g) {
+                    draw(world.aro, &p.spec());
                 }
             }
         }
@@ -254,6 +299,9 @@ pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClust
             .hc_lost
             .map(|(lost, back)| (ts(trunc_s(lost)), ts(trunc_s(back)))),
         degraded_after: Some(degraded_after),
+        // Faults of the self-managed hub only.
+        release_image_invalid_at: None,
+        machines_pending: None,
     }
 }
 
@@ -292,5 +340,6 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
             })
             .collect(),
         faults: kube_faults(p, degraded_after),
+        hub: Default::default(),
     }
 }

@@ -27,6 +27,11 @@
 //! until someone deletes them) (RP Deleting, CS uninstalling, bundle `deleted_at`, then gone) and
 //! new creations arrive at a steady rate keeping the population near
 //! `clusters`.
+//!
+//! With [`WorldKind::SelfManaged`] (or [`WorldKind::Both`]) the world also
+//! has a self-managed MCE hub: one more simulated Kubernetes API server with
+//! KubeVirt, Agent and None HostedClusters and no RP, Clusters Service or
+//! Maestro (`hub.rs`, docs/design.md §11.7).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,6 +42,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::model::{Hop, Phase};
 
 pub mod ground;
+pub mod hub;
 pub mod kube;
 pub mod mgmt;
 mod plan;
@@ -79,6 +85,45 @@ pub struct WorldConfig {
     /// world's start for `.1` (real time) fails with a Clusters Service
     /// error, whatever `faults` says. For the burn-rate alerts' tests.
     pub failure_burst: Option<(std::time::Duration, std::time::Duration)>,
+    /// Which world: ARO HCP, a self-managed MCE hub, or both side by side
+    /// (each with `clusters` clusters).
+    pub kind: WorldKind,
+}
+
+/// The worlds `hcp-flow demo --world` can run (docs/design.md §11.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum WorldKind {
+    /// ARO HCP: the RP frontend, Clusters Service, Maestro and two
+    /// management clusters.
+    #[default]
+    Aro,
+    /// A self-managed MCE hub: one Kubernetes API server holding the
+    /// MultiClusterEngine, KubeVirt, Agent and None HostedClusters, their
+    /// control planes, ManagedClusters, NodePools and Agents.
+    #[value(name = "self-managed", alias = "self_managed")]
+    SelfManaged,
+    /// Both, side by side, read by one exporter.
+    Both,
+}
+
+impl WorldKind {
+    /// The world has the ARO HCP services and management clusters.
+    pub fn aro(self) -> bool {
+        matches!(self, WorldKind::Aro | WorldKind::Both)
+    }
+
+    /// The world has the self-managed MCE hub.
+    pub fn hub(self) -> bool {
+        matches!(self, WorldKind::SelfManaged | WorldKind::Both)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorldKind::Aro => "aro",
+            WorldKind::SelfManaged => "self-managed",
+            WorldKind::Both => "both",
+        }
+    }
 }
 
 impl Default for WorldConfig {
@@ -93,6 +138,7 @@ impl Default for WorldConfig {
             subscriptions: 3,
             not_handed_over: 0.0,
             failure_burst: None,
+            kind: WorldKind::Aro,
         }
     }
 }
@@ -176,7 +222,9 @@ pub enum FaultKind {
     /// The bundle's `updated_at` and status freeze at the first report while
     /// the work behind it progresses (CS and RP complete).
     MaestroStatusNotUpdated,
-    /// HostedCluster never Available: ValidReleaseImage False, Degraded True.
+    /// HostedCluster never Available: ValidReleaseImage False, Degraded True
+    /// (through Maestro; a management cluster, and the self-managed hub,
+    /// show Degraded True alone, and the hop fails at its budget).
     HostedClusterDegraded,
     /// NodePools stay at 0 ready replicas.
     NodePoolStuck,
@@ -197,6 +245,24 @@ pub enum FaultKind {
     /// Service never got it: no CS cluster, no bundle, nothing on a
     /// management cluster. The creation never completes.
     NotHandedOver,
+    /// Self-managed, KubeVirt: the worker VMs cannot be scheduled, so every
+    /// NodePool's machines stay pending (`AllMachinesReady` False, reason
+    /// `Unschedulable`) at 0 ready nodes. The creation completes.
+    KubeVirtMachinesPending,
+    /// Self-managed, Agent: the inventory holds too few free Agents; the
+    /// first NodePool's machines find none (`AllMachinesReady` False,
+    /// reason `NoSuitableAgents`) and stay at 0 ready nodes. The creation
+    /// completes.
+    NoFreeAgent,
+    /// Self-managed: the release image cannot be read, so the HostedCluster
+    /// and its NodePools report `ValidReleaseImage` False (both hops failed)
+    /// and the control plane never comes up.
+    ReleaseImageInvalid,
+    /// Self-managed: the ManagedCluster is accepted but its klusterlet never
+    /// joins, although the HostedCluster is Available. (The ARO world draws
+    /// the same fault on the management side alone, as
+    /// `KubeClusterFaults::managed_cluster_never_joins`.)
+    ManagedClusterNeverJoins,
 }
 
 /// Where [`World::serve`] listens (each `http://127.0.0.1:<port>/`).
@@ -225,6 +291,8 @@ pub struct TruthCluster {
     /// Clusters Service id (the join key of every hop). A cluster the RP
     /// never handed over ([`FaultKind::NotHandedOver`]) has the id CS would
     /// have given it, which no upstream serves: find it by `resource_id`.
+    /// A cluster of the self-managed hub has the id the exporter gives it:
+    /// its `spec.clusterID`, else `<namespace>/<name>` (no ARM fields).
     pub cluster_id: String,
     pub name: String,
     /// ARM id as served by the RP (original casing).
@@ -292,6 +360,8 @@ struct Inner {
     clock: SimClock,
     params: FleetParams,
     fleet: RwLock<Fleet>,
+    /// The self-managed hub's clusters (empty unless the kind has a hub).
+    hub: RwLock<hub::HubFleet>,
     controls: [Arc<server::ApiControl>; 3],
     endpoints: Mutex<Option<Endpoints>>,
     kube: Mutex<Option<Arc<mgmt::KubeWorld>>>,
@@ -326,7 +396,8 @@ impl World {
         let t0 = clock.now().as_millisecond();
         let params = FleetParams {
             seed: cfg.seed,
-            clusters: cfg.clusters,
+            // A world without ARO has no ARO fleet (and no ARO churn).
+            clusters: if cfg.kind.aro() { cfg.clusters } else { 0 },
             speed: cfg.speed,
             faults: cfg.faults,
             churn: cfg.churn,
@@ -339,12 +410,16 @@ impl World {
                 (from, from.saturating_add(ms(length)))
             }),
         };
-        let plans: Vec<Arc<Plan>> = (0..cfg.clusters as u64)
+        let hub_fleet = hub::HubFleet::new(FleetParams {
+            clusters: if cfg.kind.hub() { cfg.clusters } else { 0 },
+            ..params.clone()
+        });
+        let plans: Vec<Arc<Plan>> = (0..params.clusters as u64)
             .map(|i| Arc::new(plan::plan(&params, i)))
             .collect();
         let next = params
             .arrival_interval_ms()
-            .map(|_| Arc::new(plan::plan(&params, cfg.clusters as u64)));
+            .map(|_| Arc::new(plan::plan(&params, params.clusters as u64)));
         let controls =
             Api::ALL.map(|api| Arc::new(server::ApiControl::new(api, cfg.seed, cfg.faults)));
         World {
@@ -357,6 +432,7 @@ impl World {
                     next,
                     next_prune: t0 + PRUNE_EVERY_MS,
                 }),
+                hub: RwLock::new(hub_fleet),
                 controls,
                 endpoints: Mutex::new(None),
                 kube: Mutex::new(None),
@@ -412,8 +488,25 @@ impl World {
                 }
                 c.management_faults = spec.faults;
             }
+            let budget = self.kube_degraded_budget();
+            truth.clusters.extend(
+                self.hub_plans(now)
+                    .iter()
+                    .filter_map(|p| hub_truth(p, now, budget)),
+            );
         }
         truth
+    }
+
+    /// The self-managed hub's plans alive at `t` (admitting churn arrivals).
+    pub(crate) fn hub_plans(&self, t: Ms) -> Arc<Vec<Arc<hub::HubPlan>>> {
+        {
+            let fleet = self.inner.hub.read();
+            if !fleet.stale(t) {
+                return fleet.plans();
+            }
+        }
+        self.inner.hub.write().advance(t)
     }
 
     pub fn inject(&self, fault: Fault) {
@@ -469,4 +562,36 @@ impl World {
         fleet.next_prune = t + PRUNE_EVERY_MS;
         fleet.plans.clone()
     }
+}
+
+/// What a correct exporter shows of one hub cluster at `t`: only the
+/// management side exists (docs/design.md §11.7). `None` when nothing of it
+/// is served.
+fn hub_truth(p: &hub::HubPlan, t: Ms, degraded_budget: Duration) -> Option<TruthCluster> {
+    if t < p.created || p.gone_at().is_some_and(|g| g <= t) {
+        return None;
+    }
+    let spec = p.spec();
+    let at = truth::ts(t);
+    let management = truth::management(&spec, at, degraded_budget);
+    let failed = management.values().any(|h| h.phase == Phase::Failed);
+    Some(TruthCluster {
+        cluster_id: p.cluster_id(),
+        name: p.name.clone(),
+        resource_id: String::new(),
+        subscription_id: String::new(),
+        resource_group: String::new(),
+        mgmt_cluster: hub::HUB_NAME.to_string(),
+        created_at: spec.created_at,
+        completed_at: p
+            .completed()
+            .filter(|c| *c <= t && p.deleting.is_none_or(|d| *c < d))
+            .map(truth::ts),
+        failed,
+        hops: BTreeMap::new(),
+        fault: p.fault,
+        management,
+        management_faults: spec.faults,
+        expected_alert: p.fault.map(FaultKind::expected_alert),
+    })
 }

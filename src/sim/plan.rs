@@ -242,7 +242,7 @@ pub(crate) fn subscriptions(seed: u64, count: usize) -> Vec<String> {
     (0..count.max(1)).map(|_| uuid(&mut rng)).collect()
 }
 
-fn uuid(rng: &mut ChaCha8Rng) -> String {
+pub(crate) fn uuid(rng: &mut ChaCha8Rng) -> String {
     let b: [u8; 16] = rng.random();
     format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
@@ -504,6 +504,13 @@ pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
             | FaultKind::HostedClusterUnavailable,
         )
         | None => {}
+        // Drawn for the self-managed hub only (`hub.rs`).
+        Some(
+            FaultKind::KubeVirtMachinesPending
+            | FaultKind::NoFreeAgent
+            | FaultKind::ReleaseImageInvalid
+            | FaultKind::ManagedClusterNeverJoins,
+        ) => {}
     }
 
     // ≈6 % of otherwise healthy clusters; a separate stream keeps every

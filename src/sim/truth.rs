@@ -309,6 +309,12 @@ impl FaultKind {
             FaultKind::NodePoolBundleNeverApplied => "node_pool_bundle_never_applied",
             FaultKind::NotHandedOver => "not_handed_over",
             FaultKind::HostedClusterUnavailable => "hosted_cluster_unavailable",
+            FaultKind::KubeVirtMachinesPending => "kubevirt_machines_pending",
+            FaultKind::NoFreeAgent => "no_free_agent",
+            FaultKind::ReleaseImageInvalid => "release_image_invalid",
+            // The name the ARO world's management-only draw has too
+            // (`ground::MANAGED_CLUSTER_NEVER_JOINS`, checked there).
+            FaultKind::ManagedClusterNeverJoins => "managed_cluster_never_joins",
         }
     }
 
@@ -324,7 +330,13 @@ impl FaultKind {
             | FaultKind::MaestroStatusNotUpdated
             | FaultKind::NodePoolBundleNeverApplied => "HCPMaestroStatusNotUpdated",
             FaultKind::HostedClusterDegraded => "HCPHostedClusterDegraded",
-            FaultKind::NodePoolStuck => "HCPNodePoolBelowDesired",
+            // Pools short of ready nodes, whatever keeps the machines.
+            FaultKind::NodePoolStuck
+            | FaultKind::KubeVirtMachinesPending
+            | FaultKind::NoFreeAgent => "HCPNodePoolBelowDesired",
+            // ValidReleaseImage False fails the hop at once.
+            FaultKind::ReleaseImageInvalid => "HCPHopFailed",
+            FaultKind::ManagedClusterNeverJoins => "HCPManagedClusterNotJoined",
             FaultKind::UnknownClustersServiceState | FaultKind::UnknownProvisioningState => {
                 "HCPUnknownUpstreamValues"
             }
@@ -384,9 +396,22 @@ pub(crate) fn management(
     let Some(start) = start else {
         return hops;
     };
+    // A deleted self-managed cluster: every object carries its
+    // deletionTimestamp until it is gone.
+    if spec.hub.deleting_at.is_some_and(|t| t <= now) {
+        let deleting = || hop(Phase::Deleting, "deleting", None);
+        for h in [Hop::HostedCluster, Hop::ControlPlane, Hop::ManagedCluster] {
+            hops.insert(h, deleting());
+        }
+        if !spec.node_pools.is_empty() {
+            hops.insert(Hop::NodePool, deleting());
+        }
+        return hops;
+    }
+    let invalid_image = reached(faults.release_image_invalid_at);
 
-    let available =
-        reached(spec.hosted_cluster_available_at).filter(|_| !faults.hosted_cluster_degraded);
+    let available = reached(spec.hosted_cluster_available_at)
+        .filter(|_| !faults.hosted_cluster_degraded && faults.release_image_invalid_at.is_none());
     // A lost control plane is progressing until it is back; the hop's
     // `ready_at` stays the first time it was ready.
     let available = available.filter(|_| {
@@ -412,6 +437,8 @@ pub(crate) fn management(
     hops.insert(
         Hop::HostedCluster,
         match (available, over_budget) {
+            // ValidReleaseImage False will not heal by itself: failed at once.
+            _ if invalid_image.is_some() => hop(Phase::Failed, "ValidReleaseImage=False", None),
             (Some(at), _) => hop(Phase::Ready, "Completed", Some(at)),
             (None, true) => hop(Phase::Failed, "Degraded", None),
             (None, false) => hop(Phase::Progressing, "Partial", None),
@@ -445,9 +472,13 @@ pub(crate) fn management(
         let mut desired_nodes = 0u64;
         let mut all_ready = true;
         let mut last_ready: Option<Timestamp> = None;
-        for (_, desired, ready_at) in node_pools {
+        for (i, (_, desired, ready_at)) in node_pools.iter().enumerate() {
             desired_nodes += u64::from(*desired);
-            let ready = reached(*ready_at).filter(|_| !faults.node_pool_stuck_at_zero);
+            // Self-managed: the first pools' machines may stay pending.
+            let pending = faults
+                .machines_pending
+                .is_some_and(|(_, pools)| i + skip < pools);
+            let ready = reached(*ready_at).filter(|_| !faults.node_pool_stuck_at_zero && !pending);
             match ready {
                 Some(at) => {
                     ready_nodes += u64::from(*desired);
@@ -460,7 +491,10 @@ pub(crate) fn management(
         let state = format!("{ready_nodes}/{desired_nodes}");
         hops.insert(
             Hop::NodePool,
-            if all_ready {
+            if invalid_image.is_some() {
+                // The pools share the release: ValidReleaseImage False.
+                hop(Phase::Failed, "ValidReleaseImage=False", None)
+            } else if all_ready {
                 hop(Phase::Ready, &state, last_ready)
             } else {
                 hop(Phase::Progressing, &state, None)

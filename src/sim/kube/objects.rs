@@ -27,6 +27,52 @@ const POD_NAMES: [&str; 4] = [
     "cluster-version-operator-0",
 ];
 
+/// Why the machines of a self-managed NodePool stay pending, as the
+/// infrastructure provider reports it on each CAPI Machine (HyperShift's
+/// NodePool bubbles the reason up into `AllMachinesReady`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachinesPending {
+    /// KubeVirt: the worker VMs cannot be scheduled on the management
+    /// cluster (cluster-api-provider-kubevirt's `Unschedulable`).
+    KubeVirtUnschedulable,
+    /// Agent: no free Agent matches the pool (cluster-api-provider-agent's
+    /// `NoSuitableAgents`).
+    NoSuitableAgents,
+}
+
+impl MachinesPending {
+    /// The Machine reason and message HyperShift aggregates.
+    fn reason(self) -> (&'static str, &'static str) {
+        match self {
+            MachinesPending::KubeVirtUnschedulable => (
+                "Unschedulable",
+                "0/6 nodes are available: 6 Insufficient memory. preemption: 0/6 nodes are available: 6 No preemption victims found for incoming pod.",
+            ),
+            MachinesPending::NoSuitableAgents => ("NoSuitableAgents", ""),
+        }
+    }
+}
+
+/// What only a self-managed MCE hub shows of a cluster (docs/design.md
+/// §11.7); the default is what the fixtures have always drawn.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HubClusterSpec {
+    /// The HostedCluster's namespace (unset: [`SELF_MANAGED_NAMESPACE`]).
+    pub namespace: Option<String>,
+    /// `spec.platform.type` as HyperShift spells it (unset: `Agent`).
+    pub platform: Option<String>,
+    /// Leave `spec.clusterID` out: the exporter then names the cluster
+    /// `<namespace>/<name>`, which `cluster_id` must be.
+    pub no_cluster_id: bool,
+    /// Agent platform: how many Agents the inventory holds for the cluster;
+    /// they are bound to the pools in order once the control plane is
+    /// ready, and a pool without enough stays pending.
+    pub agents: u32,
+    /// The user deleted the HostedCluster: every object of it carries a
+    /// deletionTimestamp from then on.
+    pub deleting_at: Option<Timestamp>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KubeClusterFaults {
     /// The ManifestWork never gets a status: nothing reaches the management cluster.
@@ -46,6 +92,13 @@ pub struct KubeClusterFaults {
     /// With `hosted_cluster_degraded`: how long after the management side
     /// starts the HostedCluster turns Degraded (unset: [`DEGRADED_AFTER`]).
     pub degraded_after: Option<SignedDuration>,
+    /// Self-managed: the release image cannot be read; from this instant
+    /// the HostedCluster's and every NodePool's `ValidReleaseImage` is False
+    /// and nothing becomes ready.
+    pub release_image_invalid_at: Option<Timestamp>,
+    /// Self-managed: the machines of the first `.1` pools never get their
+    /// infrastructure, so those pools stay at 0 ready nodes.
+    pub machines_pending: Option<(MachinesPending, usize)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +116,8 @@ pub struct KubeClusterSpec {
     /// (pool name, desired replicas, when all its nodes are ready).
     pub node_pools: Vec<(String, u32, Option<Timestamp>)>,
     pub faults: KubeClusterFaults,
+    /// Self-managed hubs only.
+    pub hub: HubClusterSpec,
 }
 
 impl KubeClusterSpec {
@@ -85,13 +140,55 @@ impl KubeClusterSpec {
             managed_cluster_joined_at: after(10),
             node_pools: vec![("workers".to_string(), 2, after(14))],
             faults: KubeClusterFaults::default(),
+            hub: HubClusterSpec::default(),
         }
     }
 
     pub fn hosted_cluster_namespace(&self) -> String {
         match self.mode {
             KubeMode::Aro => format!("ocm-{}-{}", self.env, self.cluster_id),
-            KubeMode::SelfManaged => SELF_MANAGED_NAMESPACE.to_string(),
+            KubeMode::SelfManaged => self
+                .hub
+                .namespace
+                .clone()
+                .unwrap_or_else(|| SELF_MANAGED_NAMESPACE.to_string()),
+        }
+    }
+
+    /// `spec.platform.type` of the HostedCluster and its NodePools.
+    pub fn platform(&self) -> &str {
+        match self.mode {
+            KubeMode::Aro => "Azure",
+            KubeMode::SelfManaged => self.hub.platform.as_deref().unwrap_or("Agent"),
+        }
+    }
+
+    /// The HostedCluster was deleted by `now` (self-managed churn).
+    pub fn deleting(&self, now: Timestamp) -> bool {
+        self.hub.deleting_at.is_some_and(|t| t <= now)
+    }
+
+    /// How many nodes of pool `i` are ready at `now`, and why the others
+    /// are not: a fault, or not yet.
+    pub fn pool_ready_nodes(&self, i: usize, now: Timestamp) -> u32 {
+        let Some((_, desired, ready_at)) = self.node_pools.get(i) else {
+            return 0;
+        };
+        let pending = self
+            .faults
+            .machines_pending
+            .is_some_and(|(_, pools)| i < pools);
+        let invalid = self
+            .faults
+            .release_image_invalid_at
+            .is_some_and(|t| t <= now);
+        if pending || invalid || self.faults.node_pool_stuck_at_zero {
+            return 0;
+        }
+        if reached(*ready_at, now).is_some() {
+            *desired
+        } else {
+            0
         }
     }
 
@@ -231,17 +328,119 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     let Some(start) = reached(spec.started_at(), now) else {
         return out;
     };
-    out.push(hosted_cluster(spec, &labels, start, now));
-    out.extend(control_plane(spec, start, now));
-    out.push(managed_cluster(spec, start, now));
+    let mut objects = vec![hosted_cluster(spec, &labels, start, now)];
+    objects.extend(control_plane(spec, start, now));
+    objects.push(managed_cluster(spec, start, now));
     // The first pool's NodePool never arrives when its work is not applied.
     let skip = usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
-    for (pool, desired, ready_at) in spec.node_pools.iter().skip(skip) {
-        out.push(node_pool(
-            spec, &labels, pool, *desired, *ready_at, start, now,
-        ));
+    for (i, (pool, desired, _)) in spec.node_pools.iter().enumerate().skip(skip) {
+        objects.push(node_pool(spec, &labels, i, pool, *desired, start, now));
+    }
+    // A deleted HostedCluster takes its objects with it: each carries a
+    // deletionTimestamp (held by its finalizer) until it is gone.
+    if let Some(at) = spec.hub.deleting_at.filter(|t| *t <= now) {
+        for obj in objects.iter_mut().filter(|o| o["kind"] != "Pod") {
+            obj["metadata"]["deletionTimestamp"] = json!(at.to_string());
+            obj["metadata"]["finalizers"] = json!(["hypershift.openshift.io/finalizer"]);
+        }
+    }
+    out.extend(objects);
+    if spec.mode == KubeMode::SelfManaged && spec.platform() == "Agent" {
+        out.extend(agents(spec, start, now));
     }
     out
+}
+
+/// The MultiClusterEngine of a self-managed hub (one per hub, cluster-scoped,
+/// as the reference sample names it), Available since `since`.
+pub fn multicluster_engine(since: Timestamp) -> Value {
+    json!({
+        "apiVersion": "multicluster.openshift.io/v1",
+        "kind": "MultiClusterEngine",
+        "metadata": metadata("multiclusterengine", None, &json!({}), since),
+        "spec": {"availabilityConfig": "High", "targetNamespace": "multicluster-engine"},
+        "status": {
+            "phase": "Available",
+            "currentVersion": "2.8.0",
+            "desiredVersion": "2.8.0",
+            "conditions": [{
+                "type": "Available",
+                "status": "True",
+                "reason": "ComponentsAvailable",
+                "message": "All components are available",
+                "lastTransitionTime": since.to_string(),
+                "lastUpdateTime": since.to_string(),
+            }],
+        },
+    })
+}
+
+/// The Agents an Agent-platform cluster's inventory holds, in the
+/// control-plane namespace where its InfraEnv lives. Approved and free
+/// until the control plane is ready; then bound to the cluster (the
+/// `clusterDeploymentName` HyperShift's agent provider sets: the
+/// control-plane namespace and the HostedCluster's name) pool by pool, and
+/// `Done` once their pool's nodes are ready.
+fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
+    let ns = spec.control_plane_namespace();
+    let bound_at = reached(spec.control_plane_ready_at, now);
+    // Which pool each Agent serves: pools in order, as many as they want.
+    let mut serves = spec
+        .node_pools
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, desired, _))| std::iter::repeat_n(i, *desired as usize));
+    (0..spec.hub.agents)
+        .map(|k| {
+            let pool = serves.next();
+            let bound = bound_at.filter(|_| pool.is_some());
+            let done = pool.and_then(|i| {
+                reached(spec.node_pools.get(i).and_then(|p| p.2), now)
+                    .filter(|_| spec.pool_ready_nodes(i, now) > 0)
+            });
+            let name = format!("{}-agent-{k}", spec.name);
+            let (stage, state, installed) = match (bound, done) {
+                (_, Some(at)) => ("Done", "added-to-existing-cluster", Some(at)),
+                (Some(_), None) => ("Writing image to disk", "installing-in-progress", None),
+                (None, _) => ("", "known-unbound", None),
+            };
+            let since = bound.unwrap_or(start);
+            let mut conditions = vec![
+                condition("SpecSynced", true, "SyncOK", "The Spec has been successfully applied", start),
+                condition("Connected", true, "AgentIsConnected", "The agent's connection to the installation service is unimpaired", start),
+                condition("RequirementsMet", true, "AgentIsReady", "The agent is ready to begin the installation", start),
+                condition("Validated", true, "ValidationsPassing", "The agent's validations are passing", start),
+            ];
+            conditions.push(match installed {
+                Some(at) => condition("Installed", true, "InstallationCompleted", "The installation has completed: Done", at),
+                None => condition("Installed", false, "InstallationNotStarted", "The installation has not yet started", since),
+            });
+            conditions.push(match bound {
+                Some(at) => condition("Bound", true, "Bound", "The agent is bound to a cluster deployment", at),
+                None => condition("Bound", false, "Unbound", "The agent is not bound to any cluster deployment", start),
+            });
+            let mut agent_spec = json!({"approved": true, "role": "worker", "hostname": name});
+            if bound.is_some() {
+                agent_spec["clusterDeploymentName"] = json!({"name": spec.name, "namespace": ns});
+            }
+            let mut status = json!({
+                "conditions": conditions,
+                "debugInfo": {"state": state},
+                "role": "worker",
+                "progress": {},
+            });
+            if !stage.is_empty() {
+                status["progress"] = json!({"currentStage": stage});
+            }
+            json!({
+                "apiVersion": "agent-install.openshift.io/v1beta1",
+                "kind": "Agent",
+                "metadata": metadata(&name, Some(&ns), &json!({"agent-install.openshift.io/clusterdeployment-namespace": ns}), start),
+                "spec": agent_spec,
+                "status": status,
+            })
+        })
+        .collect()
 }
 
 fn hosted_cluster(
@@ -250,12 +449,11 @@ fn hosted_cluster(
     start: Timestamp,
     now: Timestamp,
 ) -> Value {
-    let platform = match spec.mode {
-        KubeMode::Aro => "Azure",
-        KubeMode::SelfManaged => "Agent",
-    };
+    let platform = spec.platform();
+    let invalid_at = reached(spec.faults.release_image_invalid_at, now);
     let available = reached(spec.hosted_cluster_available_at, now)
-        .filter(|_| !spec.faults.hosted_cluster_degraded);
+        .filter(|_| !spec.faults.hosted_cluster_degraded)
+        .filter(|_| spec.faults.release_image_invalid_at.is_none());
     let (available, lost_since) = match (available, spec.faults.hosted_cluster_lost) {
         (Some(_), Some((lost, back))) if lost <= now && now < back => (None, Some(lost)),
         (Some(_), Some((_, back))) if back <= now => (Some(back), None),
@@ -347,7 +545,17 @@ fn hosted_cluster(
                     None => condition("Degraded", false, "AsExpected", "All is well", start),
                 },
                 valid_configuration(start),
-                valid_release_image(start),
+                match invalid_at {
+                    // HyperShift's reason for a release image it cannot read.
+                    Some(at) => condition(
+                        "ValidReleaseImage",
+                        false,
+                        "InvalidImage",
+                        "failed to lookup release image: unauthorized: access to the requested resource is not authorized",
+                        at,
+                    ),
+                    None => valid_release_image(start),
+                },
             ],
             version_history("Partial", start, None),
         ),
@@ -359,16 +567,32 @@ fn hosted_cluster(
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "HostedCluster",
         "metadata": meta,
-        "spec": {
-            "clusterID": spec.cluster_id,
-            "platform": {"type": platform},
-            "release": {"image": SIM_RELEASE_IMAGE},
-        },
+        "spec": hosted_cluster_spec(spec, platform),
         "status": {
             "conditions": conditions,
             "version": {"desired": {"version": SIM_VERSION}, "history": history, "observedGeneration": 1},
         },
     })
+}
+
+/// The HostedCluster's `.spec`: its id (left out where the user did not set
+/// it), platform and release.
+fn hosted_cluster_spec(spec: &KubeClusterSpec, platform: &str) -> Value {
+    let platform_spec = match platform {
+        "KubeVirt" => json!({"type": platform, "kubevirt": {"baseDomainPassthrough": true}}),
+        "Agent" => {
+            json!({"type": platform, "agent": {"agentNamespace": spec.control_plane_namespace()}})
+        }
+        _ => json!({"type": platform}),
+    };
+    let mut out = json!({
+        "platform": platform_spec,
+        "release": {"image": SIM_RELEASE_IMAGE},
+    });
+    if !spec.hub.no_cluster_id {
+        out["clusterID"] = json!(spec.cluster_id);
+    }
+    out
 }
 
 fn control_plane(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
@@ -463,24 +687,78 @@ fn managed_cluster(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> 
 fn node_pool(
     spec: &KubeClusterSpec,
     labels: &Value,
+    index: usize,
     pool: &str,
     desired: u32,
-    ready_at: Option<Timestamp>,
     start: Timestamp,
     now: Timestamp,
 ) -> Value {
-    let ready = reached(ready_at, now).filter(|_| !spec.faults.node_pool_stuck_at_zero);
-    let (replicas, conditions) = match ready {
-        Some(at) => (
+    let ready_at = spec.node_pools.get(index).and_then(|p| p.2);
+    let ready = reached(ready_at, now).filter(|_| spec.pool_ready_nodes(index, now) == desired);
+    let invalid_at = reached(spec.faults.release_image_invalid_at, now);
+    let pending = spec
+        .faults
+        .machines_pending
+        .filter(|(_, pools)| index < *pools)
+        .map(|(why, _)| why);
+    let valid_image = match invalid_at {
+        // The pool shares the HostedCluster's release.
+        Some(at) => condition(
+            "ValidReleaseImage",
+            false,
+            "ValidationFailed",
+            "Failed to get release image: unauthorized: access to the requested resource is not authorized",
+            at,
+        ),
+        None => condition("ValidReleaseImage", true, "AsExpected", "", start),
+    };
+    let (replicas, conditions) = match (ready, pending) {
+        (Some(at), _) => (
             desired,
             vec![
                 condition("Ready", true, "AsExpected", "", at),
                 condition("AllMachinesReady", true, "AsExpected", "All is well", at),
                 condition("AllNodesHealthy", true, "AsExpected", "All is well", at),
-                condition("ValidReleaseImage", true, "AsExpected", "", start),
+                valid_image,
             ],
         ),
-        None => (
+        // HyperShift's NodePool bubbles up the MachineDeployment's Ready
+        // and aggregates each Machine's infrastructure reason.
+        (None, Some(why)) => {
+            let (reason, message) = why.reason();
+            let machines: String = (0..desired)
+                .map(|m| {
+                    format!(
+                        "Machine {}-{m}: {reason}: {message}\n",
+                        spec.node_pool_object_name(pool)
+                    )
+                })
+                .collect();
+            (
+                0,
+                vec![
+                    condition(
+                        "Ready",
+                        false,
+                        "WaitingForAvailableMachines",
+                        &format!(
+                            "Minimum availability requires {desired} replicas, current 0 available"
+                        ),
+                        start,
+                    ),
+                    condition(
+                        "AllMachinesReady",
+                        false,
+                        reason,
+                        &format!("{desired} of {desired} machines are not ready\n{machines}"),
+                        start,
+                    ),
+                    condition("AllNodesHealthy", false, "WaitingForNodeRef", "", start),
+                    valid_image,
+                ],
+            )
+        }
+        (None, None) => (
             0,
             vec![
                 condition(
@@ -498,7 +776,7 @@ fn node_pool(
                     start,
                 ),
                 condition("AllNodesHealthy", false, "WaitingForNodes", "", start),
-                condition("ValidReleaseImage", true, "AsExpected", "", start),
+                valid_image,
             ],
         ),
     };
@@ -506,7 +784,13 @@ fn node_pool(
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "NodePool",
         "metadata": metadata(&spec.node_pool_object_name(pool), Some(&spec.hosted_cluster_namespace()), labels, start),
-        "spec": {"clusterName": spec.name, "replicas": desired, "management": {"upgradeType": "Replace"}},
+        "spec": {
+            "clusterName": spec.name,
+            "replicas": desired,
+            "management": {"upgradeType": "Replace"},
+            "platform": {"type": spec.platform()},
+            "release": {"image": SIM_RELEASE_IMAGE},
+        },
         "status": {
             "replicas": replicas,
             "conditions": conditions,
