@@ -611,6 +611,19 @@ async fn both_worlds_are_served_through_one_exporter() {
         "{with_rp} of {settled_aro} ARO clusters exported with their RP hop"
     );
 
+    // A hub creation completes on its HostedCluster although the RP is a
+    // terminal hop of this configuration: the RP completes only what
+    // Clusters Service shows (docs/design.md §4.4).
+    let hub_completed = hub
+        .iter()
+        .filter(|c| {
+            exported
+                .get(&c.cluster_id)
+                .is_some_and(|t| t["outcome"] == "succeeded")
+        })
+        .count();
+    assert!(hub_completed > 0, "no hub creation completed beside ARO");
+
     // The ground truth covers both.
     let ground = run.get(GROUND_TRUTH_PATH).await;
     let ids: BTreeSet<&str> = ground["items"]

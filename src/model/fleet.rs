@@ -1096,8 +1096,24 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
     }
     // An RP resource not joined has one hop; it completes when the RP says
     // Succeeded (RP-only configurations, docs/design.md §4.4).
+    // The RP completes a creation only where Clusters Service joins it to
+    // one: a timeline CS does not show (a self-managed hub's HostedCluster
+    // beside an ARO fleet) waits for its other terminal hops alone.
+    let without_rp: Vec<Hop>;
     let terminal_hops: &[Hop] = if is_provisional(&timeline.cluster_id) {
         &[Hop::RpFrontend]
+    } else if config.terminal_hops.len() > 1
+        && config.terminal_hops.contains(&Hop::RpFrontend)
+        && !timeline.hops.contains_key(&Hop::ClustersService)
+        && !timeline.hops.contains_key(&Hop::RpFrontend)
+    {
+        without_rp = config
+            .terminal_hops
+            .iter()
+            .copied()
+            .filter(|h| *h != Hop::RpFrontend)
+            .collect();
+        &without_rp
     } else {
         &config.terminal_hops
     };

@@ -634,3 +634,40 @@ fn a_tick_settles_only_what_is_due() {
     assert_eq!(f.pending_deadlines(), 900);
     assert_eq!(f.next_deadline(), Some(t(30)));
 }
+
+/// With the RP and Clusters Service read, `rp_frontend` is a terminal hop;
+/// a HostedCluster no CS or RP shows (a self-managed hub read by the same
+/// exporter) completes on its own terminal hops, while an ARO creation still
+/// waits for the RP.
+#[test]
+fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
+    let mut f = Fleet::new(ModelConfig {
+        creation_target: Duration::from_secs(20 * 60),
+        terminal_hops: vec![Hop::RpFrontend, Hop::HostedCluster],
+        ..ModelConfig::default()
+    });
+    f.apply(
+        batch(
+            false,
+            t(10),
+            vec![
+                obs("clusters/hub-1", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .created(t(0))
+                    .since(t(9)),
+                obs("aro1", Hop::ClustersService)
+                    .state("installing", Phase::Progressing)
+                    .created(t(0)),
+                obs("aro1", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .created(t(0))
+                    .since(t(9)),
+            ],
+        ),
+        t(10),
+    );
+    let hub = f.get("clusters/hub-1").unwrap();
+    assert_eq!(hub.outcome, CreationOutcome::Succeeded);
+    assert_eq!(hub.completed_at, Some(t(9)));
+    assert_eq!(f.get("aro1").unwrap().outcome, CreationOutcome::InFlight);
+}
