@@ -329,8 +329,10 @@ impl Fleet {
         join_of(timeline, self.config.rp_in_scope)
     }
 
-    /// A timeline by cluster id, or by ARM resource id (any case): the
-    /// cluster it joined, else its provisional timeline.
+    /// A timeline by cluster id, by ARM resource id (any case): the
+    /// cluster it joined, else its provisional timeline; or by HostedCluster
+    /// `namespace/name` (a self-managed cluster keyed by its `spec.clusterID`
+    /// is known to `kubectl` by that name; found by a scan, once per request).
     pub fn resolve(&self, key: &str) -> Option<&Timeline> {
         if let Some(timeline) = self.clusters.get(key) {
             return Some(timeline);
@@ -339,7 +341,14 @@ impl Fleet {
         let rid = key.to_ascii_lowercase();
         let rid = match rid.strip_prefix('/').unwrap_or(&rid) {
             rest if rest.starts_with("subscriptions/") => format!("/{rest}"),
-            _ => return None,
+            _ => {
+                let (namespace, name) = key.split_once('/')?;
+                return self.clusters.values().find(|t| {
+                    !name.is_empty()
+                        && t.identity.namespace == namespace
+                        && t.identity.name == name
+                });
+            }
         };
         match self.by_resource_id.get(&rid) {
             Some(id) => self.clusters.get(id),

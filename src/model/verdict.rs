@@ -154,7 +154,8 @@ pub fn explain(hop: &HopTimeline) -> String {
 
 /// The verdict on `timeline` at `now` (docs/design.md §3.9):
 /// - deleted before completion: `deleted`;
-/// - a hop failed: `failed`, naming the deepest failed hop on the path;
+/// - a hop failed: `failed`, naming the first hop after Clusters Service to
+///   fail, else Clusters Service, else the RP;
 /// - a hop not ready for at least its budget: `stuck`, naming the deepest
 ///   such hop on the path — the RP and Clusters Service stay not ready for as
 ///   long as anything after them is, so the deepest stuck hop is the cause;
@@ -190,13 +191,23 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
             reason: "deleted before it completed".to_string(),
         };
     }
-    // The deepest failed hop: the RP fails because Clusters Service did,
-    // Clusters Service because the HostedCluster did.
+    // The RP and Clusters Service fail because something after them did:
+    // the first of the other failed hops to fail (a HostedCluster whose
+    // release image is invalid fails before its NodePools, which report
+    // the same image), else the deeper of those two.
+    let umbrella = |hop: &Hop| matches!(hop, Hop::RpFrontend | Hop::ClustersService);
     let failed = timeline
         .hops
         .iter()
-        .rev()
-        .find(|(_, h)| h.phase == Phase::Failed);
+        .filter(|(hop, h)| h.phase == Phase::Failed && !umbrella(hop))
+        .min_by_key(|(hop, h)| (h.since.at, **hop))
+        .or_else(|| {
+            timeline
+                .hops
+                .iter()
+                .rev()
+                .find(|(_, h)| h.phase == Phase::Failed)
+        });
     if let Some((&hop, h)) = failed {
         let reason = format!(
             "failed at {hop} {} ago: {}",
