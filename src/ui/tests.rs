@@ -1,7 +1,5 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::borrow::Cow;
-
 use jiff::Timestamp;
 
 use super::fleet::{self, ListQuery, QueryError, Sort};
@@ -27,9 +25,7 @@ fn store() -> Arc<Store> {
 }
 
 fn query(s: &str) -> Result<ListQuery, QueryError> {
-    ListQuery::parse(
-        url::form_urlencoded::parse(s.as_bytes()).map(|(k, v)| (Cow::from(k), Cow::from(v))),
-    )
+    ListQuery::parse(url::form_urlencoded::parse(s.as_bytes()))
 }
 
 /// Three creations: one waiting for its HostedCluster, one whose Clusters
