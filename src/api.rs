@@ -6,9 +6,26 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::model::{
-    Condition, CreationOutcome, HopError, Identity, Join, Phase, PodCounts, Replicas, SloOutcome,
-    TimeMark, Timeline, Via, join_of, trace_id_hex,
+    Condition, CreationOutcome, HopBudgets, HopError, HopP95, Identity, Join, Phase, PodCounts,
+    Replicas, SloOutcome, TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
 };
+
+/// What judging a timeline needs besides the timeline: taken once per
+/// request, so every item of a response is judged at the same instant.
+#[derive(Clone, Copy, Debug)]
+pub struct Judge {
+    /// The RP frontend is read (docs/design.md §4.4).
+    pub rp_in_scope: bool,
+    pub budgets: HopBudgets,
+    pub p95: HopP95,
+    pub now: Timestamp,
+}
+
+impl Judge {
+    pub fn verdict(&self, timeline: &Timeline) -> Verdict {
+        verdict(timeline, &self.budgets, &self.p95, self.now)
+    }
+}
 
 #[derive(Debug, Serialize)]
 pub struct TimelineJson<'a> {
@@ -28,6 +45,9 @@ pub struct TimelineJson<'a> {
     /// Absent when the RP and CS are not both in play.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub join: Option<Join>,
+    /// Where the creation stands and why: ready, in_progress, at_risk,
+    /// stuck, failed or deleted (docs/design.md §3.9).
+    pub verdict: Verdict,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
 }
 
@@ -67,8 +87,7 @@ pub struct ObjectJson<'a> {
     pub replicas: Option<Replicas>,
 }
 
-/// `rp_in_scope`: the RP frontend is read (docs/design.md §4.4).
-pub fn timeline_json(timeline: &Timeline, rp_in_scope: bool) -> TimelineJson<'_> {
+pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<'a> {
     let hops = timeline
         .hops
         .iter()
@@ -112,7 +131,8 @@ pub fn timeline_json(timeline: &Timeline, rp_in_scope: bool) -> TimelineJson<'_>
         failed_at: timeline.failed_at,
         outcome: timeline.outcome,
         slo: timeline.slo,
-        join: join_of(timeline, rp_in_scope),
+        join: join_of(timeline, judge.rp_in_scope),
+        verdict: judge.verdict(timeline),
         hops,
     }
 }

@@ -87,18 +87,18 @@ async fn clusters(State(store): State<Arc<Store>>, RawQuery(query): RawQuery) ->
     if let Some(query) = query.filter(|q| !q.is_empty()) {
         return crate::ui::list(store, &query).await;
     }
-    let rp_in_scope = store.rp_in_scope();
+    let judge = store.judge();
     let body = store.with_timelines(|timelines| {
-        let items: Vec<_> = timelines.map(|t| timeline_json(t, rp_in_scope)).collect();
+        let items: Vec<_> = timelines.map(|t| timeline_json(t, &judge)).collect();
         serde_json::to_vec(&serde_json::json!({ "items": items }))
     });
     json_response(body)
 }
 
 async fn cluster(State(store): State<Arc<Store>>, Path(cluster_id): Path<String>) -> Response {
-    let rp_in_scope = store.rp_in_scope();
+    let judge = store.judge();
     match store.resolve(&cluster_id, |t| {
-        serde_json::to_vec(&timeline_json(t, rp_in_scope))
+        serde_json::to_vec(&timeline_json(t, &judge))
     }) {
         Some(body) => json_response(body),
         None => (

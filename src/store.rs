@@ -367,6 +367,17 @@ impl Store {
         self.state.lock().fleet.config().hop_budgets
     }
 
+    /// What the JSON, the UI and `diagnose` need to judge a timeline now:
+    /// budgets, the fleet's p95 per hop, the time (docs/design.md §3.9).
+    pub fn judge(&self) -> crate::api::Judge {
+        crate::api::Judge {
+            rp_in_scope: self.rp_in_scope,
+            budgets: self.hop_budgets(),
+            p95: self.creation.hop_p95(),
+            now: self.clock.now(),
+        }
+    }
+
     pub fn creation_target_seconds(&self) -> f64 {
         self.state
             .lock()

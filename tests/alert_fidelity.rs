@@ -354,6 +354,11 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         let Some(id) = labels.get("cluster_id") else {
             continue;
         };
+        // A forecast, not a fault: one healthy creation in twenty is slower
+        // than the fleet's p95 at some hop (docs/alerts.md).
+        if labels.get("alertname").map(String::as_str) == Some("HCPCreationAtRisk") {
+            continue;
+        }
         alerted.insert(id.clone());
         let healthy = seen.get(id).is_none_or(|s| s.item["fault"].is_null());
         if healthy {

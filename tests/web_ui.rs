@@ -11,8 +11,8 @@
 //! read before and after each page, and both must agree).
 //!
 //! - the fleet page's funnel holds, for each hop and phase, the number of
-//!   in-flight creations `/api/v1/clusters` places there (the rule is
-//!   restated here from docs/ui.md, independent of `src/ui`);
+//!   in-flight creations `/api/v1/clusters` places there (at their
+//!   verdict's hop, docs/ui.md);
 //! - a creation whose Clusters Service failed (the demo's ground truth
 //!   names it) is listed among the failures with its failed hop;
 //! - its cluster page draws every hop with the phase the JSON gives it, the
@@ -209,34 +209,13 @@ fn assert_rendered(dom: &str, main: &str) {
 // ---------------------------------------------------------------------------
 // The funnel, restated from docs/ui.md over the timeline JSON
 
-/// Where a creation stands: the verdict's hop when it names one; the
-/// furthest failed hop; the first hop not ready after the furthest
-/// ready one; the furthest not ready before it; the last hop.
+/// Where a creation stands: its verdict's hop, else the furthest hop seen.
 fn position(timeline: &Value) -> Option<&'static str> {
     let hops = &timeline["hops"];
-    let present: Vec<&'static str> = HOPS
-        .into_iter()
-        .filter(|h| hops.get(*h).is_some())
-        .collect();
-    if let Some(hop) = timeline["verdict"]["hop"].as_str()
-        && let Some(h) = present.iter().find(|h| **h == hop)
-    {
-        return Some(h);
-    }
-    let phase = |h: &str| hops[h]["phase"].as_str().unwrap_or_default().to_string();
-    // The furthest failed hop: earlier hops mirror later ones.
-    if let Some(failed) = present.iter().rev().find(|h| phase(h) == "failed") {
-        return Some(failed);
-    }
-    let Some(ready) = present.iter().rposition(|h| phase(h) == "ready") else {
-        return present.last().copied();
-    };
-    present[ready..]
-        .iter()
-        .find(|h| phase(h) != "ready")
-        .or_else(|| present[..ready].iter().rev().find(|h| phase(h) != "ready"))
-        .or(Some(&present[ready]))
-        .copied()
+    let hop = timeline["verdict"]["hop"].as_str();
+    HOPS.into_iter()
+        .find(|h| Some(*h) == hop && hops.get(*h).is_some())
+        .or_else(|| HOPS.into_iter().rev().find(|h| hops.get(*h).is_some()))
 }
 
 fn expected_funnel(clusters: &Value) -> BTreeMap<(String, String), u64> {
@@ -443,8 +422,23 @@ async fn the_pages_render_the_fleet_and_a_failed_creation_as_the_exporter_sees_t
                 region(&fleet_dom, "failed")
             )
         });
-    assert_eq!(row["data-hop"], "clusters_service");
+    // The failed hop the exporter's verdict names (the fleet is still), and
+    // the Clusters Service error code.
+    let json = run
+        .json(&format!("/api/v1/clusters/{}", cluster_path(&faulty)))
+        .await;
+    let verdict = &json["verdict"];
     assert_eq!(row["data-status"], "failed");
+    assert_eq!(verdict["status"], "failed");
+    assert_eq!(Some(row["data-hop"].as_str()), verdict["hop"].as_str());
+    let code = json["hops"]["clusters_service"]["error"]["code"]
+        .as_str()
+        .unwrap();
+    let failed_text = region(&fleet_dom, "failed");
+    assert!(
+        failed_text.contains(&format!(">{code}<")),
+        "the failure's error code is not shown:\n{failed_text}"
+    );
     let sources = tags(region(&fleet_dom, "sources"), "tr");
     for source in ["rp_frontend", "clusters_service", "maestro"] {
         assert!(

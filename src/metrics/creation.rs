@@ -12,7 +12,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::exporter::AlwaysDescribed;
-use crate::model::{Event, Hop, HopBudgets, Outcome, SloOutcome, trace_id_hex};
+use crate::model::{
+    Event, Hop, HopBudgets, HopDurations, HopP95, Outcome, SloOutcome, trace_id_hex,
+};
 
 /// Histogram bounds of a creation, in seconds at speed 1. The SLO target is
 /// inserted when it is not one of them, so "within target" is one bucket.
@@ -138,6 +140,9 @@ pub struct CreationMetrics {
     pub hop_budget: Family<HopLabels, Gauge<f64, AtomicU64>>,
     pub tracked_clusters: Family<ScopeLabels, Gauge>,
     pub build_info: Family<BuildLabels, Gauge>,
+    /// The succeeded hop durations again, for the fleet's p95 per hop that
+    /// "at risk" compares with (the histogram keeps no readable counts).
+    hop_durations: Arc<parking_lot::Mutex<HopDurations>>,
 }
 
 impl CreationMetrics {
@@ -154,12 +159,15 @@ impl CreationMetrics {
         let hop_buckets = Buckets::new(HOP_BUCKETS, time_scale, None);
         let metrics = CreationMetrics {
             creation_duration: Family::new_with_constructor(creation_buckets),
-            hop_duration: Family::new_with_constructor(hop_buckets),
+            hop_duration: Family::new_with_constructor(hop_buckets.clone()),
             slo_events: Family::default(),
             slo_target: Gauge::default(),
             hop_budget: Family::default(),
             tracked_clusters: Family::default(),
             build_info: Family::default(),
+            hop_durations: Arc::new(parking_lot::Mutex::new(HopDurations::new(
+                hop_buckets.bounds(),
+            ))),
         };
         metrics.slo_target.set(target_seconds);
         for (hop, budget) in budgets.iter() {
@@ -233,16 +241,16 @@ impl CreationMetrics {
                 counted: true,
                 ..
             } => {
+                let seconds = seconds_between(*started, *ended);
                 self.hop_duration
                     .get_or_create(&HopOutcomeLabels {
                         hop: *hop,
                         outcome: *outcome,
                     })
-                    .observe(
-                        seconds_between(*started, *ended),
-                        Some(trace(cluster_id)),
-                        None,
-                    );
+                    .observe(seconds, Some(trace(cluster_id)), None);
+                if *outcome == Outcome::Succeeded {
+                    self.hop_durations.lock().observe(*hop, seconds);
+                }
             }
             Event::CreationEnded {
                 cluster_id,
@@ -282,6 +290,13 @@ impl CreationMetrics {
             | Event::Slo { .. }
             | Event::ClusterRemoved { .. } => {}
         }
+    }
+}
+
+impl CreationMetrics {
+    /// The fleet's p95 per hop of succeeded hop durations (docs/design.md §3.9).
+    pub fn hop_p95(&self) -> HopP95 {
+        self.hop_durations.lock().p95()
     }
 }
 

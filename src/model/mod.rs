@@ -7,8 +7,10 @@ mod ids;
 mod listener;
 mod memory;
 mod observation;
+mod quantile;
 pub mod testing;
 mod timeline;
+mod verdict;
 
 pub use budget::HopBudgets;
 pub use fleet::{
@@ -23,9 +25,11 @@ pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
 };
+pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use timeline::{
     CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };
+pub use verdict::{Status, Verdict, explain, human, verdict};
 
 #[cfg(test)]
 mod edge_tests;

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::verdict::{Status, Verdict, status_of, verdict_of};
+use super::verdict::{STATUSES, Status, Verdict, verdict_of};
+use crate::api::Judge;
 use crate::model::{CreationOutcome, Hop, HopBudgets, HopError, Phase, SloOutcome, Timeline};
 use crate::store::SourceStatus;
 
@@ -41,70 +42,33 @@ pub struct Row {
     pub budget_seconds: Option<f64>,
     /// The failed hop's error, when a hop failed.
     pub error: Option<HopError>,
-    pub verdict: Option<Verdict>,
+    pub verdict: Verdict,
 }
 
 fn seconds_between(from: Timestamp, to: Timestamp) -> f64 {
     (to.as_millisecond() - from.as_millisecond()) as f64 / 1000.0
 }
 
-/// The hop a creation stands at: the verdict's when it names one; else the
-/// failed hop ([`failed_hop`]); else the first hop after the furthest ready one
-/// that is not ready; else, when nothing after it waits, the furthest hop
-/// not ready; else (everything ready) the last hop. Why not simply the first
-/// hop not ready: `rp_frontend` and `clusters_service` stay provisioning for
-/// the whole creation and would hold every creation at the start of the path.
-pub fn position(timeline: &Timeline, verdict: Option<&Verdict>) -> Option<Hop> {
-    if let Some(hop) = verdict.and_then(|v| v.hop.as_deref()).and_then(Hop::parse)
-        && timeline.hops.contains_key(&hop)
-    {
-        return Some(hop);
-    }
-    let hops = &timeline.hops;
-    if let Some(hop) = failed_hop(timeline) {
-        return Some(hop);
-    }
-    let furthest_ready = hops
-        .iter()
-        .rev()
-        .find(|(_, h)| h.phase == Phase::Ready)
-        .map(|(hop, _)| *hop);
-    let not_ready = |h: &&crate::model::HopTimeline| h.phase != Phase::Ready;
-    match furthest_ready {
-        None => hops.keys().next_back().copied(),
-        Some(ready) => hops
-            .range(ready..)
-            .find(|(_, h)| not_ready(h))
-            .or_else(|| hops.range(..ready).rev().find(|(_, h)| not_ready(h)))
-            .map(|(hop, _)| *hop)
-            .or(Some(ready)),
-    }
+/// The hop a creation stands at: the verdict's (the failed, stuck or at-risk
+/// hop, or the deepest one not ready: docs/design.md §3.9); without one
+/// (ready, deleted, every hop seen so far ready) the furthest hop seen.
+pub fn position(timeline: &Timeline, verdict: &Verdict) -> Option<Hop> {
+    verdict
+        .hop
+        .filter(|h| timeline.hops.contains_key(h))
+        .or_else(|| timeline.hops.keys().next_back().copied())
 }
 
-/// The hop that broke a creation, as the UI names it: the furthest failed
-/// hop along the path. Hops earlier on the path mirror later ones (the RP
-/// reports what Clusters Service says, Clusters Service what the hosted
-/// cluster does), and their failure times are often only observation times
-/// that race one another, so "earliest failed" (docs/design.md §3.6) can
-/// name the RP, with no error code, for a Clusters Service failure.
-pub fn failed_hop(timeline: &Timeline) -> Option<Hop> {
-    timeline
-        .hops
-        .iter()
-        .rev()
-        .find(|(_, h)| h.phase == Phase::Failed)
-        .map(|(hop, _)| *hop)
-}
-
-/// The row of one timeline at `now`.
-pub fn row_of(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -> Row {
-    let verdict = verdict_of(timeline);
-    let hop = position(timeline, verdict.as_ref());
+/// The row of one timeline, judged by `judge` (its `now` is the row's).
+pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
+    let now = judge.now;
+    let verdict = verdict_of(timeline, judge);
+    let hop = position(timeline, &verdict);
     let at = hop.and_then(|h| timeline.hop(h));
     // The failed hop's error, else any failed hop's: one without a code
     // (an RP `Failed`) must not hide the code another hop gives.
-    let error = failed_hop(timeline)
-        .and_then(|h| timeline.hop(h))
+    let error = at
+        .filter(|h| h.phase == Phase::Failed)
         .and_then(|h| h.error())
         .or_else(|| {
             timeline
@@ -120,7 +84,7 @@ pub fn row_of(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -> Row 
         mgmt_cluster: timeline.identity.mgmt_cluster.clone(),
         resource_id: timeline.identity.resource_id.clone(),
         outcome: timeline.outcome,
-        status: status_of(timeline.outcome, verdict.as_ref()),
+        status: verdict.status,
         slo: timeline.slo,
         created_at: timeline.created_at.at,
         completed_at: timeline.completed_at,
@@ -130,7 +94,7 @@ pub fn row_of(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -> Row 
         phase: at.map(|h| h.phase),
         hop_since: at.map(|h| h.since.at),
         at_hop_seconds: at.map(|h| seconds_between(h.since.at, now)),
-        budget_seconds: hop.map(|h| budgets.get(h).as_secs_f64()),
+        budget_seconds: hop.map(|h| judge.budgets.get(h).as_secs_f64()),
         error,
         verdict,
     }
@@ -194,7 +158,7 @@ pub fn summary(
     .map(|o| (outcome_str(*o), 0))
     .collect();
     let mut status: BTreeMap<&'static str, usize> =
-        Status::ALL.iter().map(|s| (s.as_str(), 0)).collect();
+        STATUSES.iter().map(|s| (s.as_str(), 0)).collect();
     let mut slo = SloSummary {
         target_seconds,
         good: 0,
@@ -351,7 +315,7 @@ impl ListQuery {
                 "status" => {
                     q.status =
                         Some(Status::parse(value).ok_or_else(|| {
-                            bad("status", Status::ALL.map(Status::as_str).join(", "))
+                            bad("status", STATUSES.map(Status::as_str).join(", "))
                         })?)
                 }
                 "outcome" => {

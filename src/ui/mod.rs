@@ -151,11 +151,11 @@ async fn asset(Path(name): Path<String>) -> Response {
         .into_response()
 }
 
-/// Every row, copied under the store's lock; nothing else happens under it.
+/// Every row, copied under the store's lock (with its verdict, judged as
+/// the JSON judges it); nothing else happens under it.
 fn rows(store: &Store) -> Vec<Row> {
-    let budgets = store.hop_budgets();
-    let now = store.clock().now();
-    store.with_timelines(|timelines| timelines.map(|t| fleet::row_of(t, &budgets, now)).collect())
+    let judge = store.judge();
+    store.with_timelines(|timelines| timelines.map(|t| fleet::row_of(t, &judge)).collect())
 }
 
 async fn fleet_summary(State(ui): State<UiState>) -> Response {

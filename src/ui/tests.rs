@@ -20,7 +20,8 @@ fn store() -> Arc<Store> {
         render: RenderConfig::default(),
         time_scale: 1.0,
         sources: vec![],
-        clock: Default::default(),
+        // Judged five minutes after the creations below started.
+        clock: crate::clock::Clock::manual(t("2026-01-01T00:05:00Z")),
     })
 }
 
@@ -68,14 +69,17 @@ fn fleet_of_three() -> Arc<Store> {
 }
 
 #[test]
-fn a_creation_stands_after_its_furthest_ready_hop_or_at_its_failure() {
+fn a_creation_stands_where_its_verdict_says() {
     let store = fleet_of_three();
     let rows = rows(&store);
     let by_id = |id: &str| rows.iter().find(|r| r.cluster_id == id).unwrap();
-    // Clusters Service stays installing for the whole creation: the
-    // creation waits for its HostedCluster, after the applied bundle.
-    assert_eq!(by_id("a").hop, Some(Hop::HostedCluster));
-    assert_eq!(by_id("a").phase, Some(Phase::Progressing));
+    // The deepest hop not ready (docs/design.md §3.9).
+    assert_eq!(by_id("a").hop, Some(Hop::NodePool));
+    assert_eq!(by_id("a").phase, Some(Phase::Pending));
+    assert_eq!(by_id("a").verdict.hop, Some(Hop::NodePool));
+    // Complete: the furthest hop seen.
+    assert_eq!(by_id("c").hop, Some(Hop::HostedCluster));
+    assert_eq!(by_id("c").status, Status::Ready);
     assert_eq!(by_id("a").status, Status::InProgress);
     assert_eq!(by_id("b").hop, Some(Hop::ClustersService));
     assert_eq!(by_id("b").phase, Some(Phase::Failed));
@@ -100,9 +104,9 @@ fn the_summary_counts_in_flight_creations_once_at_their_hop() {
         .count();
     let counted: usize = summary.funnel.values().flat_map(|m| m.values()).sum();
     assert_eq!(counted, in_flight);
-    assert_eq!(summary.funnel["hosted_cluster"]["progressing"], 1);
+    assert_eq!(summary.funnel["node_pool"]["pending"], 1);
     assert_eq!(summary.outcomes["failed"], 1);
-    assert_eq!(summary.status.len(), Status::ALL.len());
+    assert_eq!(summary.status.len(), super::verdict::STATUSES.len());
     assert_eq!(summary.hop_budgets_seconds["maestro_bundle"], 600.0);
     assert_eq!(summary.hops.len(), Hop::ALL.len());
 }
@@ -125,10 +129,7 @@ fn the_list_filters_sorts_and_pages_on_the_server() {
 
     let found = fleet::list(rows(&store), &query("q=ALPHA&in_flight=true").unwrap());
     assert_eq!(found.total, 1);
-    let at = fleet::list(
-        rows(&store),
-        &query("hop=hosted_cluster&phase=progressing").unwrap(),
-    );
+    let at = fleet::list(rows(&store), &query("hop=node_pool&phase=pending").unwrap());
     assert_eq!(at.items.len(), 1);
     assert_eq!(at.items[0].cluster_id, "a");
 }

@@ -1,0 +1,461 @@
+//! Where a creation stands, in one word and one sentence: the verdict that
+//! the JSON, the web UI and `diagnose` share (docs/design.md §3.9).
+//!
+//! Pure: the timeline, the budgets, the fleet's p95 per hop and `now` in, a
+//! [`Verdict`] out, so the three readers can never disagree.
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use super::budget::HopBudgets;
+use super::hop::{ConditionStatus, Hop, Phase};
+use super::quantile::HopP95;
+use super::timeline::{CreationOutcome, HopTimeline, Timeline};
+
+/// The verdict's one word, worst first in [`Status::severity`] order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The creation completed and no hop has been not ready past its budget since.
+    Ready,
+    /// Every not-ready hop is within its fleet p95 (or the fleet has too few
+    /// durations for one) and its budget.
+    InProgress,
+    /// A not-ready hop has taken longer than the fleet's p95 for it, but not
+    /// yet its budget.
+    AtRisk,
+    /// A hop has been pending, progressing or unknown for at least its budget.
+    Stuck,
+    /// A hop failed.
+    Failed,
+    /// Deleted before it completed.
+    Deleted,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ready => "ready",
+            Status::InProgress => "in_progress",
+            Status::AtRisk => "at_risk",
+            Status::Stuck => "stuck",
+            Status::Failed => "failed",
+            Status::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        [
+            Status::Ready,
+            Status::InProgress,
+            Status::AtRisk,
+            Status::Stuck,
+            Status::Failed,
+            Status::Deleted,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+/// The verdict on one creation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub status: Status,
+    /// The hop the verdict is about: the failed one, the stuck or at-risk one,
+    /// or where an in-flight creation is now. None when ready or deleted.
+    pub hop: Option<Hop>,
+    /// When that hop entered its current phase.
+    pub since: Option<Timestamp>,
+    pub elapsed_seconds: Option<f64>,
+    pub budget_seconds: Option<f64>,
+    /// The fleet's p95 for that hop, when there are enough durations.
+    pub p95_seconds: Option<f64>,
+    /// One sentence for a person: "stuck at maestro_bundle for 14m (budget
+    /// 10m): Applied=False, reason …".
+    pub reason: String,
+}
+
+fn not_ready(phase: Phase) -> bool {
+    matches!(phase, Phase::Pending | Phase::Progressing | Phase::Unknown)
+}
+
+fn seconds(from: Timestamp, to: Timestamp) -> f64 {
+    ((to.as_millisecond() - from.as_millisecond()).max(0)) as f64 / 1000.0
+}
+
+/// "14m", "2h5m", "40s": how long, for a person.
+pub fn human(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 if s % 60 == 0 => format!("{}m", s / 60),
+        60..3600 => format!("{}m{}s", s / 60, s % 60),
+        _ if s % 3600 / 60 == 0 => format!("{}h", s / 3600),
+        _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// Condition types whose `True` is the bad state.
+const NEGATIVE_CONDITIONS: &[&str] = &["Degraded", "ManifestWorkDegraded", "HostedClusterDegraded"];
+
+/// What explains a hop's state: its error, else its first condition in a bad
+/// state, else its raw state.
+pub fn explain(hop: &HopTimeline) -> String {
+    if let Some(error) = hop.error() {
+        return if error.message.is_empty() {
+            error.code.clone()
+        } else {
+            format!("{}: {}", error.code, error.message)
+        };
+    }
+    let bad = hop.conditions().find(|(_, c)| {
+        let negative = NEGATIVE_CONDITIONS.contains(&c.kind.as_str());
+        match c.status {
+            ConditionStatus::True => negative,
+            ConditionStatus::False => !negative,
+            ConditionStatus::Unknown => true,
+        }
+    });
+    if let Some((object, c)) = bad {
+        let status = match c.status {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        };
+        let mut out = format!("{}={status}", c.kind);
+        if !object.is_empty() {
+            out = format!("{object}: {out}");
+        }
+        if !c.reason.is_empty() {
+            out.push_str(&format!(", reason {}", c.reason));
+        }
+        if !c.message.is_empty() {
+            out.push_str(&format!(": {}", c.message));
+        }
+        return out;
+    }
+    if hop.state.is_empty() {
+        "no state reported".to_string()
+    } else {
+        format!("state {}", hop.state)
+    }
+}
+
+/// The verdict on `timeline` at `now` (docs/design.md §3.9):
+/// - deleted before completion: `deleted`;
+/// - a hop failed: `failed`, naming the failed hop that failed first;
+/// - a hop not ready for at least its budget: `stuck`, naming the deepest
+///   such hop on the path — the RP and Clusters Service stay not ready for as
+///   long as anything after them is, so the deepest stuck hop is the cause;
+/// - in flight with a not-ready hop past the fleet's p95 for it: `at_risk`,
+///   the deepest such hop;
+/// - in flight otherwise: `in_progress`, at the deepest not-ready hop;
+/// - completed: `ready`.
+pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Timestamp) -> Verdict {
+    let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
+        let elapsed = seconds(h.since.at, now);
+        Verdict {
+            status,
+            hop: Some(hop),
+            since: Some(h.since.at),
+            elapsed_seconds: Some(elapsed),
+            budget_seconds: Some(budgets.get(hop).as_secs_f64()),
+            p95_seconds: p95.get(hop),
+            reason,
+        }
+    };
+    if timeline.outcome == CreationOutcome::Deleted {
+        return Verdict {
+            status: Status::Deleted,
+            hop: None,
+            since: None,
+            elapsed_seconds: None,
+            budget_seconds: None,
+            p95_seconds: None,
+            reason: "deleted before it completed".to_string(),
+        };
+    }
+    let failed = timeline
+        .hops
+        .iter()
+        .filter(|(_, h)| h.phase == Phase::Failed)
+        .min_by_key(|(hop, h)| (h.since.at, **hop));
+    if let Some((&hop, h)) = failed {
+        let reason = format!(
+            "failed at {hop} {} ago: {}",
+            human(seconds(h.since.at, now)),
+            explain(h)
+        );
+        return about(Status::Failed, hop, h, reason);
+    }
+    let waiting: Vec<(Hop, &HopTimeline)> = timeline
+        .hops
+        .iter()
+        .filter(|(_, h)| not_ready(h.phase))
+        .map(|(hop, h)| (*hop, h))
+        .collect();
+    let elapsed = |h: &HopTimeline| seconds(h.since.at, now);
+    if let Some(&(hop, h)) = waiting
+        .iter()
+        .rev()
+        .find(|(hop, h)| elapsed(h) >= budgets.get(*hop).as_secs_f64())
+    {
+        let reason = format!(
+            "stuck at {hop} for {} (budget {}): {}",
+            human(elapsed(h)),
+            human(budgets.get(hop).as_secs_f64()),
+            explain(h)
+        );
+        return about(Status::Stuck, hop, h, reason);
+    }
+    if !timeline.in_flight() {
+        let reason = match timeline.completed_at {
+            Some(done) => format!(
+                "completed in {}",
+                human(seconds(timeline.created_at.at, done))
+            ),
+            None => "completed".to_string(),
+        };
+        return Verdict {
+            status: Status::Ready,
+            hop: None,
+            since: timeline.completed_at,
+            elapsed_seconds: None,
+            budget_seconds: None,
+            p95_seconds: None,
+            reason,
+        };
+    }
+    if let Some(&(hop, h)) = waiting
+        .iter()
+        .rev()
+        .find(|(hop, h)| p95.get(*hop).is_some_and(|p| elapsed(h) >= p))
+    {
+        let reason = format!(
+            "at risk at {hop}: {} there, past the fleet's p95 of {} (budget {}): {}",
+            human(elapsed(h)),
+            human(p95.get(hop).unwrap_or_default()),
+            human(budgets.get(hop).as_secs_f64()),
+            explain(h)
+        );
+        return about(Status::AtRisk, hop, h, reason);
+    }
+    match waiting.last() {
+        Some(&(hop, h)) => {
+            let reason = format!(
+                "in progress at {hop} for {} (budget {}): {}",
+                human(elapsed(h)),
+                human(budgets.get(hop).as_secs_f64()),
+                explain(h)
+            );
+            about(Status::InProgress, hop, h, reason)
+        }
+        None => Verdict {
+            status: Status::InProgress,
+            hop: None,
+            since: Some(timeline.created_at.at),
+            elapsed_seconds: Some(seconds(timeline.created_at.at, now)),
+            budget_seconds: None,
+            p95_seconds: None,
+            reason: "in progress: every hop seen so far is ready".to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::model::testing::{Obs, batch, obs};
+    use crate::model::{Fleet, ModelConfig};
+
+    fn t(minutes: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
+    }
+
+    /// The verdict on c1 at `now` after `observations` (all seen at t(0)),
+    /// with the default budgets (bundle 10m, HostedCluster 15m, RP and CS 30m).
+    fn judge(observations: Vec<Obs>, p95: HopP95, now: Timestamp) -> Verdict {
+        let mut fleet = Fleet::new(ModelConfig {
+            creation_target: Duration::from_secs(20 * 60),
+            terminal_hops: vec![Hop::HostedCluster],
+            ..ModelConfig::default()
+        });
+        fleet.apply(batch(false, t(0), observations), t(0));
+        let timeline = fleet.get("c1").unwrap();
+        verdict(timeline, &HopBudgets::default(), &p95, now)
+    }
+
+    fn cs() -> Obs {
+        obs("c1", Hop::ClustersService)
+            .state("installing", Phase::Progressing)
+            .created(t(0))
+            .since(t(0))
+    }
+
+    fn bundle_pending() -> Obs {
+        obs("c1", Hop::MaestroBundle)
+            .state("NotApplied", Phase::Pending)
+            .since(t(0))
+            .condition("Applied", ConditionStatus::False, "ApplyFailed", t(0))
+    }
+
+    fn p95(hop: Hop, seconds: f64) -> HopP95 {
+        let mut p = HopP95::default();
+        p.set(hop, Some(seconds));
+        p
+    }
+
+    #[test]
+    fn each_status_on_both_sides_of_its_threshold() {
+        struct Case {
+            name: &'static str,
+            observations: Vec<Obs>,
+            p95: HopP95,
+            now: Timestamp,
+            want: Status,
+            hop: Option<Hop>,
+            reason: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "within the p95 and the budget",
+                observations: vec![cs(), bundle_pending()],
+                p95: p95(Hop::MaestroBundle, 300.0),
+                now: t(4),
+                want: Status::InProgress,
+                hop: Some(Hop::MaestroBundle),
+                reason: "in progress at maestro_bundle for 4m (budget 10m): Applied=False, reason ApplyFailed",
+            },
+            Case {
+                name: "at the p95",
+                observations: vec![cs(), bundle_pending()],
+                p95: p95(Hop::MaestroBundle, 300.0),
+                now: t(5),
+                want: Status::AtRisk,
+                hop: Some(Hop::MaestroBundle),
+                reason: "at risk at maestro_bundle: 5m there, past the fleet's p95 of 5m (budget 10m): Applied=False, reason ApplyFailed",
+            },
+            Case {
+                name: "no p95 (too few durations): never at risk",
+                observations: vec![cs(), bundle_pending()],
+                p95: HopP95::default(),
+                now: t(9),
+                want: Status::InProgress,
+                hop: Some(Hop::MaestroBundle),
+                reason: "in progress at maestro_bundle for 9m (budget 10m): Applied=False, reason ApplyFailed",
+            },
+            Case {
+                name: "one second before the budget",
+                observations: vec![cs(), bundle_pending()],
+                p95: p95(Hop::MaestroBundle, 300.0),
+                now: t(10)
+                    .checked_sub(jiff::SignedDuration::from_secs(1))
+                    .unwrap(),
+                want: Status::AtRisk,
+                hop: Some(Hop::MaestroBundle),
+                reason: "at risk at maestro_bundle: 9m59s there, past the fleet's p95 of 5m (budget 10m): Applied=False, reason ApplyFailed",
+            },
+            Case {
+                name: "at the budget: stuck, naming the bundle, not the CS above it",
+                observations: vec![cs(), bundle_pending()],
+                p95: HopP95::default(),
+                now: t(40),
+                want: Status::Stuck,
+                hop: Some(Hop::MaestroBundle),
+                reason: "stuck at maestro_bundle for 40m (budget 10m): Applied=False, reason ApplyFailed",
+            },
+            Case {
+                name: "a failed hop wins over a stuck one",
+                observations: vec![
+                    cs(),
+                    bundle_pending(),
+                    obs("c1", Hop::HostedCluster)
+                        .state("ValidReleaseImage", Phase::Failed)
+                        .since(t(0))
+                        .error("InvalidImage", "release image not found"),
+                ],
+                p95: HopP95::default(),
+                now: t(40),
+                want: Status::Failed,
+                hop: Some(Hop::HostedCluster),
+                reason: "failed at hosted_cluster 40m ago: InvalidImage: release image not found",
+            },
+            Case {
+                name: "completed",
+                observations: vec![
+                    cs(),
+                    obs("c1", Hop::HostedCluster)
+                        .state("Available", Phase::Ready)
+                        .since(t(12)),
+                ],
+                p95: HopP95::default(),
+                now: t(13),
+                want: Status::Ready,
+                hop: None,
+                reason: "completed in 12m",
+            },
+            Case {
+                name: "completed, then a hop not ready past its budget: stuck",
+                observations: vec![
+                    obs("c1", Hop::HostedCluster)
+                        .state("Available", Phase::Ready)
+                        .created(t(0))
+                        .since(t(0)),
+                    obs("c1", Hop::ManagedCluster)
+                        .state("NotJoined", Phase::Pending)
+                        .since(t(0))
+                        .condition("ManagedClusterJoined", ConditionStatus::False, "", t(0)),
+                ],
+                p95: HopP95::default(),
+                now: t(15),
+                want: Status::Stuck,
+                hop: Some(Hop::ManagedCluster),
+                reason: "stuck at managed_cluster for 15m (budget 15m): ManagedClusterJoined=False",
+            },
+        ];
+        for case in cases {
+            let v = judge(case.observations, case.p95, case.now);
+            assert_eq!(v.status, case.want, "{}: {v:?}", case.name);
+            assert_eq!(v.hop, case.hop, "{}", case.name);
+            assert_eq!(v.reason, case.reason, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn a_degraded_condition_is_bad_when_true() {
+        let v = judge(
+            vec![
+                cs(),
+                obs("c1", Hop::HostedCluster)
+                    .state("Partial", Phase::Progressing)
+                    .since(t(0))
+                    .condition("Available", ConditionStatus::True, "", t(0))
+                    .condition("Degraded", ConditionStatus::True, "EtcdQuorumLost", t(0)),
+            ],
+            HopP95::default(),
+            t(16),
+        );
+        assert_eq!(v.status, Status::Stuck);
+        assert_eq!(
+            v.reason,
+            "stuck at hosted_cluster for 16m (budget 15m): Degraded=True, reason EtcdQuorumLost"
+        );
+        assert_eq!(v.budget_seconds, Some(900.0));
+        assert_eq!(v.elapsed_seconds, Some(960.0));
+    }
+
+    #[test]
+    fn durations_read_like_a_person_writes_them() {
+        assert_eq!(human(0.4), "0s");
+        assert_eq!(human(59.0), "59s");
+        assert_eq!(human(60.0), "1m");
+        assert_eq!(human(599.0), "9m59s");
+        assert_eq!(human(3600.0), "1h");
+        assert_eq!(human(7500.0), "2h5m");
+    }
+}
