@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -15,6 +15,7 @@ use crate::metrics::exposition::Format;
 use crate::store::Store;
 
 pub fn router(store: Arc<Store>, ui: UiConfig) -> Router {
+    let rows = crate::ui::Rows::new(store.clone());
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
@@ -23,8 +24,9 @@ pub fn router(store: Arc<Store>, ui: UiConfig) -> Router {
         // A wildcard: self-managed ids hold a `/`, provisional ids and ARM
         // resource ids many.
         .route("/api/v1/clusters/{*cluster_id}", get(cluster))
-        .with_state(store.clone())
-        .merge(crate::ui::routes(store, ui))
+        .with_state(store)
+        .layer(Extension(rows.clone()))
+        .merge(crate::ui::routes(rows, ui))
 }
 
 /// Serve the exporter's routes until `shutdown` resolves.
@@ -83,9 +85,13 @@ async fn readyz(State(store): State<Arc<Store>>) -> Response {
 
 /// Without a query string every timeline, as it always was; with one, a
 /// filtered page of rows for the UI (docs/ui.md).
-async fn clusters(State(store): State<Arc<Store>>, RawQuery(query): RawQuery) -> Response {
+async fn clusters(
+    State(store): State<Arc<Store>>,
+    Extension(rows): Extension<Arc<crate::ui::Rows>>,
+    RawQuery(query): RawQuery,
+) -> Response {
     if let Some(query) = query.filter(|q| !q.is_empty()) {
-        return crate::ui::list(store, &query).await;
+        return crate::ui::list(rows, &query).await;
     }
     let judge = store.judge();
     let body = store.with_timelines(|timelines| {

@@ -397,8 +397,8 @@ pub struct Page {
     pub items: Vec<Row>,
 }
 
-pub fn list(rows: Vec<Row>, query: &ListQuery) -> Page {
-    let mut matched: Vec<Row> = rows.into_iter().filter(|r| query.matches(r)).collect();
+pub fn list(rows: &[Row], query: &ListQuery) -> Page {
+    let mut matched: Vec<&Row> = rows.iter().filter(|r| query.matches(r)).collect();
     // Ties are broken by cluster id, so pages never overlap between polls
     // of an unchanged fleet.
     match query.sort {
@@ -425,6 +425,7 @@ pub fn list(rows: Vec<Row>, query: &ListQuery) -> Page {
         .into_iter()
         .skip(query.offset)
         .take(query.limit)
+        .cloned()
         .collect();
     Page {
         total,

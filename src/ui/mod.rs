@@ -11,12 +11,14 @@ pub mod fleet;
 pub mod verdict;
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::config::{TRACE_ID_PLACEHOLDER, UiConfig};
@@ -42,10 +44,48 @@ const SETTINGS_MARK: &str = "{{SETTINGS}}";
 #[derive(Clone)]
 struct UiState {
     store: Arc<Store>,
+    rows: Arc<Rows>,
     config: Arc<UiConfig>,
 }
 
-pub fn routes(store: Arc<Store>, config: UiConfig) -> Router {
+/// How long one copy of the rows serves requests: one page refresh asks for
+/// the summary and two lists at once, and every open page polls; at 10,000
+/// clusters a copy holds the store's lock for about 10 ms.
+const ROWS_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// The fleet's rows, copied from the store at most once per
+/// [`ROWS_MAX_AGE`] and shared by the requests in between.
+pub struct Rows {
+    store: Arc<Store>,
+    last: Mutex<Option<(Instant, Arc<Vec<Row>>)>>,
+}
+
+impl Rows {
+    pub fn new(store: Arc<Store>) -> Arc<Rows> {
+        Arc::new(Rows {
+            store,
+            last: Mutex::new(None),
+        })
+    }
+
+    /// Blocking (it may copy the fleet): call it off the async workers. A
+    /// request arriving while another copies waits for that copy instead of
+    /// taking the store's lock again.
+    fn get(&self) -> Arc<Vec<Row>> {
+        let mut last = self.last.lock();
+        if let Some((at, rows)) = last.as_ref()
+            && at.elapsed() < ROWS_MAX_AGE
+        {
+            return rows.clone();
+        }
+        let rows = Arc::new(rows(&self.store));
+        *last = Some((Instant::now(), rows.clone()));
+        rows
+    }
+}
+
+pub fn routes(rows: Arc<Rows>, config: UiConfig) -> Router {
+    let store = rows.store.clone();
     Router::new()
         .route("/", get(fleet_page))
         // A wildcard: cluster ids hold `/` and `:`.
@@ -54,6 +94,7 @@ pub fn routes(store: Arc<Store>, config: UiConfig) -> Router {
         .route("/api/v1/fleet", get(fleet_summary))
         .with_state(UiState {
             store,
+            rows,
             config: Arc::new(config),
         })
 }
@@ -159,10 +200,10 @@ fn rows(store: &Store) -> Vec<Row> {
 }
 
 async fn fleet_summary(State(ui): State<UiState>) -> Response {
-    let store = ui.store.clone();
+    let (store, rows) = (ui.store.clone(), ui.rows.clone());
     // Walking 10,000 rows is CPU work: off the async workers.
     let summary = tokio::task::spawn_blocking(move || {
-        let rows = rows(&store);
+        let rows = rows.get();
         let now = store.clock().now();
         fleet::summary(
             &rows,
@@ -183,7 +224,7 @@ async fn fleet_summary(State(ui): State<UiState>) -> Response {
 }
 
 /// `/api/v1/clusters` with a query string: one page of rows.
-pub async fn list(store: Arc<Store>, query: &str) -> Response {
+pub async fn list(rows: Arc<Rows>, query: &str) -> Response {
     let query = match ListQuery::parse(url::form_urlencoded::parse(query.as_bytes())) {
         Ok(q) => q,
         Err(error) => {
@@ -194,7 +235,7 @@ pub async fn list(store: Arc<Store>, query: &str) -> Response {
                 .into_response();
         }
     };
-    let page = tokio::task::spawn_blocking(move || fleet::list(rows(&store), &query)).await;
+    let page = tokio::task::spawn_blocking(move || fleet::list(&rows.get(), &query)).await;
     match page {
         Ok(page) => axum::Json(page).into_response(),
         Err(error) => {

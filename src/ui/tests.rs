@@ -114,22 +114,25 @@ fn the_summary_counts_in_flight_creations_once_at_their_hop() {
 #[test]
 fn the_list_filters_sorts_and_pages_on_the_server() {
     let store = fleet_of_three();
-    let all = fleet::list(rows(&store), &ListQuery::default());
+    let all = fleet::list(&rows(&store), &ListQuery::default());
     assert_eq!(all.total, 3);
     // Oldest first.
     assert_eq!(all.items[0].cluster_id, "c");
 
-    let failed = fleet::list(rows(&store), &query("outcome=failed").unwrap());
+    let failed = fleet::list(&rows(&store), &query("outcome=failed").unwrap());
     assert_eq!(failed.total, 1);
     assert_eq!(failed.items[0].cluster_id, "b");
 
-    let page = fleet::list(rows(&store), &query("limit=1&offset=1&sort=-age").unwrap());
+    let page = fleet::list(&rows(&store), &query("limit=1&offset=1&sort=-age").unwrap());
     assert_eq!((page.total, page.items.len()), (3, 1));
     assert_eq!(page.items[0].cluster_id, "a");
 
-    let found = fleet::list(rows(&store), &query("q=ALPHA&in_flight=true").unwrap());
+    let found = fleet::list(&rows(&store), &query("q=ALPHA&in_flight=true").unwrap());
     assert_eq!(found.total, 1);
-    let at = fleet::list(rows(&store), &query("hop=node_pool&phase=pending").unwrap());
+    let at = fleet::list(
+        &rows(&store),
+        &query("hop=node_pool&phase=pending").unwrap(),
+    );
     assert_eq!(at.items.len(), 1);
     assert_eq!(at.items[0].cluster_id, "a");
 }
