@@ -103,6 +103,25 @@ impl Exporter {
         time_scale: f64,
         clock: crate::clock::Clock,
     ) -> Result<Exporter, AppError> {
+        Exporter::start_inner(config, time_scale, clock, true)
+    }
+
+    /// The sources and the model alone, for `diagnose`: no creation traces
+    /// (the running exporter sends those; a second copy would duplicate every
+    /// span) and nothing written to the state directory (the running
+    /// exporter's memory is not ours to touch).
+    pub fn start_for_diagnosis(config: &Config) -> Result<Exporter, AppError> {
+        let mut config = config.clone();
+        config.state_dir = None;
+        Exporter::start_inner(&config, 1.0, crate::clock::Clock::Real, false)
+    }
+
+    fn start_inner(
+        config: &Config,
+        time_scale: f64,
+        clock: crate::clock::Clock,
+        creation_traces: bool,
+    ) -> Result<Exporter, AppError> {
         let mut source_names = Vec::new();
         if config.sources.rp_frontend.is_some() {
             source_names.push("rp_frontend".to_string());
@@ -154,8 +173,12 @@ impl Exporter {
         // A management-only instance sees a creation end too, but the root
         // span belongs to the service side's instance (one root per trace).
         let management_only = !config.sources.kube.is_empty() && !config.sources.has_service_side();
-        let tracer = CreationTracer::from_env(trace_metrics)
-            .map_err(AppError::Traces)?
+        let tracer = if creation_traces {
+            CreationTracer::from_env(trace_metrics).map_err(AppError::Traces)?
+        } else {
+            None
+        };
+        let tracer = tracer
             .map(|t| {
                 t.with_options(TracerOptions {
                     root_spans: !management_only,

@@ -51,6 +51,12 @@ pub struct ExpositionFigures {
     pub bytes: usize,
     pub openmetrics: Latency,
     pub text: Latency,
+    /// OpenMetrics rendered and gzipped (level 1), as served to a scraper
+    /// that asks for gzip.
+    pub gzip: Latency,
+    pub gzip_bytes: usize,
+    /// Copying the same number of bytes: the floor any exposition pays.
+    pub memcpy: Latency,
     pub fill: Duration,
     pub rss_before: Option<u64>,
     pub rss_after: Option<u64>,
@@ -186,6 +192,33 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
     };
     let openmetrics = time(Format::OpenMetrics);
     let text = time(Format::Text);
+    let mut gzip_bytes = 0;
+    let gzip = Latency::from_samples(
+        (0..scrapes.max(1))
+            .map(|_| {
+                let start = Instant::now();
+                let body = store.scrape(Format::OpenMetrics);
+                let zipped = crate::server::gzip_body(body.as_bytes()).unwrap_or_default();
+                let took = start.elapsed();
+                gzip_bytes = zipped.len();
+                std::hint::black_box(zipped);
+                took
+            })
+            .collect(),
+    );
+    let source = vec![b'x'; bytes];
+    let memcpy = Latency::from_samples(
+        (0..scrapes.max(1))
+            .map(|_| {
+                let start = Instant::now();
+                let copy = std::hint::black_box(&source).clone();
+                let took = start.elapsed();
+                std::hint::black_box(copy);
+                took
+            })
+            .collect(),
+    );
+    drop(source);
     let rss_after = resident_memory();
     ExpositionFigures {
         clusters,
@@ -193,6 +226,9 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
         bytes,
         openmetrics,
         text,
+        gzip,
+        gzip_bytes,
+        memcpy,
         fill,
         rss_before,
         rss_after,
@@ -449,6 +485,8 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape OpenMetrics p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
          | scrape text 0.0.4 p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
+         | scrape OpenMetrics + gzip (level 1) p50 / p99 | {:.1} / {:.1} ms, {} bytes ({:.1} MiB, {:.1}× smaller) |\n\
+         | memcpy of the same bytes p50 (floor) | {:.2} ms; scrape p50 is {:.0}× it |\n\
          | resident memory after fill and scrapes | {} |\n\n",
         exposition.clusters,
         exposition.series,
@@ -461,6 +499,13 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ms(exposition.text.p50),
         ms(exposition.text.p99),
         ms(exposition.text.max),
+        ms(exposition.gzip.p50),
+        ms(exposition.gzip.p99),
+        exposition.gzip_bytes,
+        exposition.gzip_bytes as f64 / 1048576.0,
+        exposition.bytes as f64 / exposition.gzip_bytes.max(1) as f64,
+        ms(exposition.memcpy.p50),
+        exposition.openmetrics.p50.as_secs_f64() / exposition.memcpy.p50.as_secs_f64().max(1e-9),
         rss(exposition.rss_after),
     ));
     out.push_str(&format!(

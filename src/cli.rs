@@ -1,4 +1,4 @@
-//! The command line: `serve`, `demo`, `check-config`, `bench`.
+//! The command line: `serve`, `demo`, `diagnose`, `check-config`, `bench`.
 //!
 //! Every `serve` setting is a flag and an `HCPFLOW_*` variable as well as a
 //! file key; clap resolves flag over variable, and [`Config::load`] lays the
@@ -41,6 +41,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a simulated fleet and the exporter against it in one process.
     Demo(DemoArgs),
+    /// Where is this creation stuck, since when, and why: walk every hop of
+    /// one cluster live with serve's configuration and credentials (or ask a
+    /// running exporter with --from), print each hop and a verdict. Exit
+    /// code: 0 ready, 1 in progress within budget (or at risk), 2 stuck past
+    /// a budget, 3 failed, 4 a hop could not be read or the cluster was not
+    /// found.
+    Diagnose(DiagnoseArgs),
     /// Load and validate a configuration file; print every error as
     /// `<field.path>: <message>` and exit non-zero if there is any.
     CheckConfig(CheckConfigArgs),
@@ -56,6 +63,7 @@ impl Command {
             Command::Serve(a) => a.overrides.log_format,
             Command::Demo(a) => Some(a.log_format),
             Command::Bench(a) => Some(a.log_format),
+            Command::Diagnose(a) => a.serve.overrides.log_format.or(Some(LogFormat::Text)),
             Command::CheckConfig(_) => Some(LogFormat::Text),
         }
     }
@@ -539,6 +547,37 @@ source_flags! {
         label: "Maestro server",
     }
     {}
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct DiagnoseArgs {
+    /// The creation to diagnose: an ARM resource id
+    /// (/subscriptions/…/hcpOpenShiftClusters/NAME), a Clusters Service
+    /// cluster id, or a HostedCluster NAMESPACE/NAME (self-managed).
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+
+    /// How to print the result: table (a person at a terminal), json (a
+    /// script), markdown (an incident document with the whole timeline and
+    /// the trace id).
+    #[arg(long, value_enum, default_value = "table", value_name = "FORMAT")]
+    pub output: crate::diagnose::render::Output,
+
+    /// Ask a running exporter at this base URL (its /api/v1/clusters/{id},
+    /// /readyz and published budgets) instead of walking the upstreams.
+    #[arg(long, value_name = "URL")]
+    pub from: Option<Url>,
+
+    /// Walking live: how long to wait for every source's first list before
+    /// judging with what was read (a source still not listed is reported as
+    /// unreadable, exit code 4).
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Duration,
+
+    /// serve's configuration: the same file, flags and HCPFLOW_* variables
+    /// (state_dir is never written by diagnose, and no traces are sent).
+    #[command(flatten)]
+    pub serve: ServeArgs,
 }
 
 #[derive(Args, Debug, Clone, PartialEq)]

@@ -22,6 +22,8 @@ pub enum DemoError {
     KubeWorld(#[source] std::io::Error),
     #[error("the demo kubeconfig could not be written")]
     Kubeconfig(#[source] KubeSimError),
+    #[error("the demo configuration file could not be written")]
+    ConfigFile(#[source] crate::config::WriteError),
 }
 
 /// Settings of `hcp-flow demo`.
@@ -43,6 +45,9 @@ pub struct Demo {
     pub mgmt_clusters: Vec<MgmtCluster>,
     pub kubeconfig: DemoKubeconfig,
     pub config: Config,
+    /// `config` as a file `serve` and `diagnose --config` read, beside the
+    /// kubeconfig (and removed with it).
+    pub config_path: std::path::PathBuf,
 }
 
 /// Where the demo serves its ground truth, on the exporter's port.
@@ -112,6 +117,11 @@ impl DemoKubeconfig {
     pub fn path(&self) -> &std::path::Path {
         &self.path
     }
+
+    /// The temporary directory the kubeconfig is in.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
 }
 
 impl Drop for DemoKubeconfig {
@@ -153,12 +163,23 @@ pub async fn start_world(
     let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;
     let mut config = demo_config(settings, &world, &endpoints);
     config.sources.kube = demo_kube_sources(settings, &world, kubeconfig.path());
+    let config_path = kubeconfig.dir().join("hcp-flow.yaml");
+    config
+        .write_yaml(
+            &config_path,
+            "The configuration of a running `hcp-flow demo`: its simulated upstreams on loopback.\n\
+             `hcp-flow diagnose --config THIS_FILE CLUSTER` walks one of its clusters live;\n\
+             `hcp-flow serve --config THIS_FILE` runs a second exporter over the same world.\n\
+             Removed when the demo stops.",
+        )
+        .map_err(DemoError::ConfigFile)?;
     Ok(Demo {
         world,
         endpoints,
         mgmt_clusters,
         kubeconfig,
         config,
+        config_path,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod demo;
+pub mod diagnose;
 pub mod metrics;
 pub mod model;
 pub mod server;

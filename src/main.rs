@@ -62,6 +62,45 @@ fn main() -> anyhow::Result<ExitCode> {
             telemetry.shutdown_within(DEMO_SHUTDOWN_GRACE);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Diagnose(args) => {
+            // Logs go to stderr: stdout is the report.
+            let _telemetry = init_logging(args.serve.overrides.log_format.unwrap_or_default())?;
+            let runtime = runtime()?;
+            let report = match &args.from {
+                Some(url) => runtime.block_on(hcp_flow::diagnose::from_exporter(url, &args.target)),
+                None => {
+                    let config = args.serve.load_config().map_err(|e| {
+                        let lines: Vec<String> = e
+                            .into_field_errors()
+                            .iter()
+                            .map(|f| f.to_string())
+                            .collect();
+                        anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
+                    })?;
+                    runtime.block_on(hcp_flow::diagnose::live(&config, &args.target, args.wait))
+                }
+            };
+            runtime.shutdown_timeout(Duration::from_millis(100));
+            match report {
+                Ok(report) => {
+                    print!(
+                        "{}",
+                        hcp_flow::diagnose::render::render(&report, args.output)
+                    );
+                    Ok(ExitCode::from(report.exit_code()))
+                }
+                Err(error) => {
+                    // Nothing could be read at all: that is exit 4 too, with why.
+                    eprintln!(
+                        "hcp-flow diagnose: {}",
+                        hcp_flow::sources::health::cause_chain(&error)
+                    );
+                    Ok(ExitCode::from(
+                        hcp_flow::diagnose::Outcome::Unreadable as u8,
+                    ))
+                }
+            }
+        }
         Command::Bench(args) => {
             let _telemetry = init_logging(args.log_format)?;
             let (clusters, scrapes) = (args.clusters as usize, args.scrapes as usize);
@@ -129,6 +168,8 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
          \x20   {base}/readyz             sync status of each source\n\
          \x20   {base}{truth}  each cluster's injected fault and the alert it should raise\n\
          \x20   {base}/                   the web UI: fleet funnel, failures, each cluster's flow\n\
+         \x20 configuration file of this world (for serve and diagnose): {config_path}\n\
+         \x20   hcp-flow diagnose --config {config_path} CLUSTER_ID\n\
          \x20 Ctrl-C stops.",
         clusters = settings.clusters,
         speed = settings.speed,
@@ -136,6 +177,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
         faults = if settings.faults { "on" } else { "off" },
         upstreams = demo.describe_upstreams(),
         truth = hcp_flow::demo::GROUND_TRUTH_PATH,
+        config_path = demo.config_path.display(),
     );
     exporter
         .serve(listener, shutdown_signal(), DEMO_SHUTDOWN_GRACE)

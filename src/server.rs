@@ -52,15 +52,79 @@ pub async fn serve_router(
 async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Format::negotiate(accept);
-    // Rendering is CPU work on cached text; keep it off the async workers.
-    let body = tokio::task::spawn_blocking(move || store.scrape(format)).await;
+    let gzip = accepts_gzip(
+        headers
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok()),
+    );
+    // Rendering (and compressing) is CPU work on cached text; keep it off
+    // the async workers.
+    let body = tokio::task::spawn_blocking(move || {
+        let text = store.scrape(format);
+        if gzip {
+            gzip_body(text.as_bytes())
+        } else {
+            Ok(text.into_bytes())
+        }
+    })
+    .await;
     match body {
-        Ok(body) => ([(header::CONTENT_TYPE, format.content_type())], body).into_response(),
+        Ok(Ok(body)) => {
+            let mut response =
+                ([(header::CONTENT_TYPE, format.content_type())], body).into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                header::VARY,
+                header::HeaderValue::from_static("accept-encoding"),
+            );
+            if gzip {
+                headers.insert(
+                    header::CONTENT_ENCODING,
+                    header::HeaderValue::from_static("gzip"),
+                );
+            }
+            response
+        }
+        Ok(Err(error)) => {
+            tracing::error!(%error, "compressing /metrics failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
         Err(error) => {
             tracing::error!(%error, "rendering /metrics failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
+}
+
+/// Whether `Accept-Encoding` admits gzip (Prometheus sends `gzip`): listed,
+/// or by `*`, with no `q=0`.
+pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
+    accept_encoding.is_some_and(|value| {
+        value.split(',').any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let coding = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+        })
+    })
+}
+
+/// The fastest gzip level: scrapes are frequent and the text repeats itself
+/// (label names, cluster ids), so level 1 already shrinks it about tenfold;
+/// higher levels cost several times the CPU for a few percent (figures in
+/// docs/performance.md).
+pub fn gzip_body(text: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(text.len() / 8),
+        flate2::Compression::fast(),
+    );
+    encoder.write_all(text)?;
+    encoder.finish()
 }
 
 async fn healthz() -> &'static str {
@@ -125,5 +189,21 @@ fn json_response(body: Result<Vec<u8>, serde_json::Error>) -> Response {
             tracing::error!(%error, "serialising timelines failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::accepts_gzip;
+
+    #[test]
+    fn gzip_is_used_only_when_asked_for() {
+        assert!(accepts_gzip(Some("gzip")));
+        assert!(accepts_gzip(Some("deflate, gzip;q=1.0, *;q=0.5")));
+        assert!(accepts_gzip(Some("*")));
+        assert!(accepts_gzip(Some("GZIP")));
+        assert!(!accepts_gzip(None));
+        assert!(!accepts_gzip(Some("identity")));
+        assert!(!accepts_gzip(Some("gzip;q=0")));
+        assert!(!accepts_gzip(Some("br, zstd")));
     }
 }

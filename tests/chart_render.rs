@@ -1133,3 +1133,47 @@ fn containerfile_is_multi_stage_non_root_with_the_documented_entrypoint() {
             .any(|l| l.trim() == "target" || l.trim() == "/target")
     );
 }
+
+/// The image's strip step, run as the Containerfile spells it on the binary
+/// this test suite built: the stripped binary still runs, is smaller, and
+/// names its split debug info.
+#[test]
+fn the_image_strips_the_binary_and_keeps_its_debug_info_apart() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("Containerfile")).unwrap();
+    let joined = text.replace("\\\n", " ");
+    let run = joined
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("RUN objcopy"))
+        .expect("a RUN objcopy step");
+    let dir = std::env::temp_dir().join(format!("hcp-flow-strip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let binary = dir.join("hcp-flow");
+    std::fs::copy(env!("CARGO_BIN_EXE_hcp-flow"), &binary).unwrap();
+    let before = std::fs::metadata(&binary).unwrap().len();
+    let script = run
+        .trim_start_matches("RUN ")
+        .replace("/out/", &format!("{}/", dir.display()));
+    let status = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{script}");
+    let after = std::fs::metadata(&binary).unwrap().len();
+    let debug = std::fs::metadata(dir.join("hcp-flow.debug")).unwrap().len();
+    assert!(after * 2 < before, "stripped {after} of {before} bytes");
+    assert!(debug > 0);
+    let version = std::process::Command::new(&binary)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(version.status.success());
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("hcp-flow "));
+    let sections = std::process::Command::new("objdump")
+        .args(["-h"])
+        .arg(&binary)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&sections.stdout).contains(".gnu_debuglink"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

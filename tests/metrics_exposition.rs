@@ -634,3 +634,49 @@ fn tracked_clusters_follow_changes_by_scope_without_a_walk() {
     assert_eq!(tracked(&store, "service"), 3.0, "b, c and d");
     assert_eq!(tracked(&store, "management"), 1.0, "c");
 }
+
+/// What a scraper that asks for gzip (Prometheus does) receives: the same
+/// exposition, compressed, labelled so, and much smaller; without the ask,
+/// plain text.
+#[tokio::test]
+async fn metrics_are_gzipped_when_the_scraper_asks() {
+    use std::io::Read;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let store = populated_store();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(hcp_flow::server::serve(
+        listener,
+        store.clone(),
+        std::future::pending(),
+    ));
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/metrics");
+    let plain = client.get(&url).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.bytes().await.unwrap();
+    let zipped = client
+        .get(&url)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(zipped.headers()["content-encoding"], "gzip");
+    assert_eq!(zipped.headers()["vary"], "accept-encoding");
+    let zipped = zipped.bytes().await.unwrap();
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(&zipped[..])
+        .read_to_end(&mut text)
+        .unwrap();
+    // The store is at rest: the two scrapes render the same text.
+    assert_eq!(
+        String::from_utf8(text).unwrap(),
+        String::from_utf8(plain.to_vec()).unwrap()
+    );
+    assert!(
+        zipped.len() * 3 < plain.len(),
+        "{} vs {}",
+        zipped.len(),
+        plain.len()
+    );
+}

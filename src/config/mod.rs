@@ -20,6 +20,7 @@ pub mod kube;
 mod overlay;
 mod types;
 mod validate;
+mod write;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -35,6 +36,7 @@ pub use types::{
     TRACE_ID_PLACEHOLDER, UiConfig, default_rp_api_version, defaults, shard_of,
 };
 pub use validate::{check_cluster_resource_id, is_guid};
+pub use write::WriteError;
 
 use file::{ParsedFile, parse_file};
 

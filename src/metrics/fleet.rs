@@ -283,7 +283,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             &seconds(state.since.at),
         );
         if *hop == Hop::MaestroBundle
-            && let Some(updated) = status_updated(state)
+            && let Some(updated) = state.status_updated_at()
         {
             sample(
                 &mut out.families[HOP_STATUS_UPDATED],
@@ -392,20 +392,6 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
 /// The error that explains a failed hop: a failed object's, where another
 /// object of the hop carries an error of another kind (a bundle whose
 /// feedback is unreadable next to a bundle that failed).
-/// When upstream last updated the hop's status, as the "status not updated"
-/// alert needs it for a hop of several bundles: the oldest update among the
-/// bundles that are not ready (one frozen bundle must show even while
-/// another keeps reporting), else the newest of all. One series per hop,
-/// whatever the number of bundles.
-fn status_updated(state: &HopTimeline) -> Option<Timestamp> {
-    state
-        .effective_objects()
-        .filter(|(_, o)| o.view.phase != Phase::Ready)
-        .filter_map(|(_, o)| o.view.updated_at)
-        .min()
-        .or_else(|| state.updated_at())
-}
-
 /// The reason of the first condition in a bad state, for hops failed by a
 /// condition rather than an error code.
 fn failing_reason(state: &HopTimeline) -> Option<&str> {

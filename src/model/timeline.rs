@@ -224,6 +224,19 @@ impl HopTimeline {
             .max()
     }
 
+    /// When upstream last updated the hop's status, as the "status not
+    /// updated" alert and the verdict need it for a hop of several bundles:
+    /// the oldest update among the objects that are not ready (one frozen
+    /// bundle must show even while another keeps reporting), else the newest
+    /// of all.
+    pub fn status_updated_at(&self) -> Option<Timestamp> {
+        self.effective_objects()
+            .filter(|(_, o)| o.view.phase != Phase::Ready)
+            .filter_map(|(_, o)| o.view.updated_at)
+            .min()
+            .or_else(|| self.updated_at())
+    }
+
     pub fn created_at(&self) -> Option<Timestamp> {
         self.effective_objects()
             .filter_map(|(_, o)| o.view.created_at)

@@ -84,12 +84,22 @@ fn seconds(from: Timestamp, to: Timestamp) -> f64 {
     ((to.as_millisecond() - from.as_millisecond()).max(0)) as f64 / 1000.0
 }
 
+/// Since when a not-ready hop has been waiting: its phase's start, or
+/// earlier when upstream last reported before that (a bundle whose status
+/// froze: `HCPMaestroStatusNotUpdated` counts from the last update).
+fn waiting_since(h: &HopTimeline) -> Timestamp {
+    match h.status_updated_at() {
+        Some(updated) if updated < h.since.at => updated,
+        _ => h.since.at,
+    }
+}
+
 /// "14m", "2h5m", "40s": how long, for a person.
 pub fn human(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
     match s {
         0..60 => format!("{s}s"),
-        60..3600 if s % 60 == 0 => format!("{}m", s / 60),
+        60..3600 if s.is_multiple_of(60) => format!("{}m", s / 60),
         60..3600 => format!("{}m{}s", s / 60, s % 60),
         _ if s % 3600 / 60 == 0 => format!("{}h", s / 3600),
         _ => format!("{}h{}m", s / 3600, s % 3600 / 60),
@@ -144,7 +154,7 @@ pub fn explain(hop: &HopTimeline) -> String {
 
 /// The verdict on `timeline` at `now` (docs/design.md §3.9):
 /// - deleted before completion: `deleted`;
-/// - a hop failed: `failed`, naming the failed hop that failed first;
+/// - a hop failed: `failed`, naming the deepest failed hop on the path;
 /// - a hop not ready for at least its budget: `stuck`, naming the deepest
 ///   such hop on the path — the RP and Clusters Service stay not ready for as
 ///   long as anything after them is, so the deepest stuck hop is the cause;
@@ -154,12 +164,16 @@ pub fn explain(hop: &HopTimeline) -> String {
 /// - completed: `ready`.
 pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Timestamp) -> Verdict {
     let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
-        let elapsed = seconds(h.since.at, now);
+        let since = if status == Status::Failed {
+            h.since.at
+        } else {
+            waiting_since(h)
+        };
         Verdict {
             status,
             hop: Some(hop),
-            since: Some(h.since.at),
-            elapsed_seconds: Some(elapsed),
+            since: Some(since),
+            elapsed_seconds: Some(seconds(since, now)),
             budget_seconds: Some(budgets.get(hop).as_secs_f64()),
             p95_seconds: p95.get(hop),
             reason,
@@ -176,11 +190,13 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
             reason: "deleted before it completed".to_string(),
         };
     }
+    // The deepest failed hop: the RP fails because Clusters Service did,
+    // Clusters Service because the HostedCluster did.
     let failed = timeline
         .hops
         .iter()
-        .filter(|(_, h)| h.phase == Phase::Failed)
-        .min_by_key(|(hop, h)| (h.since.at, **hop));
+        .rev()
+        .find(|(_, h)| h.phase == Phase::Failed);
     if let Some((&hop, h)) = failed {
         let reason = format!(
             "failed at {hop} {} ago: {}",
@@ -189,13 +205,29 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         );
         return about(Status::Failed, hop, h, reason);
     }
-    let waiting: Vec<(Hop, &HopTimeline)> = timeline
+    // Hops Maestro carries, unknown because their bundle has no status yet:
+    // the bundle is the cause, they only inherit its silence.
+    let bundle_waits = timeline
+        .hop(Hop::MaestroBundle)
+        .is_some_and(|h| not_ready(h.phase));
+    let inherited = |h: &HopTimeline| {
+        bundle_waits && h.via == super::hop::Via::Maestro && h.phase == Phase::Unknown
+    };
+    let mut waiting: Vec<(Hop, &HopTimeline)> = timeline
         .hops
         .iter()
-        .filter(|(_, h)| not_ready(h.phase))
+        .filter(|(_, h)| not_ready(h.phase) && !inherited(h))
         .map(|(hop, h)| (*hop, h))
         .collect();
-    let elapsed = |h: &HopTimeline| seconds(h.since.at, now);
+    if waiting.is_empty() {
+        waiting = timeline
+            .hops
+            .iter()
+            .filter(|(_, h)| not_ready(h.phase))
+            .map(|(hop, h)| (*hop, h))
+            .collect();
+    }
+    let elapsed = |h: &HopTimeline| seconds(waiting_since(h), now);
     if let Some(&(hop, h)) = waiting
         .iter()
         .rev()

@@ -1,0 +1,448 @@
+//! `hcp-flow diagnose TARGET`: where is this creation stuck, since when, and
+//! why — the on-call walk of every hop, done live (docs/design.md §12.4).
+//!
+//! Live, it starts the exporter's own sources with `serve`'s configuration
+//! (files, credentials, kubeconfig contexts) and its own model, waits until
+//! every source has listed once, finds the target and judges it with the
+//! same verdict the JSON and the web UI show. `--from URL` asks a running
+//! exporter instead. Either way the result is one [`Report`], rendered by
+//! [`render`], and its exit code says the verdict to a script.
+
+pub mod render;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::timeline_json;
+use crate::app::{AppError, Exporter};
+use crate::config::Config;
+use crate::model::{Hop, Status, Timeline};
+use crate::sources::health::SourceStatus;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnoseError {
+    #[error("the exporter's sources could not start")]
+    Start(#[source] AppError),
+    #[error("cannot ask the exporter at {url}")]
+    From {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the exporter at {url} answered {status}: {body}")]
+    FromStatus {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("the exporter at {url} sent JSON diagnose cannot read")]
+    FromBody {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+}
+
+/// A source that could not be read, and the hops it alone shows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unreadable {
+    pub source: String,
+    pub hops: Vec<Hop>,
+    /// Why: its last error, or that it never listed within the wait.
+    pub error: String,
+}
+
+/// What diagnose found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub target: String,
+    /// `live` or the exporter's URL.
+    pub read_from: String,
+    pub checked_at: Timestamp,
+    /// The target's timeline as `/api/v1/clusters/{id}` serves it (with its
+    /// verdict); None when no source shows it.
+    pub timeline: Option<Value>,
+    /// Budgets per hop, in seconds, from the configuration the exporter uses.
+    pub budgets: BTreeMap<Hop, f64>,
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// What the exit code says (docs/design.md §12.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ready = 0,
+    InProgress = 1,
+    Stuck = 2,
+    Failed = 3,
+    Unreadable = 4,
+}
+
+impl Report {
+    pub fn status(&self) -> Option<Status> {
+        let status = self
+            .timeline
+            .as_ref()?
+            .pointer("/verdict/status")?
+            .as_str()?;
+        Status::parse(status)
+    }
+
+    /// A failure seen is certain whatever else could not be read; any other
+    /// verdict may be wrong while a source is unreadable (the hop it hides
+    /// could be the stuck one), so that says 4; a target no source shows is
+    /// 4 too.
+    pub fn outcome(&self) -> Outcome {
+        match self.status() {
+            Some(Status::Failed) => Outcome::Failed,
+            _ if !self.unreadable.is_empty() => Outcome::Unreadable,
+            None => Outcome::Unreadable,
+            Some(Status::Stuck) => Outcome::Stuck,
+            Some(Status::AtRisk | Status::InProgress | Status::Deleted) => Outcome::InProgress,
+            Some(Status::Ready) => Outcome::Ready,
+        }
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        self.outcome() as u8
+    }
+
+    /// The one-line answer.
+    pub fn verdict_line(&self) -> String {
+        match (&self.timeline, self.status()) {
+            (Some(t), Some(_)) => {
+                let reason = t
+                    .pointer("/verdict/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if self.unreadable.is_empty() || self.outcome() == Outcome::Failed {
+                    reason.to_string()
+                } else {
+                    let sources: Vec<&str> =
+                        self.unreadable.iter().map(|u| u.source.as_str()).collect();
+                    format!(
+                        "{reason} — but {} could not be read, so a hop may be missing",
+                        sources.join(", ")
+                    )
+                }
+            }
+            _ if self.unreadable.is_empty() => format!(
+                "{} is not known to any source: check the id (an ARM resource id, a Clusters Service id, or a HostedCluster namespace/name)",
+                self.target
+            ),
+            _ => format!(
+                "{} was not found, and {} could not be read",
+                self.target,
+                self.unreadable
+                    .iter()
+                    .map(|u| u.source.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// The hops a source alone shows (Maestro also carries the management hops
+/// in its bundles' status feedback, so those are not lost with a kube source
+/// when Maestro is read).
+fn hops_of(source: &str) -> Vec<Hop> {
+    match source {
+        "rp_frontend" => vec![Hop::RpFrontend],
+        "clusters_service" => vec![Hop::ClustersService],
+        "maestro" => vec![Hop::MaestroBundle],
+        _ => vec![
+            Hop::Manifestwork,
+            Hop::HostedCluster,
+            Hop::ControlPlane,
+            Hop::ManagedCluster,
+            Hop::NodePool,
+        ],
+    }
+}
+
+/// The sources that could not be read and matter to `mgmt_cluster`'s
+/// creation: every service source, and the kube source of its management
+/// cluster (all of them while it is unknown).
+fn unreadable(sources: &[SourceStatus], mgmt_cluster: Option<&str>) -> Vec<Unreadable> {
+    sources
+        .iter()
+        .filter(|s| !(s.synced && s.up))
+        .filter(|s| match (s.source.strip_prefix("kube/"), mgmt_cluster) {
+            (Some(name), Some(mgmt)) if !mgmt.is_empty() => name == mgmt,
+            _ => true,
+        })
+        .map(|s| Unreadable {
+            source: s.source.clone(),
+            hops: hops_of(&s.source),
+            error: match &s.last_error {
+                Some(e) => format!("{} ({})", e.message, e.kind),
+                None if !s.synced => format!(
+                    "never listed within the wait ({} pending)",
+                    s.pending.join(", ")
+                ),
+                None => "down".to_string(),
+            },
+        })
+        .collect()
+}
+
+/// Does `timeline` answer to `target`: its cluster id, its ARM resource id
+/// (any case), or its HostedCluster `namespace/name`.
+fn answers_to(timeline: &Timeline, target: &str) -> bool {
+    let identity = &timeline.identity;
+    timeline.cluster_id == target
+        || (!identity.resource_id.is_empty() && identity.resource_id.eq_ignore_ascii_case(target))
+        || target.split_once('/').is_some_and(|(ns, name)| {
+            !target.starts_with('/') && identity.namespace == ns && identity.name == name
+        })
+}
+
+/// How long a live walk keeps retrying a source that fails while every
+/// other source has listed.
+const GIVE_UP_ON_FAILING: Duration = Duration::from_secs(8);
+
+/// The walk itself: `serve`'s sources with `config`, until every source has
+/// listed once or `wait` is over.
+pub async fn live(config: &Config, target: &str, wait: Duration) -> Result<Report, DiagnoseError> {
+    let mut config = config.clone();
+    // Every cluster, whatever shard this configuration serves.
+    config.shard = Default::default();
+    // An ARM resource id is read with one GET (the cheatsheet's first step)
+    // rather than by listing its subscriptions.
+    if target.starts_with("/subscriptions/")
+        && let Some(rp) = config.sources.rp_frontend.as_mut()
+    {
+        rp.resource_ids = vec![target.to_string()];
+        rp.subscriptions.clear();
+    }
+    let exporter = Exporter::start_for_diagnosis(&config).map_err(DiagnoseError::Start)?;
+    let store = exporter.store.clone();
+    let started = tokio::time::Instant::now();
+    let deadline = started + wait;
+    loop {
+        let sources = store.source_status();
+        let now = tokio::time::Instant::now();
+        // Every source listed: the answer is complete. Every source listed
+        // or failing, for a few retries' worth: waiting longer for one that
+        // is down only delays the answer, which will say it is down.
+        let settled = sources.iter().all(|s| s.synced || !s.failing.is_empty());
+        if sources.iter().all(|s| s.synced)
+            || (settled && now >= started + GIVE_UP_ON_FAILING.min(wait))
+            || now >= deadline
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let judge = store.judge();
+    // The cluster id, the ARM resource id or the HostedCluster ns/name.
+    let found = store.with_timelines(|timelines| {
+        let mut matching = timelines.filter(|t| answers_to(t, target));
+        matching
+            .next()
+            .map(|t| (t.identity.mgmt_cluster.clone(), timeline_json(t, &judge)))
+            .map(|(mgmt, json)| (mgmt, serde_json::to_value(json)))
+    });
+    exporter.stop();
+    let (mgmt_cluster, timeline) = match found {
+        Some((mgmt, Ok(json))) => (Some(mgmt), Some(json)),
+        _ => (None, None),
+    };
+    let sources = store.source_status();
+    Ok(Report {
+        target: target.to_string(),
+        read_from: "live".to_string(),
+        checked_at: judge.now,
+        timeline,
+        budgets: judge
+            .budgets
+            .iter()
+            .map(|(hop, d)| (hop, d.as_secs_f64()))
+            .collect(),
+        unreadable: unreadable(&sources, mgmt_cluster.as_deref()),
+    })
+}
+
+/// Ask a running exporter: its timeline of the target (with the verdict it
+/// judged), its sources' health, and the budgets it publishes.
+pub async fn from_exporter(base: &url::Url, target: &str) -> Result<Report, DiagnoseError> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|source| DiagnoseError::From {
+            url: base.to_string(),
+            source,
+        })?;
+    let base_str = base.as_str().trim_end_matches('/');
+    let get = |path: String| {
+        let client = client.clone();
+        async move {
+            let url = format!("{base_str}{path}");
+            let response = client
+                .get(&url)
+                .send()
+                .await
+                .map_err(|source| DiagnoseError::From {
+                    url: url.clone(),
+                    source,
+                })?;
+            Ok::<_, DiagnoseError>((url, response))
+        }
+    };
+    // The path takes ids with their slashes as they are (docs/design.md §12.2).
+    let (url, response) = get(format!(
+        "/api/v1/clusters/{}",
+        target.trim_start_matches('/')
+    ))
+    .await?;
+    let timeline: Option<Value> = match response.status().as_u16() {
+        200 => Some(
+            response
+                .json()
+                .await
+                .map_err(|source| DiagnoseError::FromBody { url, source })?,
+        ),
+        404 => None,
+        status => {
+            let body = response.text().await.unwrap_or_default();
+            return Err(DiagnoseError::FromStatus {
+                url,
+                status,
+                body: body.chars().take(200).collect(),
+            });
+        }
+    };
+    // /readyz answers 503 while a source is not synced: its body is what we want.
+    let (url, response) = get("/readyz".to_string()).await?;
+    let readyz: Value = response
+        .json()
+        .await
+        .map_err(|source| DiagnoseError::FromBody { url, source })?;
+    let sources: Vec<SourceStatus> = readyz["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(source_status_of)
+        .collect();
+    let (_, response) = get("/metrics".to_string()).await?;
+    let metrics = response.text().await.unwrap_or_default();
+    let mgmt = timeline
+        .as_ref()
+        .and_then(|t| t["mgmt_cluster"].as_str())
+        .map(str::to_string);
+    Ok(Report {
+        target: target.to_string(),
+        read_from: base.to_string(),
+        checked_at: Timestamp::now(),
+        timeline,
+        budgets: budgets_in(&metrics),
+        unreadable: unreadable(&sources, mgmt.as_deref()),
+    })
+}
+
+/// The fields of `/readyz`'s source entries diagnose reads.
+fn source_status_of(v: &Value) -> Option<SourceStatus> {
+    let strings = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    Some(SourceStatus {
+        source: v["source"].as_str()?.to_string(),
+        synced: v["synced"].as_bool()?,
+        up: v["up"].as_bool()?,
+        pending: strings("pending"),
+        failing: strings("failing"),
+        disabled: Vec::new(),
+        down_since: v["down_since"].as_str().and_then(|s| s.parse().ok()),
+        last_error: match &v["last_error"] {
+            Value::Object(e) => Some(crate::sources::health::LastError {
+                kind: e.get("kind")?.as_str()?.to_string(),
+                at: e.get("at")?.as_str()?.parse().ok()?,
+                message: e.get("message")?.as_str()?.to_string(),
+            }),
+            _ => None,
+        },
+    })
+}
+
+/// `hcpflow_hop_budget_seconds{hop="…"} N` lines of an exposition.
+fn budgets_in(exposition: &str) -> BTreeMap<Hop, f64> {
+    exposition
+        .lines()
+        .filter_map(|line| line.strip_prefix("hcpflow_hop_budget_seconds{hop=\""))
+        .filter_map(|rest| {
+            let (hop, rest) = rest.split_once('"')?;
+            let value = rest.rsplit(' ').next()?.parse().ok()?;
+            Some((Hop::parse(hop)?, value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_read_from_the_exposition() {
+        let text = "# TYPE hcpflow_hop_budget_seconds gauge\n\
+                    hcpflow_hop_budget_seconds{hop=\"maestro_bundle\"} 10.0\n\
+                    hcpflow_hop_budget_seconds{hop=\"node_pool\"} 30\n\
+                    hcpflow_hop_budget_seconds{hop=\"nonsense\"} 1\n";
+        let b = budgets_in(text);
+        assert_eq!(b.get(&Hop::MaestroBundle), Some(&10.0));
+        assert_eq!(b.get(&Hop::NodePool), Some(&30.0));
+        assert_eq!(b.len(), 2);
+    }
+
+    fn report(status: Option<&str>, unreadable: bool) -> Report {
+        Report {
+            target: "c1".into(),
+            read_from: "live".into(),
+            checked_at: Timestamp::UNIX_EPOCH,
+            timeline: status.map(|s| serde_json::json!({"verdict": {"status": s, "reason": "r"}})),
+            budgets: BTreeMap::new(),
+            unreadable: if unreadable {
+                vec![Unreadable {
+                    source: "maestro".into(),
+                    hops: vec![Hop::MaestroBundle],
+                    error: "down".into(),
+                }]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[test]
+    fn exit_codes_follow_the_verdict_and_what_could_not_be_read() {
+        let cases = [
+            (Some("ready"), false, 0),
+            (Some("in_progress"), false, 1),
+            (Some("at_risk"), false, 1),
+            (Some("deleted"), false, 1),
+            (Some("stuck"), false, 2),
+            (Some("failed"), false, 3),
+            (Some("failed"), true, 3),
+            (Some("stuck"), true, 4),
+            (Some("ready"), true, 4),
+            (None, false, 4),
+            (None, true, 4),
+        ];
+        for (status, unreadable, want) in cases {
+            assert_eq!(
+                report(status, unreadable).exit_code(),
+                want,
+                "{status:?} unreadable={unreadable}"
+            );
+        }
+    }
+}
