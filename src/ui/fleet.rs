@@ -34,7 +34,7 @@ pub struct Row {
     /// Where the creation stands ([`position`]).
     pub hop: Option<Hop>,
     pub phase: Option<Phase>,
-    /// When the hop entered its phase.
+    /// Since when the creation has waited at that hop.
     pub hop_since: Option<Timestamp>,
     /// Seconds in that phase.
     pub at_hop_seconds: Option<f64>,
@@ -65,6 +65,12 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
     let verdict = verdict_of(timeline, judge);
     let hop = position(timeline, &verdict);
     let at = hop.and_then(|h| timeline.hop(h));
+    // The verdict's clock for its hop (a frozen bundle waits since its last
+    // status update, not since its phase began), else the phase's start.
+    let hop_since = verdict
+        .since
+        .filter(|_| verdict.hop.is_some() && verdict.hop == hop)
+        .or(at.map(|h| h.since.at));
     // The failed hop's error, else any failed hop's: one without a code
     // (an RP `Failed`) must not hide the code another hop gives.
     let error = at
@@ -92,8 +98,8 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
         age_seconds: seconds_between(timeline.created_at.at, now),
         hop,
         phase: at.map(|h| h.phase),
-        hop_since: at.map(|h| h.since.at),
-        at_hop_seconds: at.map(|h| seconds_between(h.since.at, now)),
+        hop_since,
+        at_hop_seconds: hop_since.map(|since| seconds_between(since, now)),
         budget_seconds: hop.map(|h| judge.budgets.get(h).as_secs_f64()),
         error,
         verdict,
