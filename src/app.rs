@@ -85,6 +85,8 @@ pub struct Exporter {
     state: Option<(Arc<StateStore>, Restored)>,
     /// Routes served beside the exporter's own (the demo's ground truth).
     extra_routes: Option<axum::Router>,
+    /// Where the web UI links to.
+    ui: crate::config::UiConfig,
 }
 
 impl Exporter {
@@ -273,6 +275,7 @@ impl Exporter {
             tasks,
             state,
             extra_routes: None,
+            ui: config.ui.clone(),
         })
     }
 
@@ -309,7 +312,7 @@ impl Exporter {
             }
             let _ = signalled_tx.send(tokio::time::Instant::now());
         };
-        let mut routes = crate::server::router(self.store.clone());
+        let mut routes = crate::server::router(self.store.clone(), self.ui.clone());
         if let Some(extra) = &self.extra_routes {
             routes = routes.merge(extra.clone());
         }

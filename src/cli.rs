@@ -173,6 +173,24 @@ pub struct ServeOverrides {
     #[arg(long, env = "HCPFLOW_TOTAL_SHARDS", value_name = "N")]
     pub total_shards: Option<u32>,
 
+    /// The web UI links each creation's trace to this URL, with {trace_id}
+    /// replaced by the trace id (e.g.
+    /// https://jaeger.example/trace/{trace_id}). Default: none (the trace id
+    /// is shown without a link). Config key: ui.trace_url_template.
+    #[arg(long, env = "HCPFLOW_UI_TRACE_URL_TEMPLATE", value_name = "TEMPLATE")]
+    pub ui_trace_url_template: Option<String>,
+
+    /// Grafana's base URL; the web UI's cluster page links the cluster
+    /// dashboard (uid hcp-flow-cluster) there. Default: none (no link).
+    /// Config key: ui.grafana_url.
+    #[arg(
+        long,
+        env = "HCPFLOW_UI_GRAFANA_URL",
+        value_name = "URL",
+        value_parser = parse_url
+    )]
+    pub ui_grafana_url: Option<Url>,
+
     #[command(flatten)]
     pub rp_frontend: RpFrontendFlags,
 
@@ -274,6 +292,8 @@ impl From<&ServeOverrides> for Overrides {
             },
             maestro: o.maestro.http(),
             kube: KubeOverrides::from(&o.kube),
+            ui_trace_url_template: o.ui_trace_url_template.clone(),
+            ui_grafana_url: o.ui_grafana_url.clone(),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod store;
 pub mod supervise;
 pub mod telemetry;
 pub mod traces;
+pub mod ui;
 pub mod views;
 
 /// Any error the library's entry points return, for a caller that handles

@@ -168,7 +168,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
          \x20   {base}/api/v1/clusters    every creation's timeline (JSON)\n\
          \x20   {base}/readyz             sync status of each source\n\
          \x20   {base}{truth}  each cluster's injected fault and the alert it should raise\n\
-         \x20   {base}/                   landing page\n\
+         \x20   {base}/                   the web UI: fleet funnel, failures, each cluster's flow\n\
          \x20 configuration file of this world (for serve and diagnose): {config_path}\n\
          \x20   hcp-flow diagnose --config {config_path} CLUSTER_ID\n\
          \x20 Ctrl-C stops.",

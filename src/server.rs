@@ -1,21 +1,22 @@
 //! The HTTP surface: `/metrics`, `/healthz`, `/readyz`, `/api/v1/clusters`,
-//! `/api/v1/clusters/{cluster_id}` and a landing page at `/`.
+//! `/api/v1/clusters/{cluster_id}`, and the web UI's routes (`crate::ui`).
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::api::timeline_json;
+use crate::config::UiConfig;
 use crate::metrics::exposition::Format;
 use crate::store::Store;
 
-pub fn router(store: Arc<Store>) -> Router {
+pub fn router(store: Arc<Store>, ui: UiConfig) -> Router {
+    let rows = crate::ui::Rows::new(store.clone());
     Router::new()
-        .route("/", get(landing))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -24,6 +25,8 @@ pub fn router(store: Arc<Store>) -> Router {
         // resource ids many.
         .route("/api/v1/clusters/{*cluster_id}", get(cluster))
         .with_state(store)
+        .layer(Extension(rows.clone()))
+        .merge(crate::ui::routes(rows, ui))
 }
 
 /// Serve the exporter's routes until `shutdown` resolves.
@@ -32,7 +35,7 @@ pub async fn serve(
     store: Arc<Store>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_router(listener, router(store), shutdown).await
+    serve_router(listener, router(store, UiConfig::default()), shutdown).await
 }
 
 /// Serve `routes` (the exporter's, perhaps with more) until `shutdown` resolves.
@@ -144,7 +147,16 @@ async fn readyz(State(store): State<Arc<Store>>) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-async fn clusters(State(store): State<Arc<Store>>) -> Response {
+/// Without a query string every timeline, as it always was; with one, a
+/// filtered page of rows for the UI (docs/ui.md).
+async fn clusters(
+    State(store): State<Arc<Store>>,
+    Extension(rows): Extension<Arc<crate::ui::Rows>>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    if let Some(query) = query.filter(|q| !q.is_empty()) {
+        return crate::ui::list(rows, &query).await;
+    }
     let judge = store.judge();
     let body = store.with_timelines(|timelines| {
         let items: Vec<_> = timelines.map(|t| timeline_json(t, &judge)).collect();
@@ -179,33 +191,6 @@ fn json_response(body: Result<Vec<u8>, serde_json::Error>) -> Response {
         }
     }
 }
-
-async fn landing(State(store): State<Arc<Store>>) -> Html<String> {
-    let sources: String = store
-        .source_status()
-        .iter()
-        .map(|s| {
-            format!(
-                "<li><code>{}</code>: {}</li>",
-                s.source,
-                if s.synced { "synced" } else { "not synced yet" }
-            )
-        })
-        .collect();
-    Html(format!(
-        "<!doctype html><html><head><title>hcp-flow</title></head><body>\
-         <h1>hcp-flow</h1>\
-         <p>Following {clusters} hosted control plane creations (SLO target {target}s).</p>\
-         <ul><li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\
-         <li><a href=\"/api/v1/clusters\">/api/v1/clusters</a>: every timeline as JSON</li>\
-         <li><a href=\"/readyz\">/readyz</a>: sync status of each source</li>\
-         <li><a href=\"/healthz\">/healthz</a>: liveness</li></ul>\
-         <h2>Sources</h2><ul>{sources}</ul></body></html>",
-        clusters = store.len(),
-        target = store.creation_target_seconds(),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::accepts_gzip;

@@ -361,6 +361,8 @@ impl Store {
         &self.clock
     }
 
+    /// The hop budgets the model judges with (docs/design.md §3.5), for the
+    /// UI to draw each edge against.
     pub fn hop_budgets(&self) -> crate::model::HopBudgets {
         self.state.lock().fleet.config().hop_budgets
     }

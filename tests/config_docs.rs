@@ -64,9 +64,9 @@ fn every_serve_flag_and_variable_is_documented() {
         );
         checked += 1;
     }
-    // --config, 9 global settings, 9 per source, 3 RP-only, 1 CS-only and 5
-    // for management clusters.
-    assert_eq!(checked, 1 + 9 + 3 * 9 + 3 + 1 + 5);
+    // --config, 9 global settings, 9 per source, 3 RP-only, 1 CS-only, 5
+    // for management clusters and 2 for the web UI.
+    assert_eq!(checked, 1 + 9 + 3 * 9 + 3 + 1 + 5 + 2);
 }
 
 #[test]

@@ -798,3 +798,49 @@ fn an_rp_frontend_page_size_is_refused_because_the_arm_list_takes_none() {
     let message = &find(&errors, "sources.rp_frontend.page_size").message;
     assert!(message.contains("nextLink"), "{message}");
 }
+
+#[test]
+fn ui_links_must_be_web_urls_with_a_place_for_the_trace_id() {
+    let scratch = Scratch::new("ui");
+    let sources = "sources:\n  maestro:\n    base_url: http://maestro:8000\n";
+    let errors = errors_of(
+        &scratch,
+        &format!(
+            "{sources}ui:\n  trace_url_template: https://jaeger.example/trace/\n  grafana_url: ftp://grafana.example\n"
+        ),
+    );
+    assert_eq!(
+        paths(&errors),
+        vec!["ui.grafana_url", "ui.trace_url_template"]
+    );
+    assert!(
+        find(&errors, "ui.trace_url_template")
+            .message
+            .contains("{trace_id}")
+    );
+    let errors = errors_of(
+        &scratch,
+        &format!("{sources}ui:\n  trace_url_template: \"javascript:alert('{{trace_id}}')\"\n"),
+    );
+    assert_eq!(paths(&errors), vec!["ui.trace_url_template"]);
+
+    let config = check_yaml(
+        &scratch,
+        &format!("{sources}ui:\n  trace_url_template: https://jaeger.example/trace/{{trace_id}}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        config.ui.trace_url_template.as_deref(),
+        Some("https://jaeger.example/trace/{trace_id}")
+    );
+    // A flag beats the file.
+    let overrides = Overrides {
+        ui_grafana_url: Some(url::Url::parse("https://grafana.example/sub").unwrap()),
+        ..Overrides::default()
+    };
+    let config = Config::load(Some(&scratch.file("ui.yaml", sources)), &overrides).unwrap();
+    assert_eq!(
+        config.ui.grafana_url.map(|u| u.to_string()).as_deref(),
+        Some("https://grafana.example/sub")
+    );
+}

@@ -22,6 +22,7 @@ const TOP_KEYS: &[&str] = &[
     "slo",
     "shard",
     "sources",
+    "ui",
 ];
 const SOURCE_KEYS: &[&str] = &[
     SOURCE_RP_FRONTEND,
@@ -117,6 +118,11 @@ pub(super) fn parse_file(text: &str, origin: &str) -> ParsedFile {
                 }
             }
             "sources" => parse_sources(&mut out, value),
+            "ui" => {
+                if let Some(v) = typed(&mut out, "ui", value) {
+                    out.config.ui = v;
+                }
+            }
             _ => out.errors.push(unknown_key("", &key, TOP_KEYS)),
         }
     }

@@ -38,6 +38,8 @@ pub struct Overrides {
     pub clusters_service: ClustersServiceOverrides,
     pub maestro: HttpOverrides,
     pub kube: KubeOverrides,
+    pub ui_trace_url_template: Option<String>,
+    pub ui_grafana_url: Option<Url>,
 }
 
 /// The HTTP settings every polled source shares.
@@ -139,6 +141,12 @@ impl Config {
         }
         if let Some(total) = o.total_shards {
             self.shard.total = total;
+        }
+        if let Some(template) = &o.ui_trace_url_template {
+            self.ui.trace_url_template = Some(template.clone());
+        }
+        if let Some(url) = &o.ui_grafana_url {
+            self.ui.grafana_url = Some(url.clone());
         }
 
         let rp = &o.rp_frontend.http;

@@ -28,6 +28,7 @@ pub struct Config {
     pub slo: SloConfig,
     pub shard: ShardConfig,
     pub sources: SourcesConfig,
+    pub ui: UiConfig,
 }
 
 impl Default for Config {
@@ -40,6 +41,7 @@ impl Default for Config {
             slo: SloConfig::default(),
             shard: ShardConfig::default(),
             sources: SourcesConfig::default(),
+            ui: UiConfig::default(),
         }
     }
 }
@@ -87,6 +89,22 @@ impl Default for SloConfig {
         }
     }
 }
+
+/// Where the web UI's cluster page links to (docs/ui.md). Both are optional:
+/// without them the page shows the trace id and no Grafana link.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct UiConfig {
+    /// A trace UI's URL with `{trace_id}` where the creation's trace id goes
+    /// (e.g. `https://jaeger.example/trace/{trace_id}`).
+    pub trace_url_template: Option<String>,
+    /// Grafana's base URL; the cluster page links the cluster dashboard
+    /// there.
+    pub grafana_url: Option<Url>,
+}
+
+/// What [`UiConfig::trace_url_template`] must hold.
+pub const TRACE_ID_PLACEHOLDER: &str = "{trace_id}";
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -548,6 +566,11 @@ impl Config {
                 }
             ),
             format!("shard: {} of {}", self.shard.index, self.shard.total),
+            format!(
+                "ui: trace links {}, grafana {}",
+                self.ui.trace_url_template.as_deref().unwrap_or("none"),
+                self.ui.grafana_url.as_ref().map_or("none", |u| u.as_str())
+            ),
             format!(
                 "slo: creation target {}, terminal hops {}{}",
                 humantime::format_duration(self.slo.creation_target),

@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::error::FieldError;
 use super::types::{
     Auth, Config, HttpSourceConfig, KubeMode, KubeSourceConfig, RpFrontendConfig,
-    SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND,
-    default_rp_api_version, defaults, join_hops,
+    SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND, TRACE_ID_PLACEHOLDER,
+    UiConfig, default_rp_api_version, defaults, join_hops,
 };
 
 impl Config {
@@ -118,7 +118,47 @@ impl Config {
         if let Some(m) = &self.sources.maestro {
             validate_http(&format!("sources.{SOURCE_MAESTRO}"), &m.http, &mut errors);
         }
+        validate_ui(&self.ui, &mut errors);
         errors
+    }
+}
+
+/// The UI's links are opened by a browser: anything but an absolute http(s)
+/// URL would be a dead (or a `javascript:`) link on every cluster page.
+fn validate_ui(ui: &UiConfig, errors: &mut Vec<FieldError>) {
+    if let Some(template) = &ui.trace_url_template {
+        let path = "ui.trace_url_template";
+        if !template.contains(TRACE_ID_PLACEHOLDER) {
+            errors.push(FieldError::new(
+                path,
+                format!(
+                    "must contain {TRACE_ID_PLACEHOLDER}, where the creation's trace id goes \
+                     (e.g. https://jaeger.example/trace/{TRACE_ID_PLACEHOLDER})"
+                ),
+            ));
+        } else {
+            let example =
+                template.replace(TRACE_ID_PLACEHOLDER, "0123456789abcdef0123456789abcdef");
+            match url::Url::parse(&example) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                Ok(u) => errors.push(FieldError::new(
+                    path,
+                    format!("must be an http or https URL, not {}", u.scheme()),
+                )),
+                Err(e) => errors.push(FieldError::new(
+                    path,
+                    format!("is not a URL once the trace id is filled in: {e}"),
+                )),
+            }
+        }
+    }
+    if let Some(url) = &ui.grafana_url
+        && !matches!(url.scheme(), "http" | "https")
+    {
+        errors.push(FieldError::new(
+            "ui.grafana_url",
+            format!("must be an http or https URL, not {}", url.scheme()),
+        ));
     }
 }
 

@@ -343,10 +343,8 @@ impl Fleet {
             rest if rest.starts_with("subscriptions/") => format!("/{rest}"),
             _ => {
                 let (namespace, name) = key.split_once('/')?;
-                return self.clusters.values().find(|t| {
-                    !name.is_empty()
-                        && t.identity.namespace == namespace
-                        && t.identity.name == name
+                return self.iter().find(|t| {
+                    !name.is_empty() && t.identity.namespace == namespace && t.identity.name == name
                 });
             }
         };

@@ -71,7 +71,7 @@ struct Transition {
     went_down: bool,
 }
 
-/// The last error a source met, for `/readyz` and the landing page.
+/// The last error a source met, for `/readyz` and the fleet page.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LastError {
     pub kind: String,
@@ -87,7 +87,7 @@ pub struct DisabledKind {
     pub reason: Option<String>,
 }
 
-/// What `/readyz` and the landing page show of one source.
+/// What `/readyz` and the fleet page show of one source.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct SourceStatus {
     pub source: String,
