@@ -28,14 +28,7 @@ fn main() -> anyhow::Result<ExitCode> {
             })
         }
         Command::Serve(args) => {
-            let config = args.load_config().map_err(|e| {
-                let lines: Vec<String> = e
-                    .into_field_errors()
-                    .iter()
-                    .map(|f| f.to_string())
-                    .collect();
-                anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
-            })?;
+            let config = load_config(&args)?;
             let telemetry = init_logging(config.log_format)?;
             config.log_warnings();
             let grace = config.shutdown_grace;
@@ -70,14 +63,7 @@ fn main() -> anyhow::Result<ExitCode> {
             let report = match &args.from {
                 Some(url) => runtime.block_on(hcp_flow::diagnose::from_exporter(url, &args.target)),
                 None => {
-                    let config = args.serve.load_config().map_err(|e| {
-                        let lines: Vec<String> = e
-                            .into_field_errors()
-                            .iter()
-                            .map(|f| f.to_string())
-                            .collect();
-                        anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
-                    })?;
+                    let config = load_config(&args.serve)?;
                     runtime.block_on(hcp_flow::diagnose::live(&config, &args.target, args.wait))
                 }
             };
@@ -118,6 +104,18 @@ fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// serve's configuration, every field error on its own line.
+fn load_config(args: &hcp_flow::cli::ServeArgs) -> anyhow::Result<hcp_flow::config::Config> {
+    args.load_config().map_err(|e| {
+        let lines: Vec<String> = e
+            .into_field_errors()
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        anyhow::anyhow!("invalid configuration:\n  {}", lines.join("\n  "))
+    })
 }
 
 /// The demo is for one machine: it stops quickly.

@@ -12,7 +12,7 @@ use super::hop::{ConditionStatus, Hop, Phase};
 use super::quantile::HopP95;
 use super::timeline::{CreationOutcome, HopTimeline, Timeline};
 
-/// The verdict's one word, worst first in [`Status::severity`] order.
+/// The verdict's one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -44,17 +44,18 @@ impl Status {
         }
     }
 
+    /// Every status, best first.
+    pub const ALL: [Status; 6] = [
+        Status::Ready,
+        Status::InProgress,
+        Status::AtRisk,
+        Status::Stuck,
+        Status::Failed,
+        Status::Deleted,
+    ];
+
     pub fn parse(s: &str) -> Option<Status> {
-        [
-            Status::Ready,
-            Status::InProgress,
-            Status::AtRisk,
-            Status::Stuck,
-            Status::Failed,
-            Status::Deleted,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Status::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 

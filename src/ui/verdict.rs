@@ -10,14 +10,7 @@ use crate::model::Timeline;
 pub use crate::model::{Status, Verdict};
 
 /// Every status, in the order the fleet page counts them.
-pub const STATUSES: [Status; 6] = [
-    Status::Ready,
-    Status::InProgress,
-    Status::AtRisk,
-    Status::Stuck,
-    Status::Failed,
-    Status::Deleted,
-];
+pub const STATUSES: [Status; 6] = Status::ALL;
 
 /// The model's verdict on `timeline`, judged as the JSON judges it.
 pub fn verdict_of(timeline: &Timeline, judge: &Judge) -> Verdict {
