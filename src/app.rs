@@ -148,6 +148,13 @@ impl Exporter {
                     hop_budgets: config.slo.hop_budgets,
                     ownership: config.ownership(),
                     rp_in_scope: config.sources.rp_frontend.is_some(),
+                    self_managed_hubs: config
+                        .sources
+                        .kube
+                        .iter()
+                        .filter(|k| k.mode == crate::config::KubeMode::SelfManaged)
+                        .map(|k| k.mgmt_cluster.clone())
+                        .collect(),
                 },
                 render: RenderConfig::default(),
                 time_scale,

@@ -41,6 +41,9 @@ pub struct ModelConfig {
     /// The RP frontend is read: a Clusters Service cluster without an RP
     /// resource is then worth flagging (docs/design.md §4.4).
     pub rp_in_scope: bool,
+    /// Management clusters that are self-managed MCE hubs: their creations
+    /// are never joined by the RP, so it is no terminal hop of theirs.
+    pub self_managed_hubs: Vec<String>,
 }
 
 /// Which timelines feed this instance's SLO events and creation durations,
@@ -115,6 +118,7 @@ impl Default for ModelConfig {
             hop_budgets: HopBudgets::default(),
             ownership: Ownership::ALL,
             rp_in_scope: false,
+            self_managed_hubs: Vec::new(),
         }
     }
 }
@@ -1104,15 +1108,18 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
     // An RP resource not joined has one hop; it completes when the RP says
     // Succeeded (RP-only configurations, docs/design.md §4.4).
     // The RP completes a creation only where Clusters Service joins it to
-    // one: a timeline CS does not show (a self-managed hub's HostedCluster
-    // beside an ARO fleet) waits for its other terminal hops alone.
+    // one: a self-managed hub's HostedCluster, read beside an ARO fleet,
+    // waits for its other terminal hops alone. Known by its management
+    // cluster, not by a hop it lacks: an ARO creation's management hops may
+    // be read before its RP and CS ones (a restart's first sync).
     let without_rp: Vec<Hop>;
     let terminal_hops: &[Hop] = if is_provisional(&timeline.cluster_id) {
         &[Hop::RpFrontend]
     } else if config.terminal_hops.len() > 1
         && config.terminal_hops.contains(&Hop::RpFrontend)
-        && !timeline.hops.contains_key(&Hop::ClustersService)
-        && !timeline.hops.contains_key(&Hop::RpFrontend)
+        && config
+            .self_managed_hubs
+            .contains(&timeline.identity.mgmt_cluster)
     {
         without_rp = config
             .terminal_hops

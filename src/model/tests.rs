@@ -636,14 +636,15 @@ fn a_tick_settles_only_what_is_due() {
 }
 
 /// With the RP and Clusters Service read, `rp_frontend` is a terminal hop;
-/// a HostedCluster no CS or RP shows (a self-managed hub read by the same
-/// exporter) completes on its own terminal hops, while an ARO creation still
-/// waits for the RP.
+/// a HostedCluster of a self-managed hub read by the same exporter completes
+/// on its own terminal hops, while an ARO creation still waits for the RP,
+/// even one whose management hops are read before its RP and CS ones.
 #[test]
 fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
     let mut f = Fleet::new(ModelConfig {
         creation_target: Duration::from_secs(20 * 60),
         terminal_hops: vec![Hop::RpFrontend, Hop::HostedCluster],
+        self_managed_hubs: vec!["hub".to_string()],
         ..ModelConfig::default()
     });
     f.apply(
@@ -653,6 +654,7 @@ fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
             vec![
                 obs("clusters/hub-1", Hop::HostedCluster)
                     .state("Available", Phase::Ready)
+                    .mgmt_cluster("hub")
                     .created(t(0))
                     .since(t(9)),
                 obs("aro1", Hop::ClustersService)
@@ -660,6 +662,14 @@ fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
                     .created(t(0)),
                 obs("aro1", Hop::HostedCluster)
                     .state("Available", Phase::Ready)
+                    .mgmt_cluster("mc-1")
+                    .created(t(0))
+                    .since(t(9)),
+                // Read before Clusters Service shows it (a restart's first
+                // sync): still an ARO creation, still waits for the RP.
+                obs("aro2", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .mgmt_cluster("mc-1")
                     .created(t(0))
                     .since(t(9)),
             ],
@@ -670,4 +680,5 @@ fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
     assert_eq!(hub.outcome, CreationOutcome::Succeeded);
     assert_eq!(hub.completed_at, Some(t(9)));
     assert_eq!(f.get("aro1").unwrap().outcome, CreationOutcome::InFlight);
+    assert_eq!(f.get("aro2").unwrap().outcome, CreationOutcome::InFlight);
 }
