@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::api::timeline_json;
 use crate::app::{AppError, Exporter};
 use crate::config::Config;
-use crate::model::{Hop, Status, Timeline};
+use crate::model::{Hop, Status};
 use crate::sources::health::SourceStatus;
 
 #[derive(Debug, thiserror::Error)]
@@ -191,17 +191,6 @@ fn unreadable(sources: &[SourceStatus], mgmt_cluster: Option<&str>) -> Vec<Unrea
         .collect()
 }
 
-/// Does `timeline` answer to `target`: its cluster id, its ARM resource id
-/// (any case), or its HostedCluster `namespace/name`.
-fn answers_to(timeline: &Timeline, target: &str) -> bool {
-    let identity = &timeline.identity;
-    timeline.cluster_id == target
-        || (!identity.resource_id.is_empty() && identity.resource_id.eq_ignore_ascii_case(target))
-        || target.split_once('/').is_some_and(|(ns, name)| {
-            !target.starts_with('/') && identity.namespace == ns && identity.name == name
-        })
-}
-
 /// How long a live walk keeps retrying a source that fails while every
 /// other source has listed.
 const GIVE_UP_ON_FAILING: Duration = Duration::from_secs(8);
@@ -240,13 +229,13 @@ pub async fn live(config: &Config, target: &str, wait: Duration) -> Result<Repor
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let judge = store.judge();
-    // The cluster id, the ARM resource id or the HostedCluster ns/name.
-    let found = store.with_timelines(|timelines| {
-        let mut matching = timelines.filter(|t| answers_to(t, target));
-        matching
-            .next()
-            .map(|t| (t.identity.mgmt_cluster.clone(), timeline_json(t, &judge)))
-            .map(|(mgmt, json)| (mgmt, serde_json::to_value(json)))
+    // The cluster id, the ARM resource id or the HostedCluster ns/name:
+    // what the JSON route resolves.
+    let found = store.resolve(target, |t| {
+        (
+            t.identity.mgmt_cluster.clone(),
+            serde_json::to_value(timeline_json(t, &judge)),
+        )
     });
     exporter.stop();
     let (mgmt_cluster, timeline) = match found {
