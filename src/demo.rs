@@ -277,9 +277,11 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
     config.sources.clusters_service = Some(ClustersServiceConfig {
         http: http(&endpoints.clusters_service),
         api: ClustersServiceApi::AroHcpV1alpha1,
+        search_scope: None,
     });
     config.sources.maestro = Some(MaestroConfig {
         http: http(&endpoints.maestro),
+        search_scope: None,
     });
     config
 }

@@ -352,3 +352,144 @@ fn the_binary_reads_the_demo_config_and_prints_each_format() {
     drop(demo);
     drop(runtime);
 }
+
+/// What each upstream answered between two readings of the world's counters.
+fn served_since(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(source, n)| (source.clone(), n - before.get(source).copied().unwrap_or(0)))
+        .collect()
+}
+
+/// The cheatsheet's targeted queries (docs/design.md §12.4): a walk reads
+/// one creation from every upstream, not the fleet. Counted where the
+/// objects are served, so a source that lists the fleet cannot pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_walk_reads_one_creation_from_each_upstream_not_the_fleet() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    const CLUSTERS: usize = 150;
+    let settings = DemoSettings {
+        world: WorldKind::Aro,
+        clusters: CLUSTERS,
+        speed: 60.0,
+        seed: 11,
+        faults: false,
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+    };
+    let demo = start_demo_world(&settings, LatencyModel::none())
+        .await
+        .unwrap();
+    let config = Config::load(Some(&demo.config_path), &Overrides::default()).unwrap();
+    // Long enough for the oldest creations to reach their control planes.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let truth = demo.world.ground_truth();
+    // Creations whose HostedCluster exists, the newest first (the churn
+    // deletes the oldest), and a few that have not reached it.
+    let on_a_management_cluster: std::collections::HashSet<String> = demo
+        .mgmt_clusters
+        .iter()
+        .flat_map(|c| c.api.objects("HostedCluster"))
+        .filter_map(|hc| {
+            hc["metadata"]["labels"]["api.openshift.com/id"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    let (far, near): (Vec<_>, Vec<_>) = truth
+        .items
+        .iter()
+        .rev()
+        .filter(|i| !i.resource_id.is_empty())
+        .partition(|i| on_a_management_cluster.contains(&i.cluster_id));
+    let mut walked_to_the_control_plane = 0;
+    for item in far.into_iter().take(5).chain(near.into_iter().take(2)) {
+        let before = demo.world.items_served();
+        let report = diagnose::live(&config, &item.resource_id, Duration::from_secs(20))
+            .await
+            .unwrap();
+        let cost = served_since(&before, &demo.world.items_served());
+        // Clusters Service is first searched by subscription and resource
+        // group: the clusters of that group, a fifth of this fleet.
+        let group = item
+            .resource_id
+            .to_ascii_lowercase()
+            .split("/providers/")
+            .next()
+            .unwrap()
+            .to_string();
+        let in_group = truth
+            .items
+            .iter()
+            .filter(|i| i.resource_id.to_ascii_lowercase().starts_with(&group))
+            .count() as u64;
+        // Deleted by the churn meanwhile: nothing to find.
+        if !demo
+            .world
+            .ground_truth()
+            .items
+            .iter()
+            .any(|i| i.cluster_id == item.cluster_id)
+        {
+            continue;
+        }
+        let timeline = report.timeline.as_ref().unwrap_or_else(|| {
+            panic!(
+                "{} not found: {} (served {cost:?})",
+                item.resource_id,
+                report.verdict_line()
+            )
+        });
+        let mgmt = timeline["mgmt_cluster"].as_str().unwrap_or_default();
+        for (source, n) in &cost {
+            let bound = match source.as_str() {
+                // Each cluster of the group is listed, and its provision
+                // shard read once; then the target by id.
+                "clusters_service" => 2 * in_group + 10,
+                // The target's management cluster: its objects and the
+                // events about them while the walk watches.
+                s if s == format!("kube/{mgmt}") => 30,
+                // Other management clusters are never read once the
+                // target's is known from its provision shard (a few events
+                // may still go to the previous walk's closing watches).
+                s if s.starts_with("kube/") => 5,
+                _ => 20,
+            };
+            assert!(
+                *n <= bound,
+                "{}: {source} answered {n} objects (bound {bound}, fleet {CLUSTERS}): {cost:?}",
+                item.cluster_id
+            );
+        }
+        let hops = &timeline["hops"];
+        if [
+            "maestro_bundle",
+            "manifestwork",
+            "hosted_cluster",
+            "control_plane",
+        ]
+        .iter()
+        .all(|hop| hops.get(hop).is_some())
+        {
+            walked_to_the_control_plane += 1;
+        }
+    }
+    assert!(
+        walked_to_the_control_plane > 0,
+        "no walk reached a control plane, so the narrowed management-side reads were not shown to find anything"
+    );
+    // The counters count: a target no narrowed read finds is looked for in
+    // the whole fleet, and that costs the fleet.
+    let before = demo.world.items_served();
+    let report = diagnose::live(&config, "no-such-cluster", Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(report.timeline.is_none());
+    let cost = served_since(&before, &demo.world.items_served());
+    assert!(
+        cost["clusters_service"] >= CLUSTERS as u64 / 2,
+        "a fleet-wide read answered only {cost:?}"
+    );
+}

@@ -591,6 +591,7 @@ async fn clusters_service_keeps_its_clusters_through_the_hostile_corpus() {
     let cfg = ClustersServiceConfig {
         http: http(&base),
         api: ClustersServiceApi::AroHcpV1alpha1,
+        search_scope: None,
     };
     let (ctx, client) = wiring("clusters_service", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(ClustersServiceSource::with_client(
@@ -616,7 +617,10 @@ async fn maestro_keeps_its_bundles_through_the_hostile_corpus() {
     let good =
         json!({"kind": "ResourceBundleList", "page": 1, "size": 2, "total": 2, "items": [a, b]});
     let (stand, base) = Stand::start(good.clone()).await;
-    let cfg = MaestroConfig { http: http(&base) };
+    let cfg = MaestroConfig {
+        http: http(&base),
+        search_scope: None,
+    };
     let (ctx, client) = wiring("maestro", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(MaestroSource::with_client(
         cfg, ctx, client,
@@ -671,6 +675,7 @@ async fn an_oversized_body_is_refused_and_forgets_nothing() {
     let cfg = ClustersServiceConfig {
         http: http(&base),
         api: ClustersServiceApi::AroHcpV1alpha1,
+        search_scope: None,
     };
     let (ctx, client) = wiring("clusters_service", &cfg.http, &sink);
     let client = client.with_body_limit(64 * 1024);

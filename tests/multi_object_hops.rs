@@ -171,7 +171,14 @@ async fn exporter(bundles: Arc<Mutex<Vec<Value>>>) -> Exporter {
         clock: clock.clone(),
         health: store.health(),
     };
-    let source = MaestroSource::new(MaestroConfig { http }, ctx).unwrap();
+    let source = MaestroSource::new(
+        MaestroConfig {
+            http,
+            search_scope: None,
+        },
+        ctx,
+    )
+    .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(hcp_flow::server::serve(

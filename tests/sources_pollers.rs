@@ -375,6 +375,7 @@ fn cs_config(base: &Url) -> ClustersServiceConfig {
     ClustersServiceConfig {
         http,
         api: ClustersServiceApi::AroHcpV1alpha1,
+        search_scope: None,
     }
 }
 
@@ -605,6 +606,7 @@ async fn maestro_incremental_rereads_what_changed_during_the_previous_poll() {
     let mut m = MaestroSource::new(
         MaestroConfig {
             http: http_config(&mock.base),
+            search_scope: None,
         },
         h.ctx.clone(),
     )
@@ -648,7 +650,14 @@ async fn maestro_full_then_incremental_then_relist() {
     .await;
     let mut http = http_config(&mock.base);
     http.page_size = 2;
-    let mut m = MaestroSource::new(MaestroConfig { http }, h.ctx.clone()).unwrap();
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http,
+            search_scope: None,
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
 
     assert!(
         m.poll(maestro::PollKind::Incremental).await,
@@ -715,6 +724,7 @@ async fn maestro_5xx_keeps_state_and_marks_down() {
     let mut m = MaestroSource::new(
         MaestroConfig {
             http: http_config(&mock.base),
+            search_scope: None,
         },
         h.ctx.clone(),
     )
@@ -783,7 +793,14 @@ async fn oversized_body_is_counted() {
     let client = HttpClient::new("maestro", &cfg, h.metrics.clone())
         .unwrap()
         .with_body_limit(256);
-    let mut m = MaestroSource::with_client(MaestroConfig { http: cfg }, h.ctx.clone(), client);
+    let mut m = MaestroSource::with_client(
+        MaestroConfig {
+            http: cfg,
+            search_scope: None,
+        },
+        h.ctx.clone(),
+        client,
+    );
     assert!(!m.poll(maestro::PollKind::Full).await);
     assert_eq!(h.errors(RequestErrorKind::body_too_large), 1);
 }
@@ -800,6 +817,7 @@ async fn connection_refused_is_its_own_error_kind() {
     let mut m = MaestroSource::new(
         MaestroConfig {
             http: http_config(&base),
+            search_scope: None,
         },
         h.ctx.clone(),
     )
@@ -956,6 +974,7 @@ async fn run_loops_start_with_a_full_sync_then_poll_fast() {
         MaestroSource::new(
             MaestroConfig {
                 http: fast(http_config(&mock.base)),
+                search_scope: None,
             },
             h.ctx.clone(),
         )

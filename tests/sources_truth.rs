@@ -114,6 +114,7 @@ fn cs_source(h: &Harness, base: &Url, body_limit: usize) -> ClustersServiceSourc
     let cfg = ClustersServiceConfig {
         http: http_config(base),
         api: ClustersServiceApi::AroHcpV1alpha1,
+        search_scope: None,
     };
     let client = HttpClient::new("clusters_service", &cfg.http, h.metrics.clone())
         .unwrap()
@@ -129,6 +130,7 @@ async fn a_frozen_or_dripping_upstream_fails_as_timeout_within_the_deadline() {
     let upstream = StandIn::start(|_| Behaviour::Freeze).await;
     let cfg = MaestroConfig {
         http: http_config(&upstream.base),
+        search_scope: None,
     };
     let mut m = MaestroSource::new(cfg, h.ctx.clone()).unwrap();
 
@@ -284,6 +286,7 @@ async fn a_decode_error_names_the_json_path_and_shows_the_text_around_it() {
     let mut m = MaestroSource::with_client(
         MaestroConfig {
             http: http_config(&upstream.base),
+            search_scope: None,
         },
         h.ctx.clone(),
         client(&h, &upstream.base),
@@ -407,6 +410,7 @@ async fn maestro_empty_items_with_a_total_forget_no_bundle() {
     let mut m = MaestroSource::with_client(
         MaestroConfig {
             http: http_config(&upstream.base),
+            search_scope: None,
         },
         h.ctx.clone(),
         client(&h, &upstream.base),
@@ -532,6 +536,7 @@ async fn rp_and_maestro_hold_mass_deletions_back_too() {
     let mut m = MaestroSource::with_client(
         MaestroConfig {
             http: http_config(&upstream.base),
+            search_scope: None,
         },
         h.ctx.clone(),
         client(&h, &upstream.base),

@@ -164,7 +164,14 @@ fn a_real_poll_exports_its_spans_and_sends_their_traceparent() {
         let client = HttpClient::new("maestro", &http, metrics)
             .unwrap()
             .with_request_hook(Arc::new(TraceparentHook));
-        let mut source = MaestroSource::with_client(MaestroConfig { http }, ctx, client);
+        let mut source = MaestroSource::with_client(
+            MaestroConfig {
+                http,
+                search_scope: None,
+            },
+            ctx,
+            client,
+        );
         assert!(source.poll(maestro::PollKind::Full).await);
         let ok = upstream.seen();
         upstream.set(|_| Behaviour::Answer(503, "{\"reason\":\"maintenance\"}".into()));

@@ -3,6 +3,7 @@
 //! They live with the rest of the configuration, so `config` never imports
 //! a source module.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -128,6 +129,20 @@ pub struct KubeSourceConfig {
     /// Objects per list page on (re)list.
     #[serde(default = "defaults::page_size")]
     pub page_size: u32,
+    /// Set by `diagnose` only, never read from a file: the kinds to watch,
+    /// each narrowed to one creation's objects (docs/design.md §12.4).
+    /// None in `serve`: every kind of [`KubeSourceConfig::kinds`], fleet-wide.
+    #[serde(skip)]
+    pub scope: Option<BTreeMap<WatchKind, KindScope>>,
+}
+
+/// One kind's watch narrowed to one creation: a namespace instead of all,
+/// and selectors ANDed with the kind's own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KindScope {
+    pub namespace: Option<String>,
+    pub labels: Option<String>,
+    pub fields: Option<String>,
 }
 
 pub mod defaults {
@@ -182,6 +197,7 @@ impl KubeSourceConfig {
             min_backoff: defaults::min_backoff(),
             max_backoff: defaults::max_backoff(),
             page_size: defaults::page_size(),
+            scope: None,
         }
     }
 
@@ -195,6 +211,14 @@ impl KubeSourceConfig {
     /// have no ARO ManifestWorks, and their MCE and Agents are what the SRE
     /// owns. Watching a kind whose CRD is absent would keep the source down.
     pub fn kinds(&self) -> Vec<WatchKind> {
+        let mut kinds = self.configured_kinds();
+        if let Some(scope) = &self.scope {
+            kinds.retain(|k| scope.contains_key(k));
+        }
+        kinds
+    }
+
+    fn configured_kinds(&self) -> Vec<WatchKind> {
         if let Some(kinds) = &self.watch {
             let mut kinds = kinds.clone();
             kinds.sort();

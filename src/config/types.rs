@@ -300,6 +300,10 @@ pub fn default_rp_api_version() -> String {
 pub struct ClustersServiceConfig {
     pub http: HttpSourceConfig,
     pub api: ClustersServiceApi,
+    /// A `search` condition ANDed into every search the source sends, so it
+    /// reads only the clusters it matches: how `diagnose` reads one
+    /// creation's clusters instead of the fleet. None in `serve`.
+    pub search_scope: Option<String>,
 }
 
 impl ClustersServiceConfig {
@@ -307,6 +311,7 @@ impl ClustersServiceConfig {
         ClustersServiceConfig {
             http: HttpSourceConfig::new(base_url),
             api: ClustersServiceApi::default(),
+            search_scope: None,
         }
     }
 }
@@ -344,12 +349,18 @@ impl ClustersServiceApi {
 #[serde(from = "RawMaestro", into = "RawMaestro")]
 pub struct MaestroConfig {
     pub http: HttpSourceConfig,
+    /// The whole `search` of every list, replacing the incremental
+    /// `updated_at` search: Maestro reads a search holding `->>` as one
+    /// JSONB expression, so a label search cannot be ANDed with another
+    /// condition. How `diagnose` reads one creation's bundles. None in `serve`.
+    pub search_scope: Option<String>,
 }
 
 impl MaestroConfig {
     pub fn new(base_url: Url) -> MaestroConfig {
         MaestroConfig {
             http: HttpSourceConfig::new(base_url),
+            search_scope: None,
         }
     }
 }
@@ -450,9 +461,16 @@ flat_source_shape!(RawRpFrontend => RpFrontendConfig {
 flat_source_shape!(RawClustersService => ClustersServiceConfig {
     #[serde(default)]
     api: ClustersServiceApi,
+    /// Set by `diagnose` only, never read from a file (docs/design.md §12.4).
+    #[serde(skip)]
+    search_scope: Option<String>,
 });
 
-flat_source_shape!(RawMaestro => MaestroConfig {});
+flat_source_shape!(RawMaestro => MaestroConfig {
+    /// Set by `diagnose` only, never read from a file (docs/design.md §12.4).
+    #[serde(skip)]
+    search_scope: Option<String>,
+});
 
 impl Config {
     /// Logs what an SRE must not miss about a valid config (TLS verification

@@ -86,9 +86,11 @@ mod tests {
         config.sources.clusters_service = Some(ClustersServiceConfig {
             http,
             api: ClustersServiceApi::AroHcpV1alpha1,
+            search_scope: None,
         });
         config.sources.maestro = Some(MaestroConfig {
             http: HttpSourceConfig::new(url("http://127.0.0.1:8001/")),
+            search_scope: None,
         });
         let dir = std::env::temp_dir().join(format!("hcp-flow-write-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

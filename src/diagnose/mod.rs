@@ -9,6 +9,7 @@
 //! [`render`], and its exit code says the verdict to a script.
 
 pub mod render;
+pub mod scope;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,9 +20,10 @@ use serde_json::Value;
 
 use crate::api::timeline_json;
 use crate::app::{AppError, Exporter};
-use crate::config::Config;
+use crate::config::{Config, KubeMode};
 use crate::model::{Hop, Status};
 use crate::sources::health::SourceStatus;
+use scope::{Known, Target};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiagnoseError {
@@ -195,21 +197,114 @@ fn unreadable(sources: &[SourceStatus], mgmt_cluster: Option<&str>) -> Vec<Unrea
 /// other source has listed.
 const GIVE_UP_ON_FAILING: Duration = Duration::from_secs(8);
 
-/// The walk itself: `serve`'s sources with `config`, until every source has
-/// listed once or `wait` is over.
+/// The walk itself: `serve`'s sources with `config`, narrowed to the target
+/// (see [`scope`]), run until a run reveals nothing its configuration did
+/// not use. `wait` bounds the whole walk.
 pub async fn live(config: &Config, target: &str, wait: Duration) -> Result<Report, DiagnoseError> {
-    let mut config = config.clone();
-    // Every cluster, whatever shard this configuration serves.
-    config.shard = Default::default();
-    // An ARM resource id is read with one GET (the cheatsheet's first step)
-    // rather than by listing its subscriptions.
-    if target.starts_with("/subscriptions/")
-        && let Some(rp) = config.sources.rp_frontend.as_mut()
-    {
-        rp.resource_ids = vec![target.to_string()];
-        rp.subscriptions.clear();
+    let deadline = tokio::time::Instant::now() + wait;
+    let parsed = Target::parse(target);
+    let mut known = Known::of(&parsed);
+    let mut run = None;
+    for _ in 0..MAX_RUNS {
+        if let Some(Run { learned, .. }) = &run
+            && !known.learn(learned.clone())
+        {
+            break;
+        }
+        locate(config, &mut known).await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let this = run_sources(&scope::scoped(config, &known), target, &known, left).await?;
+        tracing::debug!(?known, learned = ?this.learned, found = this.report.timeline.is_some(), "diagnose: one narrowed run");
+        run = Some(this);
     }
-    let exporter = Exporter::start_for_diagnosis(&config).map_err(DiagnoseError::Start)?;
+    let mut run = match run {
+        Some(run) => run,
+        None => run_sources(&scope::scoped(config, &known), target, &known, wait).await?,
+    };
+    // A target no narrowed read finds (a self-managed cluster named by its
+    // spec.clusterID, say) may still be in the fleet: one fleet-wide read
+    // answers for it, as every walk did before narrowing.
+    if run.report.timeline.is_none() && known.mgmt_cluster.is_none() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let mut fleet_wide = config.clone();
+        fleet_wide.shard = Default::default();
+        run = run_sources(&fleet_wide, target, &Known::default(), left).await?;
+    }
+    Ok(run.report)
+}
+
+/// Runs of the sources one walk may need: the RP and Clusters Service to
+/// learn the ids, the management side to read them, one more for a
+/// HostedCluster named by namespace/name whose services come last.
+const MAX_RUNS: usize = 4;
+
+/// What one run of the sources answered, and the identities it revealed.
+struct Run {
+    report: Report,
+    learned: Known,
+}
+
+/// Where an ARO HCP creation's HostedCluster is: its name, and so its
+/// control plane's namespace, is not the cluster's, so one list by the id
+/// label asks (the cheatsheet's `oc get hc -A -l api.openshift.com/id=…`).
+/// A HostedCluster named by the target is looked for on every management
+/// cluster until one has it. A failed list leaves the walk without the
+/// control plane's hops, and the run then reports the source unreadable.
+async fn locate(config: &Config, known: &mut Known) {
+    use crate::sources::kube::locate_hosted_clusters;
+    let kube = &config.sources.kube;
+    match (
+        &known.mgmt_cluster,
+        &known.hosted_cluster,
+        &known.cluster_id,
+    ) {
+        (Some(mgmt), None, Some(id)) => {
+            let Some(cfg) = kube
+                .iter()
+                .find(|k| &k.mgmt_cluster == mgmt && k.mode == KubeMode::Aro)
+            else {
+                return;
+            };
+            let labels = format!("{}={id}", cfg.manifestwork_label);
+            match locate_hosted_clusters(cfg, None, Some(&labels), None).await {
+                Ok(found) => {
+                    known.hosted_cluster = found.into_iter().next().map(|h| (h.namespace, h.name))
+                }
+                Err(error) => {
+                    tracing::debug!(error = %crate::sources::health::cause_chain(&error), "locating the HostedCluster failed")
+                }
+            }
+        }
+        (None, Some((namespace, name)), _) => {
+            let fields = format!("metadata.name={name}");
+            for cfg in kube {
+                let Ok(found) =
+                    locate_hosted_clusters(cfg, Some(namespace), None, Some(&fields)).await
+                else {
+                    continue;
+                };
+                if let Some(hc) = found.into_iter().next() {
+                    known.mgmt_cluster = Some(cfg.mgmt_cluster.clone());
+                    if cfg.mode == KubeMode::Aro {
+                        known.cluster_id = hc.labels.get(&cfg.manifestwork_label).cloned();
+                    }
+                    return;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One run: start the sources of `config`, wait until every one has listed
+/// once (or failed for a while, or `wait` is over), and judge the target.
+async fn run_sources(
+    config: &Config,
+    target: &str,
+    known: &Known,
+    wait: Duration,
+) -> Result<Run, DiagnoseError> {
+    let exporter = Exporter::start_for_diagnosis(config).map_err(DiagnoseError::Start)?;
     let store = exporter.store.clone();
     let started = tokio::time::Instant::now();
     let deadline = started + wait;
@@ -229,31 +324,52 @@ pub async fn live(config: &Config, target: &str, wait: Duration) -> Result<Repor
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let judge = store.judge();
+    let self_managed = |mgmt: &str| {
+        config
+            .sources
+            .kube
+            .iter()
+            .any(|k| k.mgmt_cluster == mgmt && k.mode == KubeMode::SelfManaged)
+    };
     // The cluster id, the ARM resource id or the HostedCluster ns/name:
     // what the JSON route resolves.
-    let found = store.resolve(target, |t| {
-        (
-            t.identity.mgmt_cluster.clone(),
-            serde_json::to_value(timeline_json(t, &judge)),
-        )
+    let found = store.resolve(&known.key(target), |t| {
+        let id = &t.identity;
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        let learned = Known {
+            resource_id: some(&id.resource_id),
+            resource_group: None,
+            cluster_id: (!crate::model::is_provisional(&t.cluster_id))
+                .then(|| t.cluster_id.clone()),
+            mgmt_cluster: some(&id.mgmt_cluster),
+            // In self-managed mode the identity's name is the HostedCluster's.
+            hosted_cluster: (self_managed(&id.mgmt_cluster)
+                && !id.namespace.is_empty()
+                && !id.name.is_empty())
+            .then(|| (id.namespace.clone(), id.name.clone())),
+        };
+        (learned, serde_json::to_value(timeline_json(t, &judge)))
     });
     exporter.stop();
-    let (mgmt_cluster, timeline) = match found {
-        Some((mgmt, Ok(json))) => (Some(mgmt), Some(json)),
-        _ => (None, None),
+    let (learned, timeline) = match found {
+        Some((learned, Ok(json))) => (learned, Some(json)),
+        _ => (Known::default(), None),
     };
     let sources = store.source_status();
-    Ok(Report {
-        target: target.to_string(),
-        read_from: "live".to_string(),
-        checked_at: judge.now,
-        timeline,
-        budgets: judge
-            .budgets
-            .iter()
-            .map(|(hop, d)| (hop, d.as_secs_f64()))
-            .collect(),
-        unreadable: unreadable(&sources, mgmt_cluster.as_deref()),
+    Ok(Run {
+        report: Report {
+            target: target.to_string(),
+            read_from: "live".to_string(),
+            checked_at: judge.now,
+            timeline,
+            budgets: judge
+                .budgets
+                .iter()
+                .map(|(hop, d)| (hop, d.as_secs_f64()))
+                .collect(),
+            unreadable: unreadable(&sources, learned.mgmt_cluster.as_deref()),
+        },
+        learned,
     })
 }
 

@@ -191,6 +191,15 @@ impl Api {
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The exporter's name for the source reading this API.
+    pub fn source_name(self) -> &'static str {
+        match self {
+            Api::RpFrontend => "rp_frontend",
+            Api::ClustersService => "clusters_service",
+            Api::Maestro => "maestro",
+        }
+    }
 }
 
 /// Transport faults injected from tests ([`World::inject`]).
@@ -518,6 +527,25 @@ impl World {
         };
         tracing::info!(?fault, "injecting transport fault");
         self.inner.controls[api.index()].inject(fault);
+    }
+
+    /// Objects each upstream has answered so far, by source name
+    /// (`rp_frontend`, `clusters_service`, `maestro`, `kube/<mgmt cluster>`):
+    /// what readers cost the world.
+    pub fn items_served(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut served: std::collections::BTreeMap<String, u64> = Api::ALL
+            .iter()
+            .map(|api| {
+                (
+                    api.source_name().to_string(),
+                    self.control(*api).items_served(),
+                )
+            })
+            .collect();
+        for cluster in self.mgmt_clusters() {
+            served.insert(format!("kube/{}", cluster.name), cluster.api.items_served());
+        }
+        served
     }
 
     pub(crate) fn control(&self, api: Api) -> &Arc<server::ApiControl> {

@@ -346,6 +346,12 @@ pub(crate) fn provision_shard(s: &Shard, prefix: &str, created: Ms) -> Value {
     })
 }
 
+/// The labels of every object of the cluster, its bundles' included (what a
+/// Maestro JSONB label search reads).
+pub fn bundle_labels(p: &Plan) -> Value {
+    labels(p)
+}
+
 fn labels(p: &Plan) -> Value {
     json!({
         "api.openshift.com/id": p.cluster_id,

@@ -352,6 +352,17 @@ pub fn created_since_search(began: jiff::Timestamp) -> String {
     format!("creation_timestamp >= {}", sql_quote(&from.to_string()))
 }
 
+/// `search` narrowed by the source's scope (docs/design.md §12.4). Every
+/// search this source sends is a conjunction, so ANDing needs no brackets.
+pub fn scoped_search(search: Option<&str>, scope: Option<&str>) -> Option<String> {
+    match (search, scope.filter(|c| !c.trim().is_empty())) {
+        (None, None) => None,
+        (Some(s), None) => Some(s.to_string()),
+        (None, Some(c)) => Some(c.to_string()),
+        (Some(s), Some(c)) => Some(format!("{s} and {c}")),
+    }
+}
+
 /// The `search` that reads these clusters by id.
 pub fn ids_search<'a>(ids: impl Iterator<Item = &'a str>) -> String {
     format!("id in ({})", quoted_list(ids))
@@ -518,7 +529,12 @@ impl ClustersServiceSource {
         search: Option<&str>,
         unknown: &mut Vec<UnknownValue>,
     ) -> Result<Vec<CsCluster>, SourceError> {
-        let params: Vec<(&str, &str)> = search.map(|s| ("search", s)).into_iter().collect();
+        let search = scoped_search(search, self.cfg.search_scope.as_deref());
+        let params: Vec<(&str, &str)> = search
+            .as_deref()
+            .map(|s| ("search", s))
+            .into_iter()
+            .collect();
         let path = self.clusters_path();
         let mut pager = http::Pager::new(&path, &params, LIST_KIND, self.cfg.http.page_size);
         let mut clusters = Vec::new();
@@ -690,5 +706,30 @@ impl ClustersServiceSource {
             .push(id)
             .push("provision_shard");
         self.client.get_json_or_absent(url).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_is_anded_into_every_search_and_alone_when_there_is_none() {
+        let scope = Some("azure.subscription_id = 's' and azure.resource_group_name = 'g'");
+        assert_eq!(scoped_search(None, None), None);
+        assert_eq!(
+            scoped_search(Some("id in ('a')"), None).as_deref(),
+            Some("id in ('a')")
+        );
+        assert_eq!(scoped_search(None, scope).as_deref(), scope);
+        assert_eq!(
+            scoped_search(Some(&in_flight_search()), scope).unwrap(),
+            format!("{} and {}", in_flight_search(), scope.unwrap())
+        );
+        assert_eq!(
+            scoped_search(None, Some("  ")),
+            None,
+            "a blank scope is none"
+        );
     }
 }

@@ -568,6 +568,15 @@ pub fn updated_since_search(start: Timestamp) -> String {
     format!("updated_at > {}", http::sql_quote(&from.to_string()))
 }
 
+/// The search reading the bundles of one Clusters Service cluster by the
+/// label ARO HCP puts on them: the cheatsheet's Maestro query.
+pub fn cluster_label_search(cluster_id: &str) -> String {
+    format!(
+        "payload->'metadata'->'labels'->>'api.openshift.com/id'={}",
+        http::sql_quote(cluster_id)
+    )
+}
+
 /// Which list a poll reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PollKind {
@@ -666,8 +675,18 @@ impl MaestroSource {
     async fn poll_inner(&mut self, kind: PollKind) -> bool {
         let observed_at = self.ctx.clock.now();
         let initial = !self.synced;
+        let scope = self
+            .cfg
+            .search_scope
+            .clone()
+            .filter(|c| !c.trim().is_empty());
+        // A scope is the whole search (a JSONB label search cannot be ANDed
+        // with `updated_at`), so every scoped poll reads the scope in full:
+        // a few bundles, never the fleet (docs/design.md §12.4).
         let kind = match (kind, self.newest_updated_at) {
-            (PollKind::Incremental, Some(_)) if self.synced => PollKind::Incremental,
+            (PollKind::Incremental, Some(_)) if self.synced && scope.is_none() => {
+                PollKind::Incremental
+            }
             _ => PollKind::Full,
         };
         tracing::Span::current().record("poll_kind", kind.as_str());
@@ -676,7 +695,7 @@ impl MaestroSource {
                 self.last_poll_began
                     .map_or(newest, |began| began.min(newest)),
             )),
-            _ => None,
+            _ => scope,
         };
         let params: Vec<(&str, &str)> = search
             .as_deref()

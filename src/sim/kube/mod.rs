@@ -96,6 +96,7 @@ impl KubeApiServer {
             frozen: watch::channel(false).0,
             absent: Mutex::new(Default::default()),
             forbidden: Mutex::new(Default::default()),
+            items_served: Default::default(),
         });
         let handle = KubeApiHandle {
             inner,

@@ -282,6 +282,7 @@ fn list_response(inner: &Inner, filter: &Filter, query: &HashMap<String, String>
         .iter()
         .map(|o| (**o).clone())
         .collect();
+    inner.served(page.len());
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if end < items.len() {
         let id = store.next_snapshot;
@@ -375,6 +376,7 @@ fn watch_response(inner: Arc<Inner>, filter: Filter, query: &HashMap<String, Str
             }
         }
     };
+    inner.served(replay.len());
     let mut epoch = inner.epoch.subscribe();
     epoch.mark_unchanged();
     let mut frozen = inner.frozen.subscribe();
@@ -423,7 +425,10 @@ fn watch_response(inner: Arc<Inner>, filter: Filter, query: &HashMap<String, Str
                     Ok(event) => {
                         last_rv = event.rv;
                         match visible(&filter, &event) {
-                            Some(line) => (line, false),
+                            Some(line) => {
+                                inner.served(1);
+                                (line, false)
+                            }
                             None => continue,
                         }
                     }

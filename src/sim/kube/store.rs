@@ -61,9 +61,26 @@ pub(super) struct Inner {
     /// Resources the client's RBAC forbids: 403 with a Status like a real
     /// server's.
     pub(super) forbidden: Mutex<std::collections::BTreeSet<usize>>,
+    /// Objects answered in lists and watch events: what readers cost this
+    /// API server.
+    pub(super) items_served: std::sync::atomic::AtomicU64,
+}
+
+impl Inner {
+    pub(super) fn served(&self, items: usize) {
+        self.items_served
+            .fetch_add(items as u64, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl KubeApiHandle {
+    /// Objects this API server has answered in lists and watch events.
+    pub fn items_served(&self) -> u64 {
+        self.inner
+            .items_served
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Create or replace an object (by kind, namespace, name), bumping its
     /// resourceVersion; returns the new resourceVersion.
     pub fn apply(&self, mut obj: Value) -> Result<u64, KubeSimError> {

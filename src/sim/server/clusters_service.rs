@@ -93,7 +93,13 @@ async fn cs_list(world: World, flavor: CsApi, q: Option<String>) -> Response {
         .collect();
     let n = items.len();
     let body = json!({ "kind": "ClusterList", "page": pg.page, "size": n, "total": total, "items": items });
-    respond(&world, n, json_response(StatusCode::OK, &body)).await
+    respond(
+        &world,
+        Api::ClustersService,
+        n,
+        json_response(StatusCode::OK, &body),
+    )
+    .await
 }
 
 enum CsSub {
@@ -120,10 +126,19 @@ async fn cs_get(world: World, flavor: CsApi, id: String, sub: CsSub) -> Response
             )),
         });
     match found {
-        Some(body) => respond(&world, 1, json_response(StatusCode::OK, &body)).await,
+        Some(body) => {
+            respond(
+                &world,
+                Api::ClustersService,
+                1,
+                json_response(StatusCode::OK, &body),
+            )
+            .await
+        }
         None => {
             respond(
                 &world,
+                Api::ClustersService,
                 0,
                 ctl.error(
                     StatusCode::NOT_FOUND,
@@ -143,7 +158,13 @@ async fn cs_shards(world: World, flavor: CsApi) -> Response {
         .map(|s| wire::provision_shard(s, flavor.prefix(), created))
         .collect();
     let body = json!({ "kind": "ProvisionShardList", "page": 1, "size": items.len(), "total": items.len(), "items": items });
-    respond(&world, SHARDS.len(), json_response(StatusCode::OK, &body)).await
+    respond(
+        &world,
+        Api::ClustersService,
+        SHARDS.len(),
+        json_response(StatusCode::OK, &body),
+    )
+    .await
 }
 
 pub(super) fn cs_router(world: &World) -> Router {

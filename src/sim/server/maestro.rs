@@ -70,6 +70,47 @@ fn sort_key(p: &Plan, b: &BundlePlan, now: Ms, field: &str) -> (Ms, String) {
     }
 }
 
+/// What a bundle list filters by.
+enum BundleSearch {
+    Columns(Search),
+    /// `payload->'metadata'->'labels'->>'KEY' = 'VALUE'`.
+    Label(String, String),
+}
+
+/// The one JSONB form the sim understands, the cheatsheet's label search:
+/// `payload->'metadata'->'labels'->>'KEY' = 'VALUE'` (any spacing, `''` for
+/// a quote inside a literal). Anything else: None.
+fn parse_label_search(search: &str) -> Option<(String, String)> {
+    fn literal(s: &str) -> Option<(String, &str)> {
+        let s = s.trim_start().strip_prefix('\'')?;
+        let mut out = String::new();
+        let mut chars = s.char_indices();
+        while let Some((i, c)) = chars.next() {
+            if c == '\'' {
+                if s[i + 1..].starts_with('\'') {
+                    out.push('\'');
+                    chars.next();
+                } else {
+                    return Some((out, &s[i + 1..]));
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        None
+    }
+    let rest = search.trim_start().strip_prefix("payload")?;
+    let rest = rest.trim_start().strip_prefix("->")?;
+    let (metadata, rest) = literal(rest)?;
+    let rest = rest.trim_start().strip_prefix("->")?;
+    let (labels, rest) = literal(rest)?;
+    let rest = rest.trim_start().strip_prefix("->>")?;
+    let (key, rest) = literal(rest)?;
+    let rest = rest.trim_start().strip_prefix('=')?;
+    let (value, rest) = literal(rest)?;
+    (metadata == "metadata" && labels == "labels" && rest.trim().is_empty()).then_some((key, value))
+}
+
 async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Response {
     let ctl = world.control(Api::Maestro).clone();
     let pairs = query_pairs(&q);
@@ -78,11 +119,26 @@ async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Resp
         Err(e) => return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &e),
     };
     let raw_search = param(&pairs, "search").unwrap_or("");
-    let search = match Search::parse(raw_search, maestro_kind) {
-        Ok(s) => s,
-        Err(e) => {
-            let msg = format!("Failed to parse search query: {raw_search}: {e}");
-            return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &msg);
+    // Maestro hands a search holding `->>` or `@>` to PostgreSQL as one
+    // JSONB expression over the payload, and everything else to its
+    // SQL-where-like parser (reference: Maestro's search).
+    let search = if raw_search.contains("->>") || raw_search.contains("@>") {
+        match parse_label_search(raw_search) {
+            Some((key, value)) => BundleSearch::Label(key, value),
+            None => {
+                let msg = format!(
+                    "Failed to parse search query: {raw_search}: unsupported JSONB expression"
+                );
+                return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &msg);
+            }
+        }
+    } else {
+        match Search::parse(raw_search, maestro_kind) {
+            Ok(s) => BundleSearch::Columns(s),
+            Err(e) => {
+                let msg = format!("Failed to parse search query: {raw_search}: {e}");
+                return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &msg);
+            }
         }
     };
     let order = match order_by(param(&pairs, "orderBy").unwrap_or("")) {
@@ -95,7 +151,13 @@ async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Resp
     let mut matched: Vec<(&Arc<Plan>, &BundlePlan)> = plans
         .iter()
         .flat_map(|p| p.bundles_at(now).map(move |b| (p, b)))
-        .filter(|(p, b)| search.matches(maestro_field(p, b, now)))
+        .filter(|(p, b)| match &search {
+            BundleSearch::Columns(search) => search.matches(maestro_field(p, b, now)),
+            BundleSearch::Label(key, value) => wire::bundle_labels(p)
+                .get(key.as_str())
+                .and_then(Value::as_str)
+                .is_some_and(|v| v == value),
+        })
         .collect();
     // Default: creation order (then id), like the service's primary key scan.
     matched.sort_by(|(pa, a), (pb, b)| {
@@ -115,7 +177,13 @@ async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Resp
         .collect();
     let n = items.len();
     let body = json!({ "kind": "ResourceBundleList", "page": pg.page, "size": n, "total": total, "items": items });
-    respond(&world, n, json_response(StatusCode::OK, &body)).await
+    respond(
+        &world,
+        Api::Maestro,
+        n,
+        json_response(StatusCode::OK, &body),
+    )
+    .await
 }
 
 async fn maestro_get(State(world): State<World>, Path(id): Path<String>) -> Response {
@@ -127,11 +195,20 @@ async fn maestro_get(State(world): State<World>, Path(id): Path<String>) -> Resp
         .find_map(|p| p.bundles.iter().find(|b| b.id == id).map(|b| (p, b)))
         .and_then(|(p, b)| wire::bundle(p, b, now))
     {
-        Some(body) => respond(&world, 1, json_response(StatusCode::OK, &body)).await,
+        Some(body) => {
+            respond(
+                &world,
+                Api::Maestro,
+                1,
+                json_response(StatusCode::OK, &body),
+            )
+            .await
+        }
         None => {
             let msg = format!("Resource Bundle with id='{id}' not found");
             respond(
                 &world,
+                Api::Maestro,
                 0,
                 ctl.error(StatusCode::NOT_FOUND, "NotFound", &msg),
             )
@@ -152,7 +229,13 @@ async fn maestro_consumers(State(world): State<World>) -> Response {
         })
         .collect();
     let body = json!({ "kind": "ConsumerList", "page": 1, "size": items.len(), "total": items.len(), "items": items });
-    respond(&world, SHARDS.len(), json_response(StatusCode::OK, &body)).await
+    respond(
+        &world,
+        Api::Maestro,
+        SHARDS.len(),
+        json_response(StatusCode::OK, &body),
+    )
+    .await
 }
 
 pub(super) fn maestro_router(world: &World) -> Router {
@@ -166,4 +249,36 @@ pub(super) fn maestro_router(world: &World) -> Router {
             async move { ctl.error(StatusCode::NOT_FOUND, "NotFound", "no such resource") }
         })
         .with_state(world.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_label_search;
+
+    #[test]
+    fn the_label_search_of_the_cheatsheet_parses_and_nothing_else_does() {
+        let want = Some(("api.openshift.com/id".to_string(), "2abc".to_string()));
+        assert_eq!(
+            parse_label_search("payload->'metadata'->'labels'->>'api.openshift.com/id'='2abc'"),
+            want
+        );
+        assert_eq!(
+            parse_label_search(
+                " payload -> 'metadata' -> 'labels' ->> 'api.openshift.com/id' = '2abc' "
+            ),
+            want
+        );
+        assert_eq!(
+            parse_label_search("payload->'metadata'->'labels'->>'k'='it''s'"),
+            Some(("k".to_string(), "it's".to_string()))
+        );
+        for bad in [
+            "payload->'metadata'->'labels'->>'k'='v' and updated_at > '2026-01-01'",
+            "payload->'spec'->'labels'->>'k'='v'",
+            "payload->'metadata'->'labels'->>'k'",
+            "payload @> '{}'",
+        ] {
+            assert_eq!(parse_label_search(bad), None, "{bad}");
+        }
+    }
 }

@@ -105,13 +105,22 @@ pub(super) async fn rp(
             .filter(|p| mine(p) && p.name.eq_ignore_ascii_case(name))
             .find_map(|p| wire::rp_resource(p, now, v));
         return match found {
-            Some(body) => respond(&world, 1, json_response(StatusCode::OK, &body)).await,
+            Some(body) => {
+                respond(
+                    &world,
+                    Api::RpFrontend,
+                    1,
+                    json_response(StatusCode::OK, &body),
+                )
+                .await
+            }
             None => {
                 let msg = format!(
                     "The Resource 'Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{name}' under resource group '{rg}' was not found."
                 );
                 respond(
                     &world,
+                    Api::RpFrontend,
                     0,
                     ctl.error(StatusCode::NOT_FOUND, "ResourceNotFound", &msg),
                 )
@@ -167,5 +176,11 @@ pub(super) async fn rp(
         }
     }
     let n = body["value"].as_array().map_or(0, Vec::len);
-    respond(&world, n, json_response(StatusCode::OK, &body)).await
+    respond(
+        &world,
+        Api::RpFrontend,
+        n,
+        json_response(StatusCode::OK, &body),
+    )
+    .await
 }

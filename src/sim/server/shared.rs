@@ -28,9 +28,21 @@ pub(crate) struct ApiControl {
     malformed: AtomicU32,
     spontaneous: Option<Mutex<ChaCha8Rng>>,
     operations: AtomicU64,
+    /// Objects answered (list items, or 1 per object read): what a reader
+    /// cost this API, for tests that a walk reads one creation, not a fleet.
+    items_served: AtomicU64,
 }
 
 impl ApiControl {
+    pub(super) fn served(&self, items: usize) {
+        self.items_served.fetch_add(items as u64, Ordering::Relaxed);
+    }
+
+    /// Objects this API has answered so far.
+    pub fn items_served(&self) -> u64 {
+        self.items_served.load(Ordering::Relaxed)
+    }
+
     pub fn new(api: Api, seed: u64, faults: bool) -> ApiControl {
         let spontaneous = faults.then(|| {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -44,6 +56,7 @@ impl ApiControl {
             malformed: AtomicU32::new(0),
             spontaneous,
             operations: AtomicU64::new(0),
+            items_served: AtomicU64::new(0),
         }
     }
 
@@ -182,7 +195,8 @@ pub(super) async fn faults(
 }
 
 /// Answers after the upstream latency of a response with `items` items.
-pub(super) async fn respond(world: &World, items: usize, r: Response) -> Response {
+pub(super) async fn respond(world: &World, api: Api, items: usize, r: Response) -> Response {
+    world.control(api).served(items);
     tokio::time::sleep(world.latency().delay(items)).await;
     r
 }

@@ -75,6 +75,12 @@ pub enum KubeSourceError {
         #[source]
         cause: kube::config::InferConfigError,
     },
+    #[error("management cluster {mgmt_cluster}: listing HostedClusters failed")]
+    List {
+        mgmt_cluster: String,
+        #[source]
+        cause: kube::Error,
+    },
     #[error("management cluster {mgmt_cluster}: the kube client could not be built")]
     Client {
         mgmt_cluster: String,
@@ -99,55 +105,108 @@ impl KubeSource {
         ctx: SourceContext,
         metrics: KubeMetrics,
     ) -> Result<KubeSource, KubeSourceError> {
-        let mgmt_cluster = cfg.mgmt_cluster.clone();
-        let client_config = if cfg.in_cluster {
-            kube::Config::incluster().map_err(|cause| KubeSourceError::InCluster {
+        let client = client_for(&cfg).await?;
+        Ok(KubeSource::with_client(cfg, ctx, metrics, client))
+    }
+}
+
+/// The client of one management cluster: its kubeconfig and context, the
+/// in-cluster service account, or the usual inference. Nothing is
+/// contacted yet.
+pub async fn client_for(cfg: &KubeSourceConfig) -> Result<Client, KubeSourceError> {
+    let mgmt_cluster = cfg.mgmt_cluster.clone();
+    let client_config = if cfg.in_cluster {
+        kube::Config::incluster().map_err(|cause| KubeSourceError::InCluster {
+            mgmt_cluster: mgmt_cluster.clone(),
+            cause,
+        })?
+    } else if let Some(path) = &cfg.kubeconfig {
+        let kubeconfig_error = |cause| KubeSourceError::Kubeconfig {
+            mgmt_cluster: mgmt_cluster.clone(),
+            path: path.clone(),
+            cause,
+        };
+        let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
+        let options = kube::config::KubeConfigOptions {
+            context: cfg.context.clone(),
+            ..Default::default()
+        };
+        kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(kubeconfig_error)?
+    } else if let Some(context) = &cfg.context {
+        // A context without a file: the usual kubeconfig (KUBECONFIG or
+        // ~/.kube/config), but that context rather than the current one.
+        let options = kube::config::KubeConfigOptions {
+            context: Some(context.clone()),
+            ..Default::default()
+        };
+        kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|cause| KubeSourceError::Context {
+                mgmt_cluster: mgmt_cluster.clone(),
+                context: context.clone(),
+                cause,
+            })?
+    } else {
+        kube::Config::infer()
+            .await
+            .map_err(|cause| KubeSourceError::Infer {
                 mgmt_cluster: mgmt_cluster.clone(),
                 cause,
             })?
-        } else if let Some(path) = &cfg.kubeconfig {
-            let kubeconfig_error = |cause| KubeSourceError::Kubeconfig {
-                mgmt_cluster: mgmt_cluster.clone(),
-                path: path.clone(),
-                cause,
-            };
-            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
-            let options = kube::config::KubeConfigOptions {
-                context: cfg.context.clone(),
-                ..Default::default()
-            };
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(kubeconfig_error)?
-        } else if let Some(context) = &cfg.context {
-            // A context without a file: the usual kubeconfig (KUBECONFIG or
-            // ~/.kube/config), but that context rather than the current one.
-            let options = kube::config::KubeConfigOptions {
-                context: Some(context.clone()),
-                ..Default::default()
-            };
-            kube::Config::from_kubeconfig(&options)
-                .await
-                .map_err(|cause| KubeSourceError::Context {
-                    mgmt_cluster: mgmt_cluster.clone(),
-                    context: context.clone(),
-                    cause,
-                })?
-        } else {
-            kube::Config::infer()
-                .await
-                .map_err(|cause| KubeSourceError::Infer {
-                    mgmt_cluster: mgmt_cluster.clone(),
-                    cause,
-                })?
-        };
-        let client = Client::try_from(client_config).map_err(|cause| KubeSourceError::Client {
-            mgmt_cluster,
-            cause,
-        })?;
-        Ok(KubeSource::with_client(cfg, ctx, metrics, client))
-    }
+    };
+    Client::try_from(client_config).map_err(|cause| KubeSourceError::Client {
+        mgmt_cluster,
+        cause,
+    })
+}
 
+/// A HostedCluster as [`locate_hosted_clusters`] finds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocatedHostedCluster {
+    pub namespace: String,
+    pub name: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+/// One list of HostedClusters on `cfg`'s cluster, narrowed by namespace and
+/// selectors: the cheatsheet's `oc get hostedcluster -A -l <label>=<id>`.
+/// `diagnose` asks it where a creation's HostedCluster is, because its name
+/// (and so its control plane's namespace) is not the cluster's.
+pub async fn locate_hosted_clusters(
+    cfg: &KubeSourceConfig,
+    namespace: Option<&str>,
+    labels: Option<&str>,
+    fields: Option<&str>,
+) -> Result<Vec<LocatedHostedCluster>, KubeSourceError> {
+    let client = client_for(cfg).await?;
+    let api: Api<DeserializeGuard<objects::HostedCluster>> = match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    let lp = ListParams {
+        label_selector: labels.map(str::to_string),
+        field_selector: fields.map(str::to_string),
+        ..ListParams::default()
+    };
+    let list = api.list(&lp).await.map_err(|cause| KubeSourceError::List {
+        mgmt_cluster: cfg.mgmt_cluster.clone(),
+        cause,
+    })?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|guarded| guarded.0.ok())
+        .map(|hc| LocatedHostedCluster {
+            namespace: hc.metadata.namespace.unwrap_or_default(),
+            name: hc.metadata.name.unwrap_or_default(),
+            labels: hc.metadata.labels.unwrap_or_default(),
+        })
+        .collect())
+}
+
+impl KubeSource {
     /// Use an existing client (tests, or a caller that built its own).
     pub fn with_client(
         cfg: KubeSourceConfig,
@@ -633,49 +692,79 @@ pub fn environment_mismatch(mode: KubeMode, environment: &str, namespace: &str) 
 
 async fn watch_kind(shared: Arc<Shared>, cfg: KubeSourceConfig, client: Client, kind: WatchKind) {
     use objects as o;
-    let selectors = Selectors {
-        labels: match kind {
-            WatchKind::ManifestWork => Some(cfg.manifestwork_label.clone()),
-            // Only control-plane pods, by label: the cluster's other pods are
-            // never listed, let alone cached.
-            WatchKind::ControlPlanePod => Some(cfg.control_plane_pod_label.clone()),
-            _ => None,
-        },
+    let own_labels = match kind {
+        WatchKind::ManifestWork => Some(cfg.manifestwork_label.clone()),
+        // Only control-plane pods, by label: the cluster's other pods are
+        // never listed, let alone cached.
+        WatchKind::ControlPlanePod => Some(cfg.control_plane_pod_label.clone()),
+        _ => None,
     };
+    let own_namespace = match kind {
+        WatchKind::ManifestWork if !cfg.manifestwork_namespace.is_empty() => {
+            Some(cfg.manifestwork_namespace.clone())
+        }
+        _ => None,
+    };
+    // `diagnose` narrows a kind to one creation (docs/design.md §12.4):
+    // its namespace wins, its selectors are ANDed with the kind's own.
+    let scope = cfg.scope.as_ref().and_then(|s| s.get(&kind));
+    let selectors = Selectors {
+        labels: and_selectors(own_labels, scope.and_then(|s| s.labels.clone())),
+        fields: scope.and_then(|s| s.fields.clone()),
+    };
+    let namespace = scope.and_then(|s| s.namespace.clone()).or(own_namespace);
+    fn api<K>(client: Client, namespace: &Option<String>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        }
+    }
     let (shared, cfg, s) = (&*shared, &cfg, selectors);
     match kind {
         WatchKind::ManifestWork => {
-            let api = if cfg.manifestwork_namespace.is_empty() {
-                Api::all(client)
-            } else {
-                Api::namespaced(client, &cfg.manifestwork_namespace)
-            };
-            watch_loop::<o::ManifestWork>(shared, cfg, api, s, kind).await
+            watch_loop::<o::ManifestWork>(shared, cfg, api(client, &namespace), s, kind).await
         }
         WatchKind::HostedCluster => {
-            watch_loop::<o::HostedCluster>(shared, cfg, Api::all(client), s, kind).await
+            watch_loop::<o::HostedCluster>(shared, cfg, api(client, &namespace), s, kind).await
         }
         WatchKind::NodePool => {
-            watch_loop::<o::NodePool>(shared, cfg, Api::all(client), s, kind).await
+            watch_loop::<o::NodePool>(shared, cfg, api(client, &namespace), s, kind).await
         }
         WatchKind::HostedControlPlane => {
-            watch_loop::<o::HostedControlPlane>(shared, cfg, Api::all(client), s, kind).await
+            let api = api(client, &namespace);
+            watch_loop::<o::HostedControlPlane>(shared, cfg, api, s, kind).await
         }
+        // Cluster-scoped: a scope narrows them by selector only.
         WatchKind::ManagedCluster => {
             watch_loop::<o::ManagedCluster>(shared, cfg, Api::all(client), s, kind).await
         }
         WatchKind::ControlPlanePod => {
-            watch_loop::<o::ControlPlanePod>(shared, cfg, Api::all(client), s, kind).await
+            let api = api(client, &namespace);
+            watch_loop::<o::ControlPlanePod>(shared, cfg, api, s, kind).await
         }
         WatchKind::MultiClusterEngine => {
             watch_loop::<o::MultiClusterEngine>(shared, cfg, Api::all(client), s, kind).await
         }
-        WatchKind::Agent => watch_loop::<o::Agent>(shared, cfg, Api::all(client), s, kind).await,
+        WatchKind::Agent => {
+            watch_loop::<o::Agent>(shared, cfg, api(client, &namespace), s, kind).await
+        }
+    }
+}
+
+/// Two label selectors as one (a comma is AND).
+fn and_selectors(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a.filter(|s| !s.is_empty()), b.filter(|s| !s.is_empty())) {
+        (Some(a), Some(b)) => Some(format!("{a},{b}")),
+        (a, b) => a.or(b),
     }
 }
 
 struct Selectors {
     labels: Option<String>,
+    fields: Option<String>,
 }
 
 /// How one list-then-watch session ended.
@@ -844,6 +933,7 @@ where
         let version = loop {
             let mut lp = ListParams::default().limit(self.cfg.page_size.max(1));
             lp.label_selector = self.selectors.labels.clone();
+            lp.field_selector = self.selectors.fields.clone();
             lp.continue_token = continue_token.take();
             let page = match self.request("list", self.api.list(&lp)).await {
                 Ok(page) => page,
@@ -925,6 +1015,7 @@ where
         // said here because the idle deadline depends on it).
         wp.bookmarks = true;
         wp.label_selector = self.selectors.labels.clone();
+        wp.field_selector = self.selectors.fields.clone();
         // A watch's duration is counted until its headers: its lifetime is
         // the server's timeout, no measure of the API server's latency.
         let stream = match self.request("watch", self.api.watch(&wp, version)).await {
