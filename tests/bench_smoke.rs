@@ -21,3 +21,32 @@ fn exposition_figures_are_consistent_at_small_scale() {
     assert_eq!(figures.gzip.samples, 3);
     assert_eq!(figures.memcpy.samples, 3);
 }
+
+/// The yardstick renders every sample the exporter served.
+#[test]
+fn the_generic_encoder_baseline_renders_every_sample() {
+    let figures = hcp_flow::bench::exposition(50, 2);
+    assert_eq!(figures.generic_encoder_samples, figures.series);
+    assert_eq!(figures.generic_encoder.samples, 2);
+}
+
+/// Where the bench runs the exporter: under `taskset -c 0` when the
+/// machine has two CPUs and taskset works, itself otherwise; the report
+/// says which.
+#[test]
+fn the_exporter_command_is_pinned_only_when_pinning_worked() {
+    use hcp_flow::bench::pin::Pinning;
+    let exe = std::path::Path::new("/bin/true");
+    let pinned = Pinning::Pinned {
+        exporter: 0,
+        others: 1,
+    };
+    let command = pinned.command(exe);
+    assert_eq!(command.get_program(), "taskset");
+    let args: Vec<_> = command.get_args().collect();
+    assert_eq!(args, ["-c", "0", "/bin/true"]);
+    assert!(pinned.describe().contains("CPU 0"));
+    let shared = Pinning::Shared("1 CPU".into());
+    assert_eq!(shared.command(exe).get_program(), "/bin/true");
+    assert!(shared.describe().contains("not pinned (1 CPU)"));
+}

@@ -7,6 +7,9 @@
 //! [`kube`], measures the management side: watches of a simulated Kubernetes
 //! API server holding N HostedClusters and everything around them.
 
+pub mod baseline;
+pub mod pin;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,6 +60,10 @@ pub struct ExpositionFigures {
     pub gzip_bytes: usize,
     /// Copying the same number of bytes: the floor any exposition pays.
     pub memcpy: Latency,
+    /// The same samples rendered by prometheus-client's generic encoder
+    /// (see [`baseline`]): the yardstick of the ratio.
+    pub generic_encoder: Latency,
+    pub generic_encoder_samples: usize,
     pub fill: Duration,
     pub rss_before: Option<u64>,
     pub rss_after: Option<u64>,
@@ -220,6 +227,22 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
     );
     drop(source);
     let rss_after = resident_memory();
+    // After the RSS reading: the baseline's registry is the bench's, not
+    // the exporter's, memory.
+    let (registry, generic_encoder_samples) =
+        baseline::registry_of(&store.scrape(Format::OpenMetrics));
+    let generic_encoder = Latency::from_samples(
+        (0..scrapes.max(1))
+            .map(|_| {
+                let start = Instant::now();
+                let body = baseline::encode(&registry);
+                let took = start.elapsed();
+                std::hint::black_box(body);
+                took
+            })
+            .collect(),
+    );
+    drop(registry);
     ExpositionFigures {
         clusters,
         series,
@@ -229,6 +252,8 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
         gzip,
         gzip_bytes,
         memcpy,
+        generic_encoder,
+        generic_encoder_samples,
         fill,
         rss_before,
         rss_after,
@@ -256,6 +281,8 @@ pub struct EndToEndFigures {
     /// Upstream requests per fast-poll cycle, by source.
     pub requests_per_cycle: Vec<(String, f64)>,
     pub cycle: Duration,
+    /// Where the exporter, the world and the scraper ran.
+    pub pinning: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -321,6 +348,7 @@ struct Serving {
 async fn serve_child(
     config: &crate::config::Config,
     path: &std::path::Path,
+    pinning: &pin::Pinning,
 ) -> Result<Serving, BenchError> {
     let yaml = serde_saphyr::to_string(config).map_err(|e| BenchError::Serialise(e.to_string()))?;
     std::fs::write(path, yaml).map_err(|cause| BenchError::Config {
@@ -330,7 +358,8 @@ async fn serve_child(
     let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
     let started = Instant::now();
     let child = Child(
-        std::process::Command::new(exe)
+        pinning
+            .command(&exe)
             .args(["serve", "--config"])
             .arg(path)
             .env("RUST_LOG", "warn")
@@ -370,6 +399,7 @@ async fn serve_child(
 /// production defaults, wait for /readyz, then measure.
 pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigures, BenchError> {
     use crate::sim::{LatencyModel, SimClock, World, WorldConfig};
+    let pinning = pin::Pinning::apply();
     let world = World::new(
         WorldConfig {
             clusters,
@@ -412,7 +442,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         base,
         client,
         time_to_ready,
-    } = serve_child(&config, &path).await?;
+    } = serve_child(&config, &path, &pinning).await?;
 
     let scrape = |client: reqwest::Client, base: String| async move {
         let start = Instant::now();
@@ -471,6 +501,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         rss,
         requests_per_cycle,
         cycle,
+        pinning: pinning.describe(),
     })
 }
 
@@ -489,6 +520,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | scrape text 0.0.4 p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
          | scrape OpenMetrics + gzip (level 1) p50 / p99 | {:.1} / {:.1} ms, {} bytes ({:.1} MiB, {:.1}× smaller) |\n\
          | memcpy of the same bytes p50 (floor) | {:.2} ms; scrape p50 is {:.0}× it |\n\
+         | prometheus-client's generic encoder, same samples, p50 / p99 | {:.1} / {:.1} ms ({} samples); our scrape p50 is {:.2}× it |\n\
          | resident memory after fill and scrapes | {} |\n\n",
         exposition.clusters,
         exposition.series,
@@ -508,6 +540,11 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         exposition.bytes as f64 / exposition.gzip_bytes.max(1) as f64,
         ms(exposition.memcpy.p50),
         exposition.openmetrics.p50.as_secs_f64() / exposition.memcpy.p50.as_secs_f64().max(1e-9),
+        ms(exposition.generic_encoder.p50),
+        ms(exposition.generic_encoder.p99),
+        exposition.generic_encoder_samples,
+        exposition.openmetrics.p50.as_secs_f64()
+            / exposition.generic_encoder.p50.as_secs_f64().max(1e-9),
         rss(exposition.rss_after),
     ));
     out.push_str(&format!(
@@ -516,7 +553,8 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | time to /readyz (first full sync of every source) | {:.1} s |\n\
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
-         | exporter resident memory | {} |\n",
+         | exporter resident memory | {} |\n\
+         | CPUs | {} |\n",
         end_to_end.clusters,
         end_to_end.time_to_ready.as_secs_f64(),
         end_to_end.series,
@@ -527,6 +565,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ms(end_to_end.scrape.max),
         end_to_end.scrape.samples,
         rss(end_to_end.rss),
+        end_to_end.pinning,
     ));
     for (source, per_cycle) in &end_to_end.requests_per_cycle {
         out.push_str(&format!(
@@ -557,6 +596,8 @@ pub struct KubeFigures {
     /// scraped yet), and after the changes and scrapes.
     pub rss_at_ready: Option<u64>,
     pub rss: Option<u64>,
+    /// Where the exporter, the API server and the scraper ran.
+    pub pinning: String,
 }
 
 /// The management side of cluster `i`: created an hour ago, everything
@@ -598,6 +639,7 @@ pub async fn kube(
     changes: usize,
 ) -> Result<KubeFigures, BenchError> {
     use crate::sim::kube::{KubeApiServer, objects_at, write_kubeconfig};
+    let pinning = pin::Pinning::apply();
     let (api, url) = KubeApiServer::start().await.map_err(BenchError::World)?;
     let now = Timestamp::now();
     let mut objects = 0;
@@ -647,7 +689,7 @@ pub async fn kube(
         base,
         client,
         time_to_ready,
-    } = serve_child(&config, &path).await?;
+    } = serve_child(&config, &path, &pinning).await?;
     let rss_at_ready = resident_memory_of(&pid);
     let get = |client: reqwest::Client, url: String| async move {
         client
@@ -736,6 +778,7 @@ pub async fn kube(
         series,
         rss_at_ready,
         rss,
+        pinning: pinning.describe(),
     })
 }
 
@@ -752,7 +795,8 @@ pub fn report_kube(k: &KubeFigures) -> String {
          | watch event → visible in /metrics p50 / p99 / max | {:.0} / {:.0} / {:.0} ms ({} changes; includes one scrape) |\n\
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
-         | exporter resident memory at /readyz / after the scrapes | {} / {} |\n",
+         | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
+         | CPUs | {} |\n",
         k.clusters,
         k.objects,
         k.time_to_ready.as_secs_f64(),
@@ -769,6 +813,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
         k.scrape.samples,
         rss(k.rss_at_ready),
         rss(k.rss),
+        k.pinning,
     )
 }
 
