@@ -715,7 +715,8 @@ mod tests {
 
     #[test]
     fn a_scope_is_anded_into_every_search_and_alone_when_there_is_none() {
-        let scope = Some("azure.subscription_id = 's' and azure.resource_group_name = 'g'");
+        const SCOPE: &str = "azure.subscription_id = 's' and azure.resource_group_name = 'g'";
+        let scope = Some(SCOPE);
         assert_eq!(scoped_search(None, None), None);
         assert_eq!(
             scoped_search(Some("id in ('a')"), None).as_deref(),
@@ -724,7 +725,7 @@ mod tests {
         assert_eq!(scoped_search(None, scope).as_deref(), scope);
         assert_eq!(
             scoped_search(Some(&in_flight_search()), scope).unwrap(),
-            format!("{} and {}", in_flight_search(), scope.unwrap())
+            format!("{} and {SCOPE}", in_flight_search())
         );
         assert_eq!(
             scoped_search(None, Some("  ")),
