@@ -134,10 +134,15 @@ impl KubeApiHandle {
 
     /// The API server goes away: open watches end, new connections are refused.
     pub async fn stop(&self) {
-        self.close_watches();
         let task = self.server.lock().take();
+        // Stop accepting first, then end the open watches: a watch that
+        // arrived between the two would otherwise stream bookmarks from a
+        // server that is gone (its connection task outlives the server
+        // task), and the exporter would believe it until the watch's own
+        // timeout, as no real API server restart allows.
         if let Some(ServerTask { shutdown, task }) = task {
             let _ = shutdown.send(true);
+            self.close_watches();
             let abort = task.abort_handle();
             if tokio::time::timeout(Duration::from_secs(5), task)
                 .await
@@ -146,6 +151,7 @@ impl KubeApiHandle {
                 abort.abort();
             }
         }
+        self.close_watches();
     }
 
     /// Serve again on the same address, with the objects changed while down.
