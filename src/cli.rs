@@ -674,6 +674,19 @@ pub struct BenchArgs {
     #[arg(long)]
     pub kube: bool,
 
+    /// Run the soak instead, for this long (e.g. 30m): both sides of a
+    /// churning world read by `hcp-flow serve`, scraped every 5 s, its
+    /// resident memory sampled every 30 s. Exits 1 when memory after the
+    /// warm-up (a third of the soak, at most 10 minutes) grows by more
+    /// than 10 %.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "kube")]
+    pub soak: Option<Duration>,
+
+    /// World speed of the soak: world delays, and the exporter's poll
+    /// intervals, divided by this (more churn per minute).
+    #[arg(long, default_value_t = 1.0, value_name = "X", requires = "soak")]
+    pub speed: f64,
+
     /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,

@@ -91,7 +91,13 @@ fn main() -> anyhow::Result<ExitCode> {
         Command::Bench(args) => {
             let _telemetry = init_logging(args.log_format)?;
             let (clusters, scrapes) = (args.clusters as usize, args.scrapes as usize);
-            let report = if args.kube {
+            let mut flat = true;
+            let report = if let Some(duration) = args.soak {
+                let figures = runtime()?
+                    .block_on(hcp_flow::bench::soak::soak(clusters, duration, args.speed))?;
+                flat = figures.flat();
+                hcp_flow::bench::soak::report_soak(&figures)
+            } else if args.kube {
                 runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes))?
             } else {
                 runtime()?.block_on(hcp_flow::bench::run(clusters, scrapes))?
@@ -100,6 +106,13 @@ fn main() -> anyhow::Result<ExitCode> {
                 Some(path) => std::fs::write(path, &report)
                     .with_context(|| format!("writing {}", path.display()))?,
                 None => print!("{report}"),
+            }
+            if !flat {
+                eprintln!(
+                    "memory grew by more than {:.0} % after the warm-up",
+                    hcp_flow::bench::soak::MAX_GROWTH * 100.0
+                );
+                return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -50,3 +50,40 @@ fn the_exporter_command_is_pinned_only_when_pinning_worked() {
     assert_eq!(shared.command(exe).get_program(), "/bin/true");
     assert!(shared.describe().contains("not pinned (1 CPU)"));
 }
+
+/// The soak mode end to end at a tiny scale: the binary starts both sides
+/// of a churning world and `hcp-flow serve`, scrapes it, samples its memory
+/// and prints the curve with its verdict. Whether 40 s is flat says
+/// nothing, so only the exit codes the check allows are accepted.
+#[test]
+fn the_soak_runs_both_sides_and_prints_its_memory_curve() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hcp-flow"))
+        .args([
+            "bench",
+            "--soak",
+            "40s",
+            "--clusters",
+            "30",
+            "--speed",
+            "10",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?}: {report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("## Soak (30 clusters"), "{report}");
+    assert!(report.contains("| scrapes (failed) | "), "{report}");
+    assert!(report.contains("| 0:00 | "), "{report}");
+    let samples = report.lines().filter(|l| l.ends_with(" MiB |")).count();
+    assert!(samples >= 3, "{report}");
+    assert!(
+        report.contains("flat:") || report.contains("GROWING:"),
+        "no verdict: {report}"
+    );
+}

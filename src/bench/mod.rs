@@ -9,6 +9,7 @@
 
 pub mod baseline;
 pub mod pin;
+pub mod soak;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -278,6 +279,9 @@ pub struct EndToEndFigures {
     pub bytes: usize,
     pub series: usize,
     pub rss: Option<u64>,
+    /// Resident memory at /readyz, before any scrape: what the fleet
+    /// costs, apart from what scraping adds.
+    pub rss_at_ready: Option<u64>,
     /// Upstream requests per fast-poll cycle, by source.
     pub requests_per_cycle: Vec<(String, f64)>,
     pub cycle: Duration,
@@ -443,6 +447,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         client,
         time_to_ready,
     } = serve_child(&config, &path, &pinning).await?;
+    let rss_at_ready = resident_memory_of(&pid);
 
     let scrape = |client: reqwest::Client, base: String| async move {
         let start = Instant::now();
@@ -499,6 +504,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         bytes: last.len(),
         series,
         rss,
+        rss_at_ready,
         requests_per_cycle,
         cycle,
         pinning: pinning.describe(),
@@ -553,7 +559,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | time to /readyz (first full sync of every source) | {:.1} s |\n\
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
-         | exporter resident memory | {} |\n\
+         | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
          | CPUs | {} |\n",
         end_to_end.clusters,
         end_to_end.time_to_ready.as_secs_f64(),
@@ -564,6 +570,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ms(end_to_end.scrape.p99),
         ms(end_to_end.scrape.max),
         end_to_end.scrape.samples,
+        rss(end_to_end.rss_at_ready),
         rss(end_to_end.rss),
         end_to_end.pinning,
     ));

@@ -1,0 +1,238 @@
+//! `hcp-flow bench --soak DURATION`: is memory flat under churn
+//! (docs/performance.md)? The simulated world runs both sides at once, the
+//! ARO HCP services and the management clusters' Kubernetes API servers,
+//! with clusters created and deleted continuously and every creation's
+//! conditions moving as it progresses. `hcp-flow serve` reads all of it as
+//! a child process and is scraped every few seconds; its resident memory is
+//! sampled throughout. The check fails when memory after the warm-up grows
+//! by more than 10 %.
+
+use std::time::{Duration, Instant};
+
+use super::pin::Pinning;
+use super::{BenchError, Serving, mib, resident_memory_of, serve_child};
+
+/// How often the soak scrapes, as a Prometheus with a short interval would.
+const SCRAPE_EVERY: Duration = Duration::from_secs(5);
+/// How often it reads the exporter's resident memory.
+const SAMPLE_EVERY: Duration = Duration::from_secs(30);
+/// Growth after the warm-up that fails the check.
+pub const MAX_GROWTH: f64 = 0.10;
+
+/// What a soak measured.
+#[derive(Clone, Debug)]
+pub struct SoakFigures {
+    pub clusters: usize,
+    pub duration: Duration,
+    pub warm_up: Duration,
+    /// (time since /readyz, resident bytes).
+    pub samples: Vec<(Duration, u64)>,
+    pub scrapes: usize,
+    pub failed_scrapes: usize,
+    pub time_to_ready: Duration,
+    pub pinning: String,
+}
+
+impl SoakFigures {
+    /// Resident memory at the end of the warm-up (the first sample at or
+    /// after it), and the most after it.
+    pub fn baseline_and_peak(&self) -> Option<(u64, u64)> {
+        let after: Vec<u64> = self
+            .samples
+            .iter()
+            .filter(|(at, _)| *at >= self.warm_up)
+            .map(|(_, rss)| *rss)
+            .collect();
+        Some((*after.first()?, *after.iter().max()?))
+    }
+
+    /// Growth after the warm-up, as a fraction of its baseline.
+    pub fn growth(&self) -> Option<f64> {
+        let (baseline, peak) = self.baseline_and_peak()?;
+        Some(peak as f64 / baseline.max(1) as f64 - 1.0)
+    }
+
+    /// Flat: at most [`MAX_GROWTH`] after the warm-up. No sample after the
+    /// warm-up is not flat: nothing was shown.
+    pub fn flat(&self) -> bool {
+        self.growth().is_some_and(|g| g <= MAX_GROWTH)
+    }
+}
+
+/// The warm-up of a soak of `duration`: a third of it, at most ten minutes
+/// (the world's first relists and the exporter's caches fill in it).
+pub fn warm_up_of(duration: Duration) -> Duration {
+    (duration / 3).min(Duration::from_secs(600))
+}
+
+pub async fn soak(
+    clusters: usize,
+    duration: Duration,
+    speed: f64,
+) -> Result<SoakFigures, BenchError> {
+    use crate::sim::{LatencyModel, SimClock, WorldConfig, WorldKind};
+    let pinning = Pinning::apply();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(BenchError::World)?
+        .port();
+    let settings = crate::demo::DemoSettings {
+        clusters,
+        speed,
+        seed: 1,
+        faults: true,
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        world: WorldKind::Aro,
+    };
+    let world = WorldConfig {
+        clusters,
+        speed,
+        seed: 1,
+        faults: true,
+        churn: true,
+        latency: LatencyModel::realistic(),
+        subscriptions: 3,
+        not_handed_over: 0.0,
+        failure_burst: None,
+        kind: WorldKind::Aro,
+    };
+    let demo = crate::demo::start_world(&settings, world, SimClock::Real)
+        .await
+        .map_err(|e| BenchError::Aborted(e.to_string()))?;
+    let path = demo.kubeconfig.dir().join("soak.yaml");
+    let Serving {
+        child,
+        pid,
+        base,
+        client,
+        time_to_ready,
+    } = serve_child(&demo.config, &path, &pinning).await?;
+    let warm_up = warm_up_of(duration);
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let mut next_sample = started;
+    let (mut scrapes, mut failed_scrapes) = (0, 0);
+    while started.elapsed() < duration {
+        if Instant::now() >= next_sample {
+            if let Some(rss) = resident_memory_of(&pid) {
+                samples.push((started.elapsed(), rss));
+            }
+            next_sample += SAMPLE_EVERY;
+        }
+        let scraped = client
+            .get(format!("{base}/metrics"))
+            .header(reqwest::header::ACCEPT_ENCODING, "gzip")
+            .send()
+            .await
+            .and_then(|r| r.error_for_status());
+        match scraped {
+            Ok(response) => match response.bytes().await {
+                Ok(_) => scrapes += 1,
+                Err(_) => failed_scrapes += 1,
+            },
+            Err(_) => failed_scrapes += 1,
+        }
+        tokio::time::sleep(SCRAPE_EVERY).await;
+    }
+    if let Some(rss) = resident_memory_of(&pid) {
+        samples.push((started.elapsed(), rss));
+    }
+    drop(child);
+    Ok(SoakFigures {
+        clusters,
+        duration,
+        warm_up,
+        samples,
+        scrapes,
+        failed_scrapes,
+        time_to_ready,
+        pinning: pinning.describe(),
+    })
+}
+
+/// The markdown `hcp-flow bench --soak` prints: the verdict, then the curve.
+pub fn report_soak(s: &SoakFigures) -> String {
+    let verdict = match (s.baseline_and_peak(), s.growth()) {
+        (Some((baseline, peak)), Some(growth)) => format!(
+            "{}: {:.0} MiB after the warm-up, at most {:.0} MiB after it ({:+.1} %, limit +{:.0} %)",
+            if s.flat() { "flat" } else { "GROWING" },
+            mib(baseline),
+            mib(peak),
+            growth * 100.0,
+            MAX_GROWTH * 100.0
+        ),
+        _ => "no memory sample after the warm-up: nothing shown".to_string(),
+    };
+    let mut out = format!(
+        "## Soak ({} clusters, both sides, churn, a scrape every {:?}, {:?})\n\n\
+         | figure | value |\n|---|---|\n\
+         | time to /readyz | {:.1} s |\n\
+         | scrapes (failed) | {} ({}) |\n\
+         | warm-up | {:?} |\n\
+         | memory | {verdict} |\n\
+         | CPUs | {} |\n\n\
+         | since /readyz | resident memory |\n|---|---|\n",
+        s.clusters,
+        SCRAPE_EVERY,
+        s.duration,
+        s.time_to_ready.as_secs_f64(),
+        s.scrapes,
+        s.failed_scrapes,
+        s.warm_up,
+        s.pinning,
+    );
+    for (at, rss) in &s.samples {
+        out.push_str(&format!(
+            "| {}:{:02} | {:.0} MiB |\n",
+            at.as_secs() / 60,
+            at.as_secs() % 60,
+            mib(*rss)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(samples: &[(u64, u64)]) -> SoakFigures {
+        SoakFigures {
+            clusters: 1,
+            duration: Duration::from_secs(90),
+            warm_up: Duration::from_secs(30),
+            samples: samples
+                .iter()
+                .map(|(s, mb)| (Duration::from_secs(*s), mb << 20))
+                .collect(),
+            scrapes: 0,
+            failed_scrapes: 0,
+            time_to_ready: Duration::ZERO,
+            pinning: String::new(),
+        }
+    }
+
+    #[test]
+    fn growth_counts_from_the_end_of_the_warm_up_on_both_sides_of_the_limit() {
+        // Growth during the warm-up does not count.
+        let warming = figures(&[(0, 50), (15, 90), (30, 100), (60, 104), (90, 109)]);
+        assert_eq!(warming.baseline_and_peak(), Some((100 << 20, 109 << 20)));
+        assert!(warming.flat(), "{:?}", warming.growth());
+        let growing = figures(&[(0, 50), (30, 100), (60, 105), (90, 111)]);
+        assert!(!growing.flat(), "{:?}", growing.growth());
+        assert!(report_soak(&growing).contains("GROWING"));
+        // Nothing after the warm-up shows nothing.
+        let short = figures(&[(0, 50), (15, 60)]);
+        assert!(!short.flat());
+        assert!(report_soak(&short).contains("nothing shown"));
+    }
+
+    #[test]
+    fn the_warm_up_is_a_third_of_the_soak_up_to_ten_minutes() {
+        assert_eq!(warm_up_of(Duration::from_secs(90)), Duration::from_secs(30));
+        assert_eq!(
+            warm_up_of(Duration::from_secs(3600)),
+            Duration::from_secs(600)
+        );
+    }
+}
