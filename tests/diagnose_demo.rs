@@ -353,6 +353,13 @@ fn the_binary_reads_the_demo_config_and_prints_each_format() {
     drop(runtime);
 }
 
+/// The world's counters once the previous walk's watches are closed (the
+/// simulated API server counts what it sends until the connection goes).
+async fn settled_counters(demo: &hcp_flow::demo::Demo) -> BTreeMap<String, u64> {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    demo.world.items_served()
+}
+
 /// What each upstream answered between two readings of the world's counters.
 fn served_since(
     before: &BTreeMap<String, u64>,
@@ -406,25 +413,14 @@ async fn a_walk_reads_one_creation_from_each_upstream_not_the_fleet() {
         .partition(|i| on_a_management_cluster.contains(&i.cluster_id));
     let mut walked_to_the_control_plane = 0;
     for item in far.into_iter().take(5).chain(near.into_iter().take(2)) {
-        let before = demo.world.items_served();
+        let before = settled_counters(&demo).await;
         let report = diagnose::live(&config, &item.resource_id, Duration::from_secs(20))
             .await
             .unwrap();
         let cost = served_since(&before, &demo.world.items_served());
         // Clusters Service is first searched by subscription and resource
         // group: the clusters of that group, a fifth of this fleet.
-        let group = item
-            .resource_id
-            .to_ascii_lowercase()
-            .split("/providers/")
-            .next()
-            .unwrap()
-            .to_string();
-        let in_group = truth
-            .items
-            .iter()
-            .filter(|i| i.resource_id.to_ascii_lowercase().starts_with(&group))
-            .count() as u64;
+        let in_group = in_group_of(&truth, &item.resource_id);
         // Deleted by the churn meanwhile: nothing to find.
         if !demo
             .world
@@ -480,16 +476,57 @@ async fn a_walk_reads_one_creation_from_each_upstream_not_the_fleet() {
         walked_to_the_control_plane > 0,
         "no walk reached a control plane, so the narrowed management-side reads were not shown to find anything"
     );
-    // The counters count: a target no narrowed read finds is looked for in
-    // the whole fleet, and that costs the fleet.
-    let before = demo.world.items_served();
+    // The counters count: a bare id Clusters Service does not know (it may
+    // be a self-managed spec.clusterID) is looked for on every management
+    // cluster, and that costs their whole fleet; the services answer for
+    // the id alone.
+    let before = settled_counters(&demo).await;
     let report = diagnose::live(&config, "no-such-cluster", Duration::from_secs(20))
         .await
         .unwrap();
     assert!(report.timeline.is_none());
     let cost = served_since(&before, &demo.world.items_served());
+    let management_side: u64 = cost
+        .iter()
+        .filter(|(source, _)| source.starts_with("kube/"))
+        .map(|(_, n)| n)
+        .sum();
     assert!(
-        cost["clusters_service"] >= CLUSTERS as u64 / 2,
+        management_side >= CLUSTERS as u64 / 2,
         "a fleet-wide read answered only {cost:?}"
     );
+    assert!(cost["clusters_service"] <= 5, "{cost:?}");
+    assert_eq!(cost["maestro"], 0, "{cost:?}");
+    // An ARM id the RP does not have is not found, at the cost of one GET.
+    let before = settled_counters(&demo).await;
+    let missing = format!("{}-gone", truth.items[0].resource_id);
+    let report = diagnose::live(&config, &missing, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(report.timeline.is_none());
+    let cost = served_since(&before, &demo.world.items_served());
+    assert!(
+        cost["clusters_service"] + cost["rp_frontend"] <= 2 * in_group_of(&truth, &missing) + 10,
+        "{cost:?}"
+    );
+    assert_eq!(cost["maestro"], 0, "{cost:?}");
+    for (source, n) in cost.iter().filter(|(s, _)| s.starts_with("kube/")) {
+        assert!(*n <= 5, "{source} answered {n}: {cost:?}");
+    }
+}
+
+/// How many of the world's clusters share `resource_id`'s subscription and
+/// resource group.
+fn in_group_of(truth: &hcp_flow::sim::ground::GroundTruth, resource_id: &str) -> u64 {
+    let group = resource_id
+        .to_ascii_lowercase()
+        .split("/providers/")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    truth
+        .items
+        .iter()
+        .filter(|i| i.resource_id.to_ascii_lowercase().starts_with(&group))
+        .count() as u64
 }

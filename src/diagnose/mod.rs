@@ -222,13 +222,23 @@ pub async fn live(config: &Config, target: &str, wait: Duration) -> Result<Repor
         None => run_sources(&scope::scoped(config, &known), target, &known, wait).await?,
     };
     // A target no narrowed read finds (a self-managed cluster named by its
-    // spec.clusterID, say) may still be in the fleet: one fleet-wide read
-    // answers for it, as every walk did before narrowing.
-    if run.report.timeline.is_none() && known.mgmt_cluster.is_none() {
+    // spec.clusterID) may still be on a management cluster: a bare id that
+    // Clusters Service does not know is looked for in every management
+    // cluster's HostedClusters, the one read a walk makes that grows with
+    // the fleet. An ARM id the RP does not have, or a namespace/name no
+    // management cluster has, is not found: those reads were exact.
+    if run.report.timeline.is_none()
+        && known.mgmt_cluster.is_none()
+        && matches!(parsed, Target::ClusterId(_))
+        && !config.sources.kube.is_empty()
+    {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let mut fleet_wide = config.clone();
-        fleet_wide.shard = Default::default();
-        run = run_sources(&fleet_wide, target, &Known::default(), left).await?;
+        let mut management_side = config.clone();
+        management_side.shard = Default::default();
+        management_side.sources.rp_frontend = None;
+        management_side.sources.clusters_service = None;
+        management_side.sources.maestro = None;
+        run = run_sources(&management_side, target, &Known::default(), left).await?;
     }
     Ok(run.report)
 }
