@@ -461,11 +461,14 @@ async fn self_managed_hub_reports_mce_phase_and_agents() {
             .contains(r#"hcpflow_mce_phase{mgmt_cluster="hub",phase="Progressing"} 1"#)
     })
     .await;
+    // Agents are their own kind, listed on their own: the MultiClusterEngine
+    // may be seen first.
+    eventually("agents", || {
+        h.kube_text()
+            .contains(r#"hcpflow_agents{mgmt_cluster="hub",approved="true",stage="Done"} 2"#)
+    })
+    .await;
     let text = h.kube_text();
-    assert!(
-        text.contains(r#"hcpflow_agents{mgmt_cluster="hub",approved="true",stage="Done"} 2"#),
-        "{text}"
-    );
     assert!(
         text.contains(r#"hcpflow_agents{mgmt_cluster="hub",approved="false",stage="none"} 1"#),
         "{text}"

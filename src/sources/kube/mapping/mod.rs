@@ -152,6 +152,44 @@ pub(super) struct Emitted {
     pub(super) view: HopView,
 }
 
+/// What was emitted for one key: where it went and a fingerprint of the
+/// view, not the view. The model holds the view itself; a second copy of
+/// every object's conditions here cost a third of the management side's
+/// memory at 10,000 clusters (docs/performance.md).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Sent {
+    pub(super) cluster_id: String,
+    pub(super) hop: Hop,
+    pub(super) object: String,
+    pub(super) fingerprint: u64,
+}
+
+impl Emitted {
+    fn fingerprint(&self) -> u64 {
+        use std::hash::Hasher;
+        /// Feeds `Debug` text to a hasher without building the string.
+        struct Feed(std::collections::hash_map::DefaultHasher);
+        impl std::fmt::Write for Feed {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0.write(s.as_bytes());
+                Ok(())
+            }
+        }
+        let mut feed = Feed(std::collections::hash_map::DefaultHasher::new());
+        // Writing to a hasher cannot fail.
+        let _ = std::fmt::Write::write_fmt(&mut feed, format_args!("{:?}", self.view));
+        feed.0.finish()
+    }
+
+    /// Whether `sent` says this very view went to this very place.
+    fn same_as(&self, sent: &Sent) -> bool {
+        self.cluster_id == sent.cluster_id
+            && self.hop == sent.hop
+            && self.object == sent.object
+            && self.fingerprint() == sent.fingerprint
+    }
+}
+
 /// One management cluster's facts and what was emitted from them.
 #[derive(Debug)]
 pub struct Mapper {
@@ -166,7 +204,7 @@ pub struct Mapper {
     managed_clusters: BTreeMap<String, ManagedClusterFacts>,
     engines: BTreeMap<ObjRef, Option<String>>,
     agents: BTreeMap<ObjRef, AgentFacts>,
-    emitted: BTreeMap<EmitKey, Emitted>,
+    emitted: BTreeMap<EmitKey, Sent>,
     dirty: BTreeSet<EmitKey>,
 }
 
@@ -337,8 +375,10 @@ impl Mapper {
         for key in dirty {
             let desired = self.desired(&key);
             let previous = self.emitted.get(&key);
-            if desired.as_ref() == previous {
-                continue;
+            match (&desired, previous) {
+                (None, None) => continue,
+                (Some(d), Some(p)) if d.same_as(p) => continue,
+                _ => {}
             }
             if let Some(prev) = previous {
                 let moved = desired.as_ref().is_none_or(|d| {
@@ -356,14 +396,23 @@ impl Mapper {
             }
             match desired {
                 Some(d) => {
+                    let fingerprint = d.fingerprint();
                     out.push(Observation {
                         key: ClusterKey::Id(d.cluster_id.clone()),
                         hop: d.hop,
                         via: Via::Direct,
                         object: d.object.clone(),
-                        change: Change::Upsert(Box::new(d.view.clone())),
+                        change: Change::Upsert(Box::new(d.view)),
                     });
-                    self.emitted.insert(key, d);
+                    self.emitted.insert(
+                        key,
+                        Sent {
+                            cluster_id: d.cluster_id,
+                            hop: d.hop,
+                            object: d.object,
+                            fingerprint,
+                        },
+                    );
                 }
                 None => {
                     self.emitted.remove(&key);
