@@ -261,6 +261,14 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
     }
 }
 
+/// A loopback port nothing listens on, for the exporter the bench starts.
+fn free_port() -> Result<u16, BenchError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(BenchError::World)
+}
+
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -420,10 +428,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         SimClock::Real,
     );
     let endpoints = world.serve().await.map_err(BenchError::World)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(BenchError::World)?
-        .port();
+    let port = free_port()?;
     let settings = crate::demo::DemoSettings {
         clusters,
         speed: 1.0,
@@ -673,10 +678,7 @@ pub async fn kube(
             cause: std::io::Error::other(e.to_string()),
         }
     })?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(BenchError::World)?
-        .port();
+    let port = free_port()?;
     let mut source = crate::sources::kube::KubeSourceConfig::new(
         "bench-mgmt",
         crate::sources::kube::KubeMode::Aro,

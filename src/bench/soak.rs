@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::pin::Pinning;
-use super::{BenchError, Serving, mib, resident_memory_of, serve_child};
+use super::{BenchError, Serving, free_port, mib, resident_memory_of, serve_child};
 
 /// How often the soak scrapes, as a Prometheus with a short interval would.
 const SCRAPE_EVERY: Duration = Duration::from_secs(5);
@@ -72,10 +72,7 @@ pub async fn soak(
 ) -> Result<SoakFigures, BenchError> {
     use crate::sim::{LatencyModel, SimClock, WorldConfig, WorldKind};
     let pinning = Pinning::apply();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(BenchError::World)?
-        .port();
+    let port = free_port()?;
     let settings = crate::demo::DemoSettings {
         clusters,
         speed,
