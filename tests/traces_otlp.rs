@@ -697,3 +697,39 @@ fn no_endpoint_means_no_tracer() {
             .is_none()
     );
 }
+
+/// When the RP and Clusters Service fail at one observed instant (the RP
+/// reports the service's error), the trace names the hop the verdict
+/// names, Clusters Service, not the first in path order.
+#[test]
+fn a_failed_creation_names_the_hop_its_verdict_names() {
+    let (received, env) = http_receiver();
+    let (store, tracer, _) = traced_store(&env, "hcp-flow-test", TracerOptions::default());
+    let both = |state: &str, phase: Phase, at: Timestamp| {
+        vec![
+            obs("c-both", Hop::RpFrontend)
+                .created(t(0))
+                .state(state, phase)
+                .since(at),
+            obs("c-both", Hop::ClustersService)
+                .created(t(0))
+                .state(state, phase)
+                .since(at),
+        ]
+    };
+    apply(&store, 1, both("installing", Phase::Progressing, t(0)));
+    apply(&store, 4, both("error", Phase::Failed, t(4)));
+    tracer.flush();
+    let spans = received.by_name();
+    let root = &spans[ROOT_SPAN_NAME];
+    assert_eq!(
+        root.attr("hcp.failed_hop").as_deref(),
+        Some("clusters_service")
+    );
+    let verdict = store
+        .with_timeline("c-both", |t| {
+            hcp_flow::model::failed_hop(t).map(|(hop, _)| hop)
+        })
+        .flatten();
+    assert_eq!(verdict, Some(Hop::ClustersService));
+}

@@ -29,7 +29,7 @@ pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use timeline::{
     CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };
-pub use verdict::{Status, Verdict, explain, human, verdict};
+pub use verdict::{Status, Verdict, explain, failed_hop, human, verdict};
 
 #[cfg(test)]
 mod edge_tests;

@@ -164,6 +164,28 @@ pub fn explain(hop: &HopTimeline) -> String {
 ///   the deepest such hop;
 /// - in flight otherwise: `in_progress`, at the deepest not-ready hop;
 /// - completed: `ready`.
+/// The hop that broke a failed creation (docs/design.md §3.9), for the
+/// verdict and the creation's trace alike. The RP and Clusters Service fail
+/// because something after them did: the first of the other failed hops to
+/// fail (a HostedCluster whose release image is invalid fails before its
+/// NodePools, which report the same image), else the deeper of those two.
+pub fn failed_hop(timeline: &Timeline) -> Option<(Hop, &HopTimeline)> {
+    let umbrella = |hop: &Hop| matches!(hop, Hop::RpFrontend | Hop::ClustersService);
+    timeline
+        .hops
+        .iter()
+        .filter(|(hop, h)| h.phase == Phase::Failed && !umbrella(hop))
+        .min_by_key(|(hop, h)| (h.since.at, **hop))
+        .or_else(|| {
+            timeline
+                .hops
+                .iter()
+                .rev()
+                .find(|(_, h)| h.phase == Phase::Failed)
+        })
+        .map(|(hop, h)| (*hop, h))
+}
+
 pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Timestamp) -> Verdict {
     let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
         let since = if status == Status::Failed {
@@ -192,24 +214,7 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
             reason: "deleted before it completed".to_string(),
         };
     }
-    // The RP and Clusters Service fail because something after them did:
-    // the first of the other failed hops to fail (a HostedCluster whose
-    // release image is invalid fails before its NodePools, which report
-    // the same image), else the deeper of those two.
-    let umbrella = |hop: &Hop| matches!(hop, Hop::RpFrontend | Hop::ClustersService);
-    let failed = timeline
-        .hops
-        .iter()
-        .filter(|(hop, h)| h.phase == Phase::Failed && !umbrella(hop))
-        .min_by_key(|(hop, h)| (h.since.at, **hop))
-        .or_else(|| {
-            timeline
-                .hops
-                .iter()
-                .rev()
-                .find(|(_, h)| h.phase == Phase::Failed)
-        });
-    if let Some((&hop, h)) = failed {
+    if let Some((hop, h)) = failed_hop(timeline) {
         let reason = format!(
             "failed at {hop} {} ago: {}",
             human(seconds(h.since.at, now)),

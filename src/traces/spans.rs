@@ -11,7 +11,7 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
 use crate::model::{
-    ConditionStatus, Hop, HopTimeline, Outcome, Phase, Timeline, Via, span_id_of, trace_id,
+    ConditionStatus, Hop, HopTimeline, Outcome, Timeline, Via, span_id_of, trace_id,
 };
 
 /// The root span's name.
@@ -236,13 +236,8 @@ pub fn root_span(
     }
     let mut status = Status::Unset;
     if end == CreationEnd::Failed {
-        // The earliest failed hop is the one that broke the creation.
-        let failed = timeline
-            .hops
-            .iter()
-            .filter(|(_, h)| h.phase == Phase::Failed)
-            .min_by_key(|(_, h)| h.since.at);
-        match failed {
+        // The hop the verdict names: the trace and `diagnose` agree.
+        match crate::model::failed_hop(timeline) {
             Some((hop, h)) => {
                 let (code, message) =
                     failure_reason(h).unwrap_or_else(|| (h.state.clone(), String::new()));
