@@ -153,17 +153,6 @@ pub fn explain(hop: &HopTimeline) -> String {
     }
 }
 
-/// The verdict on `timeline` at `now` (docs/design.md §3.9):
-/// - deleted before completion: `deleted`;
-/// - a hop failed: `failed`, naming the first hop after Clusters Service to
-///   fail, else Clusters Service, else the RP;
-/// - a hop not ready for at least its budget: `stuck`, naming the deepest
-///   such hop on the path — the RP and Clusters Service stay not ready for as
-///   long as anything after them is, so the deepest stuck hop is the cause;
-/// - in flight with a not-ready hop past the fleet's p95 for it: `at_risk`,
-///   the deepest such hop;
-/// - in flight otherwise: `in_progress`, at the deepest not-ready hop;
-/// - completed: `ready`.
 /// The hop that broke a failed creation (docs/design.md §3.9), for the
 /// verdict and the creation's trace alike. The RP and Clusters Service fail
 /// because something after them did: the first of the other failed hops to
@@ -186,6 +175,17 @@ pub fn failed_hop(timeline: &Timeline) -> Option<(Hop, &HopTimeline)> {
         .map(|(hop, h)| (*hop, h))
 }
 
+/// The verdict on `timeline` at `now` (docs/design.md §3.9):
+/// - deleted before completion: `deleted`;
+/// - a hop failed: `failed`, naming the first hop after Clusters Service to
+///   fail, else Clusters Service, else the RP;
+/// - a hop not ready for at least its budget: `stuck`, naming the deepest
+///   such hop on the path — the RP and Clusters Service stay not ready for as
+///   long as anything after them is, so the deepest stuck hop is the cause;
+/// - in flight with a not-ready hop past the fleet's p95 for it: `at_risk`,
+///   the deepest such hop;
+/// - in flight otherwise: `in_progress`, at the deepest not-ready hop;
+/// - completed: `ready`.
 pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Timestamp) -> Verdict {
     let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
         let since = if status == Status::Failed {
