@@ -166,19 +166,7 @@ pub(super) struct Sent {
 
 impl Emitted {
     fn fingerprint(&self) -> u64 {
-        use std::hash::Hasher;
-        /// Feeds `Debug` text to a hasher without building the string.
-        struct Feed(std::collections::hash_map::DefaultHasher);
-        impl std::fmt::Write for Feed {
-            fn write_str(&mut self, s: &str) -> std::fmt::Result {
-                self.0.write(s.as_bytes());
-                Ok(())
-            }
-        }
-        let mut feed = Feed(std::collections::hash_map::DefaultHasher::new());
-        // Writing to a hasher cannot fail.
-        let _ = std::fmt::Write::write_fmt(&mut feed, format_args!("{:?}", self.view));
-        feed.0.finish()
+        crate::sources::http::fingerprint(&self.view)
     }
 
     /// Whether `sent` says this very view went to this very place.
