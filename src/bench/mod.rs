@@ -435,20 +435,14 @@ async fn serve_child(
 /// no faults), run `hcp-flow serve` against it as a child process with
 /// production defaults, wait for /readyz, then measure.
 pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigures, BenchError> {
-    use crate::sim::{LatencyModel, SimClock, World, WorldConfig};
+    use crate::sim::{SimClock, World, WorldConfig};
     let pinning = pin::Pinning::apply();
     let world = World::new(
+        // The world's defaults (ARO, churn, realistic latency) without faults.
         WorldConfig {
             clusters,
-            speed: 1.0,
-            seed: 1,
             faults: false,
-            churn: true,
-            latency: LatencyModel::realistic(),
-            subscriptions: 3,
-            not_handed_over: 0.0,
-            failure_burst: None,
-            kind: crate::sim::WorldKind::Aro,
+            ..WorldConfig::default()
         },
         SimClock::Real,
     );

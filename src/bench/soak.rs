@@ -70,7 +70,7 @@ pub async fn soak(
     duration: Duration,
     speed: f64,
 ) -> Result<SoakFigures, BenchError> {
-    use crate::sim::{LatencyModel, SimClock, WorldConfig, WorldKind};
+    use crate::sim::{SimClock, WorldConfig, WorldKind};
     let pinning = Pinning::apply();
     let port = free_port()?;
     let settings = crate::demo::DemoSettings {
@@ -81,17 +81,11 @@ pub async fn soak(
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         world: WorldKind::Aro,
     };
+    // The world's defaults: ARO, churn, faults, realistic latency.
     let world = WorldConfig {
         clusters,
         speed,
-        seed: 1,
-        faults: true,
-        churn: true,
-        latency: LatencyModel::realistic(),
-        subscriptions: 3,
-        not_handed_over: 0.0,
-        failure_burst: None,
-        kind: WorldKind::Aro,
+        ..WorldConfig::default()
     };
     let demo = crate::demo::start_world(&settings, world, SimClock::Real)
         .await

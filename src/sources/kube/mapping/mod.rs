@@ -165,16 +165,15 @@ pub(super) struct Sent {
 }
 
 impl Emitted {
-    fn fingerprint(&self) -> u64 {
-        crate::sources::http::fingerprint(&self.view)
-    }
-
-    /// Whether `sent` says this very view went to this very place.
-    fn same_as(&self, sent: &Sent) -> bool {
-        self.cluster_id == sent.cluster_id
-            && self.hop == sent.hop
-            && self.object == sent.object
-            && self.fingerprint() == sent.fingerprint
+    /// What the mapper remembers of this view: where it goes and its
+    /// fingerprint (the pollers' own, `sources::http::fingerprint`).
+    fn sent(&self) -> Sent {
+        Sent {
+            cluster_id: self.cluster_id.clone(),
+            hop: self.hop,
+            object: self.object.clone(),
+            fingerprint: crate::sources::http::fingerprint(&self.view),
+        }
     }
 }
 
@@ -362,15 +361,14 @@ impl Mapper {
         let mut out = Vec::new();
         for key in dirty {
             let desired = self.desired(&key);
+            let sent = desired.as_ref().map(Emitted::sent);
             let previous = self.emitted.get(&key);
-            match (&desired, previous) {
-                (None, None) => continue,
-                (Some(d), Some(p)) if d.same_as(p) => continue,
-                _ => {}
+            if sent.as_ref() == previous {
+                continue;
             }
             if let Some(prev) = previous {
-                let moved = desired.as_ref().is_none_or(|d| {
-                    d.cluster_id != prev.cluster_id || d.hop != prev.hop || d.object != prev.object
+                let moved = sent.as_ref().is_none_or(|s| {
+                    s.cluster_id != prev.cluster_id || s.hop != prev.hop || s.object != prev.object
                 });
                 if moved {
                     out.push(Observation {
@@ -382,27 +380,18 @@ impl Mapper {
                     });
                 }
             }
-            match desired {
-                Some(d) => {
-                    let fingerprint = d.fingerprint();
+            match (desired, sent) {
+                (Some(d), Some(sent)) => {
                     out.push(Observation {
-                        key: ClusterKey::Id(d.cluster_id.clone()),
+                        key: ClusterKey::Id(d.cluster_id),
                         hop: d.hop,
                         via: Via::Direct,
-                        object: d.object.clone(),
+                        object: d.object,
                         change: Change::Upsert(Box::new(d.view)),
                     });
-                    self.emitted.insert(
-                        key,
-                        Sent {
-                            cluster_id: d.cluster_id,
-                            hop: d.hop,
-                            object: d.object,
-                            fingerprint,
-                        },
-                    );
+                    self.emitted.insert(key, sent);
                 }
-                None => {
+                _ => {
                     self.emitted.remove(&key);
                 }
             }
