@@ -18,7 +18,7 @@ use hcp_flow::config::{
 use hcp_flow::metrics::exporter::{RequestErrorKind, RequestErrorLabels, SourceLabels};
 use hcp_flow::model::{Batch, Change, ClusterKey, Hop, Observation, Phase};
 use hcp_flow::sources::clusters_service::{ClustersServiceSource, PollKind};
-use hcp_flow::sources::http::HttpClient;
+use hcp_flow::sources::http::{self, HttpClient};
 use hcp_flow::sources::maestro::{self, MaestroSource};
 use hcp_flow::sources::rp_frontend::RpFrontendSource;
 use parking_lot::Mutex;
@@ -565,6 +565,11 @@ fn maestro_bundle(id: &str, cluster: &str, updated_at: &str, available: &str) ->
 fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
     let matching: Vec<&Value> = match req.query.get("search") {
         None => bundles.iter().collect(),
+        // The relist's check by id of what it missed.
+        Some(s) if s.starts_with("id in (") => bundles
+            .iter()
+            .filter(|b| s.contains(&format!("'{}'", b["id"].as_str().unwrap())))
+            .collect(),
         Some(s) => {
             let since: jiff::Timestamp = s
                 .strip_prefix("updated_at > '")
@@ -715,6 +720,140 @@ async fn maestro_full_then_incremental_then_relist() {
             (c1, Hop::HostedCluster, String::new()),
         ]
     );
+}
+
+/// The pages a full list asked for, leaving out the checks by id.
+fn relist_pages(requests: &[Request]) -> Vec<String> {
+    requests
+        .iter()
+        .filter(|r| !r.query.contains_key("search"))
+        .map(|r| r.query["page"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_relist_outlasts_a_5xx_burst_on_a_later_page_and_sees_deletions() {
+    let h = harness("maestro");
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b2", "c2", "2026-06-10T23:05:00Z", "True"),
+        maestro_bundle("b3", "c3", "2026-06-10T23:10:00Z", "True"),
+        maestro_bundle("b4", "c4", "2026-06-10T23:15:00Z", "True"),
+        maestro_bundle("b5", "c5", "2026-06-10T23:20:00Z", "True"),
+    ]));
+    // How many more requests for page 2 answer 503 before it is served.
+    let page_two_failures = Arc::new(Mutex::new(0usize));
+    let (w, f) = (world.clone(), page_two_failures.clone());
+    let mock = Mock::start(move |req| {
+        let mut left = f.lock();
+        if req.query["page"] == "2" && *left > 0 {
+            *left -= 1;
+            return (503, r#"{"kind":"Error","reason":"busy"}"#.into());
+        }
+        maestro_list(req, &w.lock())
+    })
+    .await;
+    let mut http = http_config(&mock.base);
+    http.page_size = 2;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http,
+            search_scope: None,
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    h.sink.take();
+    mock.take();
+
+    // c1 is deleted, and the relist's page 2 fails three times running:
+    // the page is asked again, the relist completes and the deletion is seen.
+    world.lock().remove(0);
+    *page_two_failures.lock() = 3;
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let pages = relist_pages(&mock.take());
+    assert_eq!(pages, ["1", "2", "2", "2", "2"]);
+    assert_eq!(
+        h.errors(RequestErrorKind::status_5xx),
+        3,
+        "every attempt counted"
+    );
+    assert_eq!(h.up(), 1);
+    let gone = gone_keys(&h.sink.take());
+    assert_eq!(
+        gone.len(),
+        3,
+        "c1's bundle, work and hosted cluster: {gone:?}"
+    );
+    assert!(
+        gone.iter()
+            .all(|(key, _, _)| *key == ClusterKey::Id("c1".into()))
+    );
+
+    // One failure more than the attempts outlast: the relist fails, having
+    // asked four times, and deletes nothing.
+    world.lock().remove(0);
+    *page_two_failures.lock() = http::PAGE_ATTEMPTS as usize;
+    assert!(!m.poll(maestro::PollKind::Full).await);
+    let pages = relist_pages(&mock.take());
+    assert_eq!(pages, ["1", "2", "2", "2", "2"]);
+    assert_eq!(h.up(), 0);
+    assert!(gone_keys(&h.sink.take()).is_empty());
+}
+
+#[tokio::test]
+async fn a_first_page_is_not_retried_but_an_arm_next_link_page_is() {
+    let h = harness("rp_frontend");
+    let next_failures = Arc::new(Mutex::new(1usize));
+    let first_fails = Arc::new(Mutex::new(false));
+    let base_cell: Arc<Mutex<String>> = Arc::default();
+    let (f, first, b) = (
+        next_failures.clone(),
+        first_fails.clone(),
+        base_cell.clone(),
+    );
+    let mock = Mock::start(move |req| {
+        if req.path == "/next-page" {
+            let mut left = f.lock();
+            if *left > 0 {
+                *left -= 1;
+                return (502, "bad gateway".into());
+            }
+            return (
+                200,
+                json!({"value": [arm_cluster("c", "Failed")]}).to_string(),
+            );
+        }
+        if *first.lock() {
+            return (503, "upstream overloaded".into());
+        }
+        let next = format!("{}next-page?api-version=2024-06-10-preview", b.lock());
+        (
+            200,
+            json!({"value": [arm_cluster("a", "Succeeded")], "nextLink": next}).to_string(),
+        )
+    })
+    .await;
+    *base_cell.lock() = mock.base.to_string();
+    let mut rp = RpFrontendSource::new(rp_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(rp.poll_all().await, "the nextLink page is asked again");
+    let paths: Vec<String> = mock.take().into_iter().map(|r| r.path).collect();
+    assert_eq!(
+        paths.iter().filter(|p| *p == "/next-page").count(),
+        2,
+        "{paths:?}"
+    );
+    assert_eq!(upserts(&h.sink.take()).len(), 2);
+
+    *first_fails.lock() = true;
+    assert!(!rp.poll_all().await);
+    assert_eq!(
+        mock.take().len(),
+        1,
+        "a failed first page is the poll's answer"
+    );
+    assert_eq!(h.up(), 0);
 }
 
 #[tokio::test]

@@ -483,11 +483,15 @@ impl RpFrontendSource {
         url.query_pairs_mut()
             .append_pair("api-version", &self.cfg.api_version);
         let mut clusters = Vec::new();
-        for _ in 0..MAX_PAGES {
-            let page: ArmList = self
-                .client
-                .get_list(url.clone(), "ARM list", ArmList::check)
-                .await?;
+        for page_index in 0..MAX_PAGES {
+            let page: ArmList = http::get_page(
+                &self.client,
+                url.clone(),
+                "ARM list",
+                page_index > 0,
+                ArmList::check,
+            )
+            .await?;
             let next = page.next_link.clone().filter(|l| !l.is_empty());
             let (parsed, page_unknown) = parse_list(page);
             clusters.extend(parsed);

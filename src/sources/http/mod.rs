@@ -18,7 +18,7 @@ mod wire;
 pub use client::{
     Backoff, BuildError, DEFAULT_BODY_LIMIT, HttpClient, RequestHook, SourceError, after,
 };
-pub use pager::{MAX_PAGES, PagedList, Pager, RawItem, decode_item};
+pub use pager::{MAX_PAGES, PAGE_ATTEMPTS, PagedList, Pager, RawItem, decode_item, get_page};
 pub use tracker::{
     MASS_DELETION_MIN_KNOWN, MassDeletionGuard, ObjectKey, Tracker, UpdateMode, deliver,
     extend_parsed, fingerprint,

@@ -5,11 +5,65 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::client::{HttpClient, SourceError};
+use crate::metrics::exporter::RequestErrorKind;
 use crate::sources::UnknownValue;
 
 /// A paged list never has this many pages; stop rather than loop forever on
 /// an upstream that keeps answering.
 pub const MAX_PAGES: u64 = 100_000;
+
+/// Attempts at one page after the first (docs/design.md §9.8): a failed
+/// page 37 would throw away 36 pages of work, and on a full relist the
+/// only evidence of deletions, so it is asked again. Four attempts outlast
+/// the short 5xx bursts a busy upstream gives (one to three answers).
+pub const PAGE_ATTEMPTS: u32 = 4;
+/// The pause before the second attempt; the third waits twice as long.
+pub const PAGE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A failure that another attempt may not meet: no answer, a 5xx or 429,
+/// or a body cut short. A 4xx or a well-formed answer that is not the list
+/// will be the same next time.
+fn worth_retrying(err: &SourceError) -> bool {
+    match err {
+        SourceError::Status { status: 429, .. } => true,
+        _ => {
+            matches!(
+                err.kind(),
+                RequestErrorKind::timeout
+                    | RequestErrorKind::connect
+                    | RequestErrorKind::connect_refused
+                    | RequestErrorKind::status_5xx
+                    | RequestErrorKind::decode
+            ) && !matches!(err, SourceError::NotAList { .. })
+        }
+    }
+}
+
+/// GET one page of a list. A page after the first is asked again
+/// ([`PAGE_ATTEMPTS`] in all) when it fails in a way the next attempt may
+/// not: every attempt is counted like any request, only the poll's result
+/// changes. A first page is not retried: failing it loses no work, and a
+/// source that fails its first request is down at once.
+pub async fn get_page<T: DeserializeOwned>(
+    client: &HttpClient,
+    url: url::Url,
+    expected: &'static str,
+    later_page: bool,
+    check: impl Fn(&T) -> Result<(), String>,
+) -> Result<T, SourceError> {
+    let mut attempt = 1;
+    loop {
+        match client.get_list(url.clone(), expected, &check).await {
+            Ok(list) => return Ok(list),
+            Err(err) if later_page && attempt < PAGE_ATTEMPTS && worth_retrying(&err) => {
+                tracing::debug!(%url, attempt, error = %err, "page failed; asking again");
+                tokio::time::sleep(PAGE_RETRY_DELAY * attempt).await;
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
 
 /// One item of a list, still as raw JSON text: decoding it later keeps one
 /// malformed item from failing its page, and costs about the size of the
@@ -135,9 +189,10 @@ impl<'a> Pager<'a> {
             }
         }
         let (kind, page, seen) = (self.kind, self.page, self.seen);
-        let list: PagedList = client
-            .get_list(url, kind, |list: &PagedList| list.check(kind, page, seen))
-            .await?;
+        let list: PagedList = get_page(client, url, kind, page > 1, |list: &PagedList| {
+            list.check(kind, page, seen)
+        })
+        .await?;
         let items = list.items.unwrap_or_default();
         let count = items.len() as u64;
         self.seen += count;
