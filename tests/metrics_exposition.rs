@@ -233,7 +233,7 @@ hcpflow_hop_phase{cluster_id="c-fail",hop="clusters_service",phase="failed",stat
         fleet.apply(batch(false, t(1), case.input), t(20));
         let timeline = fleet.get(case.cluster_id).expect(case.name);
         let rendered = render_cluster(timeline, &RenderConfig::default());
-        let mut lines: Vec<&str> = rendered.families.iter().flat_map(|f| f.lines()).collect();
+        let mut lines: Vec<&str> = rendered.text().lines().collect();
         lines.sort_unstable();
         let got = lines.join("\n") + "\n";
         pretty_assertions::assert_eq!(got, case.want, "case: {}", case.name);
@@ -343,7 +343,7 @@ fn series_budget_per_cluster_is_at_most_40() {
     assert!(
         series <= 40,
         "a cluster costs {series} series, budget is 40:\n{}",
-        rendered.families.concat()
+        rendered.text()
     );
     assert!(
         series >= 30,

@@ -58,7 +58,7 @@ pub fn render(format: Format, clusters: &[Arc<RenderedCluster>], registry: &Regi
     for (index, family) in FAMILIES.iter().enumerate() {
         write_header(&mut out, family);
         for cluster in clusters {
-            out.push_str(&cluster.families[index]);
+            out.push_str(cluster.family(index));
         }
     }
     let mut registry_text = String::new();
