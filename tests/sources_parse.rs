@@ -59,17 +59,17 @@ fn rp_get_examples_parse_in_both_api_versions() {
         assert_eq!(v.phase, Phase::Ready);
         assert_eq!(v.created_at, Some(ts("2024-03-27T14:57:32.578Z")));
         assert_eq!(v.since, None, "no status.conditions in the example");
-        assert_eq!(v.identity.name.as_deref(), Some("vuwzuwooutjavgdhoatz"));
-        assert_eq!(v.identity.resource_id.as_deref(), Some(id));
+        assert_eq!(v.identity().name.as_deref(), Some("vuwzuwooutjavgdhoatz"));
+        assert_eq!(v.identity().resource_id.as_deref(), Some(id));
         assert_eq!(
-            v.identity.subscription_id.as_deref(),
+            v.identity().subscription_id.as_deref(),
             Some("fdea43ea-0230-4a7d-bdee-f3aff2183b1d")
         );
         assert_eq!(
-            v.identity.resource_group.as_deref(),
+            v.identity().resource_group.as_deref(),
             Some("resourceGroupName")
         );
-        assert_eq!(v.identity.version.as_deref(), Some("4.12"));
+        assert_eq!(v.identity().version.as_deref(), Some("4.12"));
         assert_eq!(
             parsed.endpoints.api_url.as_deref(),
             Some("https://api.test.shrd.usw3test.hcp.osadev.cloud:443")
@@ -127,8 +127,8 @@ fn rp_frontend_fixture_accepted_without_times() {
     assert_eq!(v.phase, Phase::Pending);
     assert_eq!(v.state, "Accepted");
     assert_eq!(v.created_at, None);
-    assert_eq!(v.identity.version, None, "version.id is absent");
-    assert_eq!(v.identity.name.as_deref(), Some("create-with-tags"));
+    assert_eq!(v.identity().version, None, "version.id is absent");
+    assert_eq!(v.identity().name.as_deref(), Some("create-with-tags"));
     assert_eq!(parsed.endpoints.api_url, None);
 }
 
@@ -165,19 +165,19 @@ fn cs_fixture_without_status_is_still_observed() {
     assert_eq!(parsed.unknown.len(), 1);
     assert_eq!(parsed.unknown[0].field, "status.state");
     assert_eq!(
-        v.identity.resource_id.as_deref(),
+        v.identity().resource_id.as_deref(),
         Some(
             "/subscriptions/0465bc32-c654-41b8-8d87-9815d7abe8f6/resourcegroups/some-resource-group/providers/microsoft.redhatopenshift/hcpopenshiftclusters/cluster-deleting"
         )
     );
-    assert_eq!(v.identity.name.as_deref(), Some("cluster-deleting"));
-    assert_eq!(v.identity.platform.as_deref(), Some("azure"));
+    assert_eq!(v.identity().name.as_deref(), Some("cluster-deleting"));
+    assert_eq!(v.identity().platform.as_deref(), Some("azure"));
     assert_eq!(
-        v.identity.resource_group.as_deref(),
+        v.identity().resource_group.as_deref(),
         Some("some-resource-group")
     );
-    assert_eq!(v.identity.mgmt_cluster.as_deref(), Some("mgmt-cluster"));
-    assert_eq!(v.identity.version, None, "empty version id");
+    assert_eq!(v.identity().mgmt_cluster.as_deref(), Some("mgmt-cluster"));
+    assert_eq!(v.identity().version, None, "empty version id");
     assert_eq!(v.error, None);
 }
 
@@ -201,7 +201,7 @@ fn cs_state_and_error_fields() {
     );
     assert_eq!(v.created_at, Some(ts("2026-02-02T10:21:43.084787Z")));
     assert_eq!(
-        v.identity.platform.as_deref(),
+        v.identity().platform.as_deref(),
         Some("azure"),
         "cloud_provider.id"
     );
@@ -438,7 +438,7 @@ fn maestro_nested_hosted_cluster_and_real_nodepool() {
     );
     assert_eq!(hv.since, Some(ts("2026-06-10T23:00:00Z")));
     assert_eq!(
-        hv.identity.namespace.as_deref(),
+        hv.identity().namespace.as_deref(),
         Some("ocm-arohcpci01-cs-1")
     );
 

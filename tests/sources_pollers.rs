@@ -424,9 +424,9 @@ async fn cs_polls_page_and_search_as_documented() {
     let Change::Upsert(v) = &obs[0].change else {
         unreachable!()
     };
-    assert_eq!(v.identity.mgmt_cluster.as_deref(), Some("mgmt-1"));
+    assert_eq!(v.identity().mgmt_cluster.as_deref(), Some("mgmt-1"));
     assert_eq!(
-        v.identity.resource_id.as_deref(),
+        v.identity().resource_id.as_deref(),
         Some(format!("/subscriptions/{}/resourcegroups/rg-1/providers/microsoft.redhatopenshift/hcpopenshiftclusters/name-c1", SUB.to_lowercase()).as_str())
     );
     let mut in_flight: Vec<&String> = cs.in_flight().iter().collect();

@@ -86,7 +86,7 @@ pub fn resident_memory_of(pid: &str) -> Option<u64> {
 /// One synthetic creation seen on the service-side hops, as the world shows
 /// a settled cluster: RP, CS, bundle, and through Maestro the ManifestWork,
 /// HostedCluster and one node pool.
-fn synthetic_cluster(i: usize, at: Timestamp) -> Vec<Obs> {
+pub fn synthetic_cluster(i: usize, at: Timestamp) -> Vec<Obs> {
     let id = format!("2c4f{i:028x}");
     let name = format!("cluster-{i}");
     let rid = format!(

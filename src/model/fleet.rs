@@ -599,7 +599,7 @@ impl Fleet {
         let mut joined = None;
         if !is_provisional(&cluster_id)
             && let Change::Upsert(view) = &observation.change
-            && let Some(rid) = &view.identity.resource_id
+            && let Some(rid) = &view.identity().resource_id
             && !rid.is_empty()
         {
             let rid = rid.to_ascii_lowercase();
@@ -773,10 +773,10 @@ impl Fleet {
         let mut changed = false;
         match change {
             Change::Upsert(mut view) => {
-                changed |= timeline.identity.merge(&view.identity);
+                changed |= timeline.identity.merge(view.identity());
                 // Kept once on the timeline, not per object: at fleet scale
                 // the copies would cost more than the rest of the view.
-                view.identity = Default::default();
+                view.identity = None;
                 if let Some(created) = view.created_at
                     && (timeline.created_at.observed || created < timeline.created_at.at)
                 {

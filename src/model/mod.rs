@@ -9,6 +9,7 @@ mod memory;
 mod observation;
 mod quantile;
 pub mod testing;
+mod text;
 mod timeline;
 mod verdict;
 
@@ -26,6 +27,7 @@ pub use observation::{
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
 };
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
+pub use text::Text;
 pub use timeline::{
     CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };

@@ -6,6 +6,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::hop::{ConditionStatus, Hop, Phase, Via};
+use super::text::Text;
 
 /// Longest raw upstream state kept as a label value; longer values are cut so a
 /// misbehaving upstream cannot blow up series size.
@@ -66,7 +67,11 @@ pub struct HopView {
     /// Upstream time of the last status update (Maestro `updated_at`).
     pub updated_at: Option<Timestamp>,
     pub conditions: Vec<Condition>,
-    pub identity: IdentityPatch,
+    /// What this object says of the cluster's identity; `None` when it says
+    /// nothing. Boxed: the model takes it into the timeline and keeps the
+    /// view without it, so a stored view costs one pointer, not eight
+    /// empty strings (docs/performance.md).
+    pub identity: Option<Box<IdentityPatch>>,
     /// Why the hop failed, when upstream says (CS provision error, condition reason).
     pub error: Option<HopError>,
     /// Node counts of a node pool.
@@ -115,10 +120,10 @@ pub fn bounded_state(s: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Condition {
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Text,
     pub status: ConditionStatus,
-    pub reason: String,
-    pub message: String,
+    pub reason: Text,
+    pub message: Text,
     pub last_transition: Option<Timestamp>,
 }
 
@@ -142,6 +147,24 @@ pub struct PodCounts {
     pub not_ready: u32,
 }
 
+impl HopView {
+    /// What the view says of the identity (all `None` when nothing).
+    pub fn identity(&self) -> &IdentityPatch {
+        static NOTHING: IdentityPatch = IdentityPatch::NOTHING;
+        self.identity.as_deref().unwrap_or(&NOTHING)
+    }
+
+    /// The identity to fill in, made when first asked for.
+    pub fn identity_mut(&mut self) -> &mut IdentityPatch {
+        self.identity.get_or_insert_with(Box::default)
+    }
+
+    /// Set the identity; a patch that says nothing is stored as nothing.
+    pub fn set_identity(&mut self, patch: IdentityPatch) {
+        self.identity = patch.boxed();
+    }
+}
+
 /// Identity fields a source knows; `None` leaves what the model has.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IdentityPatch {
@@ -154,4 +177,22 @@ pub struct IdentityPatch {
     pub namespace: Option<String>,
     pub platform: Option<String>,
     pub version: Option<String>,
+}
+
+impl IdentityPatch {
+    /// The patch as a view holds it: `None` when it says nothing.
+    pub fn boxed(self) -> Option<Box<IdentityPatch>> {
+        (self != IdentityPatch::NOTHING).then(|| Box::new(self))
+    }
+
+    pub const NOTHING: IdentityPatch = IdentityPatch {
+        name: None,
+        resource_id: None,
+        subscription_id: None,
+        resource_group: None,
+        mgmt_cluster: None,
+        namespace: None,
+        platform: None,
+        version: None,
+    };
 }

@@ -8,6 +8,7 @@ use super::observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, Observation,
     PodCounts, Replicas,
 };
+use super::text::Text;
 
 /// Builds one observation; `.build()` or pass it to [`batch`].
 #[derive(Clone, Debug)]
@@ -70,19 +71,19 @@ impl Obs {
         self
     }
     pub fn resource_id(mut self, rid: &str) -> Obs {
-        self.view().identity.resource_id = Some(rid.to_string());
+        self.view().identity_mut().resource_id = Some(rid.to_string());
         self
     }
     pub fn name(mut self, name: &str) -> Obs {
-        self.view().identity.name = Some(name.to_string());
+        self.view().identity_mut().name = Some(name.to_string());
         self
     }
     pub fn platform(mut self, platform: &str) -> Obs {
-        self.view().identity.platform = Some(platform.to_string());
+        self.view().identity_mut().platform = Some(platform.to_string());
         self
     }
     pub fn mgmt_cluster(mut self, mgmt: &str) -> Obs {
-        self.view().identity.mgmt_cluster = Some(mgmt.to_string());
+        self.view().identity_mut().mgmt_cluster = Some(mgmt.to_string());
         self
     }
     pub fn condition(
@@ -93,10 +94,10 @@ impl Obs {
         at: Timestamp,
     ) -> Obs {
         self.view().conditions.push(Condition {
-            kind: kind.to_string(),
+            kind: kind.into(),
             status,
-            reason: reason.to_string(),
-            message: String::new(),
+            reason: reason.into(),
+            message: Text::default(),
             last_transition: Some(at),
         });
         self

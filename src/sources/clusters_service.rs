@@ -296,7 +296,8 @@ pub fn parse_cluster(
             platform,
             mgmt_cluster,
             ..IdentityPatch::default()
-        },
+        }
+        .boxed(),
         ..HopView::new(raw_state, phase)
     };
     Observation {

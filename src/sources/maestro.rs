@@ -391,8 +391,8 @@ fn read_nested(
                             hosted_cluster::read(Some(&hc), work_deleting, false, unknown);
                         let mut view = reading.view;
                         view.updated_at = updated_at;
-                        view.identity.namespace = meta.namespace.filter(|n| !n.is_empty());
-                        view.identity.version = reading.version;
+                        view.identity_mut().namespace = meta.namespace.filter(|n| !n.is_empty());
+                        view.identity_mut().version = reading.version;
                         nested.push(cluster_id, Hop::HostedCluster, "", view);
                     }
                     Err(e) => nested

@@ -226,7 +226,8 @@ pub fn parse_cluster(
             resource_group,
             version: props.version.and_then(|v| v.id).filter(|v| !v.is_empty()),
             ..IdentityPatch::default()
-        },
+        }
+        .boxed(),
         ..HopView::new(raw_state, phase)
     };
     ParsedCluster {

@@ -105,7 +105,7 @@ pub fn failure_reason(hop: &HopTimeline) -> Option<(String, String)> {
     hop.conditions()
         .filter(|(_, c)| !c.reason.is_empty())
         .max_by_key(|(_, c)| c.last_transition)
-        .map(|(_, c)| (c.reason.clone(), bounded(&c.message)))
+        .map(|(_, c)| (c.reason.to_string(), bounded(&c.message)))
 }
 
 fn error_status(code: &str, message: &str) -> Status {
@@ -193,11 +193,11 @@ fn condition_events(hop: &HopTimeline, from: Timestamp, to: Timestamp) -> Vec<Sp
                 ConditionStatus::Unknown => "Unknown",
             };
             let mut attributes = vec![
-                KeyValue::new("hcp.condition.type", c.kind.clone()),
+                KeyValue::new("hcp.condition.type", c.kind.to_string()),
                 KeyValue::new("hcp.condition.status", status),
             ];
             if !c.reason.is_empty() {
-                attributes.push(KeyValue::new("hcp.condition.reason", c.reason.clone()));
+                attributes.push(KeyValue::new("hcp.condition.reason", c.reason.to_string()));
             }
             if !c.message.is_empty() {
                 attributes.push(KeyValue::new("hcp.condition.message", bounded(&c.message)));

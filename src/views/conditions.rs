@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::{UnknownValue, null_default, parse_time};
-use crate::model::{Condition, ConditionStatus, HopError};
+use crate::model::{Condition, ConditionStatus, HopError, Text};
 
 /// A condition on the wire. Times stay strings until [`read`]: one odd
 /// timestamp must not reject the whole object.
@@ -33,10 +33,10 @@ pub fn read(wire: &[WireCondition], unknown: &mut Vec<UnknownValue>) -> Vec<Cond
     wire.iter()
         .filter(|c| !c.kind.is_empty())
         .map(|c| Condition {
-            kind: c.kind.clone(),
+            kind: Text::intern(&c.kind),
             status: ConditionStatus::from_upstream(&c.status),
-            reason: c.reason.clone(),
-            message: c.message.clone(),
+            reason: Text::intern(&c.reason),
+            message: Text::intern(&c.message),
             last_transition: parse_time(
                 c.last_transition_time.as_deref(),
                 "conditions.lastTransitionTime",
@@ -94,11 +94,11 @@ pub fn latest_transition(conditions: &[Condition], kinds: &[&str]) -> Option<Tim
 pub fn failure(c: &Condition) -> HopError {
     HopError {
         code: if c.reason.is_empty() {
-            c.kind.clone()
+            c.kind.to_string()
         } else {
-            c.reason.clone()
+            c.reason.to_string()
         },
-        message: c.message.clone(),
+        message: c.message.to_string(),
     }
 }
 
@@ -106,10 +106,10 @@ pub fn failure(c: &Condition) -> HopError {
 #[cfg(test)]
 pub(crate) fn test_condition(kind: &str, status: &str, reason: &str) -> Condition {
     Condition {
-        kind: kind.to_string(),
+        kind: kind.into(),
         status: ConditionStatus::from_upstream(status),
-        reason: reason.to_string(),
-        message: String::new(),
+        reason: reason.into(),
+        message: Text::default(),
         last_transition: None,
     }
 }

@@ -19,7 +19,7 @@ pub fn fingerprint(view: &HopView) -> u64 {
         created_at,
         updated_at,
         conditions,
-        identity,
+        identity: _,
         error,
         replicas,
         pods,
@@ -53,7 +53,7 @@ pub fn fingerprint(view: &HopView) -> u64 {
         namespace,
         platform,
         version,
-    } = identity;
+    } = view.identity();
     (
         name,
         resource_id,
@@ -524,7 +524,7 @@ mod tests {
     fn fingerprint_sees_every_change() {
         let base = HopView::new("installing", Phase::Progressing);
         let mut other = base.clone();
-        other.identity.mgmt_cluster = Some("mgmt-1".into());
+        other.identity_mut().mgmt_cluster = Some("mgmt-1".into());
         assert_ne!(fingerprint(&base), fingerprint(&other));
         assert_eq!(fingerprint(&base), fingerprint(&base.clone()));
     }

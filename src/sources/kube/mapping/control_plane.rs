@@ -58,7 +58,7 @@ impl Mapper {
             .hosted_cluster_by_cp_namespace(namespace)
             .or_else(|| self.id_from_namespace(namespace))?;
         let mut view = control_plane::read(hcp, pods);
-        view.identity = self.identity();
+        view.set_identity(self.identity());
         Some(Emitted {
             cluster_id,
             hop: Hop::ControlPlane,

@@ -55,7 +55,7 @@ impl Mapper {
         let f = self.hosted_clusters.get(at)?;
         let cluster_id = self.hosted_cluster_id(at, f)?;
         let mut view = f.reading.view.clone();
-        view.identity = IdentityPatch {
+        view.set_identity(IdentityPatch {
             name: match self.cfg.mode {
                 KubeMode::Aro => f.name_label.clone(),
                 KubeMode::SelfManaged => Some(at.name.clone()),
@@ -64,7 +64,7 @@ impl Mapper {
             platform: f.platform.clone(),
             version: f.reading.version.clone(),
             ..self.identity()
-        };
+        });
         Some(Emitted {
             cluster_id,
             hop: Hop::HostedCluster,

@@ -42,7 +42,7 @@ impl Mapper {
                 .find_map(|k| self.hosted_cluster_id(k, self.hosted_clusters.get(k)?)),
         }?;
         let mut view = f.view.clone();
-        view.identity = self.identity();
+        view.set_identity(self.identity());
         Some(Emitted {
             cluster_id,
             hop: Hop::ManagedCluster,

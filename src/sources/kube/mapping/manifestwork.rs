@@ -36,10 +36,10 @@ impl Mapper {
     pub(super) fn manifestwork_view(&self, at: &ObjRef) -> Option<Emitted> {
         let f = self.manifestworks.get(at)?;
         let mut view = f.view.clone();
-        view.identity = IdentityPatch {
+        view.set_identity(IdentityPatch {
             name: f.name_label.clone(),
             ..self.identity()
-        };
+        });
         Some(Emitted {
             cluster_id: f.label_id.clone()?,
             hop: Hop::Manifestwork,

@@ -57,10 +57,10 @@ impl Mapper {
             KubeMode::SelfManaged => by_hosted_cluster(),
         }?;
         let mut view = f.view.clone();
-        view.identity = IdentityPatch {
+        view.set_identity(IdentityPatch {
             name: f.name_label.clone(),
             ..self.identity()
-        };
+        });
         Some(Emitted {
             cluster_id,
             hop: Hop::NodePool,
