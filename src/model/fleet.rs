@@ -22,7 +22,7 @@ use super::budget::HopBudgets;
 use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
-use super::observation::{Batch, Change, ClusterKey, FailsAfterBudget, HopView, Observation};
+use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
 use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
 
 /// What the model needs to know of the configuration.
@@ -921,7 +921,7 @@ fn after(at: Timestamp, d: Duration) -> Timestamp {
 fn budget_deadline(view: &HopView, budget: Duration) -> Option<Timestamp> {
     view.fails_after_budget
         .as_ref()
-        .map(|f: &FailsAfterBudget| after(f.since, budget))
+        .map(|f| after(f.since, budget))
 }
 
 /// Fail a view whose budget ran out by `now`; true when it changed. The
@@ -936,7 +936,7 @@ fn fail_if_due(view: &mut HopView, budget: Duration, now: Timestamp) -> bool {
     }
     view.phase = Phase::Failed;
     view.since = Some(f.since);
-    view.error = Some(f.error.clone());
+    view.error = Some(Box::new(f.error.clone()));
     true
 }
 

@@ -73,13 +73,13 @@ pub struct HopView {
     /// empty strings (docs/performance.md).
     pub identity: Option<Box<IdentityPatch>>,
     /// Why the hop failed, when upstream says (CS provision error, condition reason).
-    pub error: Option<HopError>,
+    pub error: Option<Box<HopError>>,
     /// Node counts of a node pool.
     pub replicas: Option<Replicas>,
     /// Control-plane pod counts.
     pub pods: Option<PodCounts>,
     /// A failure that elapsed time alone brings, decided by the model.
-    pub fails_after_budget: Option<FailsAfterBudget>,
+    pub fails_after_budget: Option<Box<FailsAfterBudget>>,
 }
 
 /// "If this object still reads the same when its hop budget has run out since

@@ -103,10 +103,10 @@ impl Obs {
         self
     }
     pub fn error(mut self, code: &str, message: &str) -> Obs {
-        self.view().error = Some(HopError {
+        self.view().error = Some(Box::new(HopError {
             code: code.to_string(),
             message: message.to_string(),
-        });
+        }));
         self
     }
     pub fn replicas(mut self, desired: u32, current: u32, ready: u32) -> Obs {
@@ -131,13 +131,13 @@ impl Obs {
     }
     /// Fails once `budget(hop)` has passed since `since`, if still so read.
     pub fn fails_after_budget(mut self, since: Timestamp, code: &str) -> Obs {
-        self.view().fails_after_budget = Some(FailsAfterBudget {
+        self.view().fails_after_budget = Some(Box::new(FailsAfterBudget {
             since,
             error: HopError {
                 code: code.to_string(),
                 message: String::new(),
             },
-        });
+        }));
         self
     }
     pub fn gone(mut self) -> Obs {

@@ -202,10 +202,10 @@ impl HopTimeline {
     pub fn error(&self) -> Option<&HopError> {
         self.effective_objects()
             .filter(|(_, o)| o.view.phase == Phase::Failed)
-            .find_map(|(_, o)| o.view.error.as_ref())
+            .find_map(|(_, o)| o.view.error.as_deref())
             .or_else(|| {
                 self.effective_objects()
-                    .find_map(|(_, o)| o.view.error.as_ref())
+                    .find_map(|(_, o)| o.view.error.as_deref())
             })
     }
 

@@ -282,7 +282,7 @@ pub fn parse_cluster(
             "creation_timestamp",
             unknown,
         ),
-        error,
+        error: error.map(Box::new),
         identity: IdentityPatch {
             name: non_empty(cluster.name.as_deref()).map(str::to_string),
             resource_id: arm_resource_id(&azure),

@@ -508,7 +508,7 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
             } else {
                 format!("bundle {} {what} {}", bundle.object(), objects.join(", "))
             };
-            bundle_view.error = Some(e.error(&bounded(&message, MAX_FEEDBACK_MESSAGE)));
+            bundle_view.error = Some(Box::new(e.error(&bounded(&message, MAX_FEEDBACK_MESSAGE))));
         }
         for key in missing {
             let mut view = nested.error_of(key).unread_object(bundle_view.created_at);

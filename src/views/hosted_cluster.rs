@@ -122,8 +122,8 @@ pub fn read(
     };
     let view = HopView {
         since,
-        error,
-        fails_after_budget,
+        error: error.map(Box::new),
+        fails_after_budget: fails_after_budget.map(Box::new),
         conditions: conds,
         ..HopView::new(&state, phase)
     };

@@ -68,7 +68,7 @@ pub fn read(
     };
     HopView {
         since: latest_transition(&conds, PHASE_CONDITIONS),
-        error,
+        error: error.map(Box::new),
         conditions: conds,
         ..HopView::new(state, phase)
     }

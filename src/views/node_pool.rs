@@ -134,7 +134,7 @@ pub fn read(
     };
     HopView {
         since,
-        error,
+        error: error.map(Box::new),
         conditions: conds,
         // Without spec.replicas (autoscaling, or feedback not configured)
         // the observed count is the best statement of "desired".

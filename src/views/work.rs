@@ -177,7 +177,7 @@ pub fn read(conditions: Vec<Condition>, deleting: bool) -> HopView {
     };
     HopView {
         since: transition_of(&conditions, explaining),
-        error,
+        error: error.map(Box::new),
         conditions,
         ..HopView::new(state, phase)
     }
