@@ -1,6 +1,7 @@
 //! The HTTP surface: `/metrics`, `/healthz`, `/readyz`, `/api/v1/clusters`,
 //! `/api/v1/clusters/{cluster_id}`, and the web UI's routes (`crate::ui`).
 
+use std::io::Write;
 use std::sync::Arc;
 
 use axum::Router;
@@ -11,7 +12,7 @@ use axum::routing::get;
 
 use crate::api::timeline_json;
 use crate::config::UiConfig;
-use crate::metrics::exposition::Format;
+use crate::metrics::exposition::{Format, WriteSink};
 use crate::store::Store;
 
 pub fn router(store: Arc<Store>, ui: UiConfig) -> Router {
@@ -49,6 +50,49 @@ pub async fn serve_router(
         .await
 }
 
+/// Bytes per chunk of a streamed `/metrics` body.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// Chunks assembled ahead of the socket: what a slow scraper can cost.
+const CHUNKS_AHEAD: usize = 4;
+
+type Chunk = Result<bytes::Bytes, std::io::Error>;
+
+/// `io::Write` that hands the body to the response in chunks as it is
+/// written, waiting while [`CHUNKS_AHEAD`] are unsent.
+struct ChunkWriter {
+    buf: Vec<u8>,
+    tx: tokio::sync::mpsc::Sender<Chunk>,
+}
+
+impl ChunkWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        self.tx
+            .blocking_send(Ok(chunk.into()))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the scraper left"))
+    }
+}
+
+impl std::io::Write for ChunkWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK_BYTES {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
+
+/// The body is streamed as it is assembled (docs/performance.md): the
+/// scraper receives the first families while the last are still being
+/// copied, and a 50 MB body is never whole in the exporter's memory.
 async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Format::negotiate(accept);
@@ -57,43 +101,54 @@ async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Respons
             .get(header::ACCEPT_ENCODING)
             .and_then(|v| v.to_str().ok()),
     );
-    // Rendering (and compressing) is CPU work on cached text; keep it off
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Chunk>(CHUNKS_AHEAD);
+    let failed = tx.clone();
+    // Assembling (and compressing) is CPU work on cached text; keep it off
     // the async workers.
-    let body = tokio::task::spawn_blocking(move || {
-        let text = store.scrape(format);
-        if gzip {
-            gzip_body(text.as_bytes())
+    tokio::task::spawn_blocking(move || {
+        let writer = ChunkWriter {
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            tx,
+        };
+        let result = if gzip {
+            let mut sink = WriteSink(flate2::write::GzEncoder::new(writer, GZIP_LEVEL));
+            store
+                .scrape_to(format, &mut sink)
+                .and_then(|()| sink.0.finish())
+                .and_then(|mut writer| writer.flush())
         } else {
-            Ok(text.into_bytes())
-        }
-    })
-    .await;
-    match body {
-        Ok(Ok(body)) => {
-            let mut response =
-                ([(header::CONTENT_TYPE, format.content_type())], body).into_response();
-            let headers = response.headers_mut();
-            headers.insert(
-                header::VARY,
-                header::HeaderValue::from_static("accept-encoding"),
-            );
-            if gzip {
-                headers.insert(
-                    header::CONTENT_ENCODING,
-                    header::HeaderValue::from_static("gzip"),
-                );
+            let mut sink = WriteSink(writer);
+            store
+                .scrape_to(format, &mut sink)
+                .and_then(|()| sink.0.flush())
+        };
+        match result {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                tracing::debug!("the scraper left before /metrics was sent");
             }
-            response
+            Err(error) => {
+                tracing::error!(%error, "writing /metrics failed");
+                // An error in the stream aborts the response: the scraper
+                // sees a failed scrape, not a short body read as whole.
+                let _ = failed.blocking_send(Err(error));
+            }
         }
-        Ok(Err(error)) => {
-            tracing::error!(%error, "compressing /metrics failed");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
-        Err(error) => {
-            tracing::error!(%error, "rendering /metrics failed");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
+    });
+    let body = axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)));
+    let mut response = ([(header::CONTENT_TYPE, format.content_type())], body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::VARY,
+        header::HeaderValue::from_static("accept-encoding"),
+    );
+    if gzip {
+        headers.insert(
+            header::CONTENT_ENCODING,
+            header::HeaderValue::from_static("gzip"),
+        );
     }
+    response
 }
 
 /// Whether `Accept-Encoding` admits gzip (Prometheus sends `gzip`): listed,
@@ -117,12 +172,11 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
 /// (label names, cluster ids), so level 1 already shrinks it about tenfold;
 /// higher levels cost several times the CPU for a few percent (figures in
 /// docs/performance.md).
+const GZIP_LEVEL: flate2::Compression = flate2::Compression::fast();
+
+/// A whole body compressed as `/metrics` compresses it.
 pub fn gzip_body(text: &[u8]) -> std::io::Result<Vec<u8>> {
-    use std::io::Write;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(text.len() / 8),
-        flate2::Compression::fast(),
-    );
+    let mut encoder = flate2::write::GzEncoder::new(Vec::with_capacity(text.len() / 8), GZIP_LEVEL);
     encoder.write_all(text)?;
     encoder.finish()
 }

@@ -304,11 +304,24 @@ impl Store {
 
     /// The `/metrics` body. The lock is held only to clone `Arc`s.
     pub fn scrape(&self, format: Format) -> String {
-        let clusters: Vec<Arc<RenderedCluster>> = {
-            let state = self.state.lock();
-            state.rendered.values().cloned().collect()
-        };
-        exposition::render(format, &clusters, &self.registry)
+        exposition::render(format, &self.rendered_clusters(), &self.registry)
+    }
+
+    /// [`Store::scrape`] written piece by piece into `out`, for a body
+    /// streamed as it is assembled.
+    pub fn scrape_to(
+        &self,
+        format: Format,
+        out: &mut impl exposition::Sink,
+    ) -> std::io::Result<()> {
+        exposition::render_to(format, &self.rendered_clusters(), &self.registry, out)
+    }
+
+    /// Every cluster's rendered lines, taken under the lock (reference
+    /// counts, not text): the body is then assembled without it.
+    fn rendered_clusters(&self) -> Vec<Arc<RenderedCluster>> {
+        let state = self.state.lock();
+        state.rendered.values().cloned().collect()
     }
 
     /// Every enabled kind of every configured source listed once.

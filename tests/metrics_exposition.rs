@@ -680,3 +680,82 @@ async fn metrics_are_gzipped_when_the_scraper_asks() {
         plain.len()
     );
 }
+
+/// A fleet's body is streamed in chunks as it is assembled, not built whole
+/// first: it arrives chunked, equal to the store's own rendering, both
+/// plain and gzipped, and a scraper that leaves halfway costs the next
+/// scrape nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_body_is_streamed_whole_in_both_encodings() {
+    use std::io::Read;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let store = hcp_flow::bench::synthetic_store(2_000);
+    let want = store.scrape(Format::OpenMetrics);
+    assert!(
+        want.len() > 4 * 1024 * 1024,
+        "{} bytes: too small to stream",
+        want.len()
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(hcp_flow::server::serve(
+        listener,
+        store.clone(),
+        std::future::pending(),
+    ));
+    let url = format!("http://{addr}/metrics");
+    let client = reqwest::Client::new();
+    let openmetrics = "application/openmetrics-text;version=1.0.0";
+
+    // A scraper that reads the headers and a little of the body, then leaves.
+    let mut early = tokio::net::TcpStream::connect(addr).await.unwrap();
+    early
+        .write_all(
+            format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAccept: {openmetrics}\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut start = [0u8; 4096];
+    let n = early.read(&mut start).await.unwrap();
+    assert!(String::from_utf8_lossy(&start[..n]).starts_with("HTTP/1.1 200"));
+    drop(early);
+
+    let plain = client
+        .get(&url)
+        .header("accept", openmetrics)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        plain.content_length().is_none(),
+        "a streamed body has no length up front"
+    );
+    assert_eq!(plain.headers()["transfer-encoding"], "chunked");
+    let plain = plain.text().await.unwrap();
+    assert_eq!(plain.len(), want.len());
+    assert!(
+        plain == want,
+        "the streamed body differs from the store's rendering"
+    );
+
+    let zipped = client
+        .get(&url)
+        .header("accept", openmetrics)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(zipped.headers()["content-encoding"], "gzip");
+    let zipped = zipped.bytes().await.unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&zipped[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    assert!(
+        text == want,
+        "the gzipped body differs from the store's rendering"
+    );
+    assert!(text.ends_with("# EOF\n"));
+}

@@ -50,15 +50,53 @@ impl Format {
     }
 }
 
+/// Where a body is written: a `String` for a whole body, or a writer that
+/// streams it out in chunks as it is assembled.
+pub trait Sink {
+    fn put(&mut self, text: &str) -> std::io::Result<()>;
+}
+
+impl Sink for String {
+    fn put(&mut self, text: &str) -> std::io::Result<()> {
+        self.push_str(text);
+        Ok(())
+    }
+}
+
+/// Any `io::Write` (a socket's chunk writer, a gzip encoder) as a [`Sink`].
+pub struct WriteSink<W>(pub W);
+
+impl<W: std::io::Write> Sink for WriteSink<W> {
+    fn put(&mut self, text: &str) -> std::io::Result<()> {
+        self.0.write_all(text.as_bytes())
+    }
+}
+
 /// The whole body: fleet families first (each header once, then every
 /// cluster's lines), then the registry's families, then `# EOF` for OpenMetrics.
 pub fn render(format: Format, clusters: &[Arc<RenderedCluster>], registry: &Registry) -> String {
     let fleet_bytes: usize = clusters.iter().map(|c| c.len()).sum();
     let mut out = String::with_capacity(fleet_bytes + 64 * 1024);
+    // Writing to a String cannot fail.
+    let _ = render_to(format, clusters, registry, &mut out);
+    out
+}
+
+/// [`render`] into any sink, piece by piece: a streamed body is never
+/// whole in memory (docs/performance.md).
+pub fn render_to(
+    format: Format,
+    clusters: &[Arc<RenderedCluster>],
+    registry: &Registry,
+    out: &mut impl Sink,
+) -> std::io::Result<()> {
+    let mut header = String::new();
     for (index, family) in FAMILIES.iter().enumerate() {
-        write_header(&mut out, family);
+        header.clear();
+        write_header(&mut header, family);
+        out.put(&header)?;
         for cluster in clusters {
-            out.push_str(cluster.family(index));
+            out.put(cluster.family(index))?;
         }
     }
     let mut registry_text = String::new();
@@ -67,12 +105,11 @@ pub fn render(format: Format, clusters: &[Arc<RenderedCluster>], registry: &Regi
     let registry_text = normalize_bucket_bounds(&registry_text);
     match format {
         Format::OpenMetrics => {
-            out.push_str(&registry_text);
-            out.push_str("# EOF\n");
+            out.put(&registry_text)?;
+            out.put("# EOF\n")
         }
-        Format::Text => out.push_str(&openmetrics_to_text(&registry_text)),
+        Format::Text => out.put(&openmetrics_to_text(&registry_text)),
     }
-    out
 }
 
 /// `le="1200.0"` → `le="1200"`: the form Go clients write and dashboards and
