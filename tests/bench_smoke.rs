@@ -87,3 +87,69 @@ fn the_soak_runs_both_sides_and_prints_its_memory_curve() {
         "no verdict: {report}"
     );
 }
+
+/// Run `hcp-flow bench` with `args` and return its report.
+fn bench_report(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hcp-flow"))
+        .arg("bench")
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{:?}: {report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    report
+}
+
+/// The figure in the report row that starts with `row`, as a number (its
+/// first cell after the name).
+fn first_number(report: &str, row: &str) -> f64 {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(row))
+        .unwrap_or_else(|| panic!("no row {row:?} in {report}"));
+    line[row.len()..]
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|s| !s.is_empty())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no number in {line:?}"))
+}
+
+/// The management-side bench at small scale, so it cannot rot: it reads
+/// the exporter's body both plain and gzipped, and the gzipped one is
+/// smaller than the text.
+#[test]
+fn the_kube_bench_runs_and_reports_both_encodings() {
+    let report = bench_report(&["--kube", "--clusters", "30", "--scrapes", "3"]);
+    let bytes = first_number(&report, "| bytes |");
+    let gzip = report
+        .lines()
+        .find(|l| l.starts_with("| scrape over HTTP asking for gzip"))
+        .unwrap_or_else(|| panic!("{report}"));
+    let gzip_bytes: f64 = gzip
+        .split("ms, ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{gzip}"));
+    assert!(bytes > 10_000.0, "{report}");
+    assert!(gzip_bytes > 0.0 && gzip_bytes * 3.0 < bytes, "{report}");
+    assert!(first_number(&report, "| series |") > 30.0, "{report}");
+}
+
+/// The service-side end-to-end bench at small scale.
+#[test]
+fn the_end_to_end_bench_runs_at_small_scale() {
+    let report = bench_report(&["--clusters", "30", "--scrapes", "3"]);
+    assert!(report.contains("## End to end"), "{report}");
+    assert!(first_number(&report, "| time to /readyz") > 0.0, "{report}");
+    assert!(
+        report.contains("| scrape over HTTP asking for gzip"),
+        "{report}"
+    );
+}

@@ -286,6 +286,37 @@ async fn timed_scrape(
     Ok((took, String::from_utf8_lossy(&body).into_owned()))
 }
 
+/// Scrapes as Prometheus makes them, asking for gzip: the time until the
+/// compressed body has arrived, and its size. Undecoded, as a scraper on
+/// another host would receive it.
+async fn gzip_scrapes(
+    client: &reqwest::Client,
+    url: &str,
+    scrapes: usize,
+) -> Result<(Latency, usize), BenchError> {
+    let mut samples = Vec::with_capacity(scrapes);
+    let mut bytes = 0;
+    for _ in 0..scrapes.max(1) {
+        let start = Instant::now();
+        let body = client
+            .get(url)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+            )
+            .header(reqwest::header::ACCEPT_ENCODING, "gzip")
+            .send()
+            .await
+            .map_err(BenchError::Scrape)?
+            .bytes()
+            .await
+            .map_err(BenchError::Scrape)?;
+        samples.push(start.elapsed());
+        bytes = body.len();
+    }
+    Ok((Latency::from_samples(samples), bytes))
+}
+
 /// A loopback port nothing listens on, for the exporter the bench starts.
 fn free_port() -> Result<u16, BenchError> {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -309,6 +340,9 @@ pub struct EndToEndFigures {
     pub clusters: usize,
     pub time_to_ready: Duration,
     pub scrape: Latency,
+    /// Scrapes asking for gzip, and the compressed body's size.
+    pub scrape_gzip: Latency,
+    pub gzip_bytes: usize,
     pub bytes: usize,
     pub series: usize,
     pub rss: Option<u64>,
@@ -485,6 +519,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         samples.push(took);
         last = body;
     }
+    let (scrape_gzip, gzip_bytes) = gzip_scrapes(&client, &metrics, scrapes).await?;
     let requests_before = counter_by_source(&before, "hcpflow_source_requests_total");
     let requests_after = counter_by_source(&last, "hcpflow_source_requests_total");
     let elapsed_cycles = (cycles as f64).max(1.0);
@@ -510,6 +545,8 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         clusters,
         time_to_ready,
         scrape: Latency::from_samples(samples),
+        scrape_gzip,
+        gzip_bytes,
         bytes: last.len(),
         series,
         rss,
@@ -568,6 +605,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | time to /readyz (first full sync of every source) | {:.1} s |\n\
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
+         | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
          | CPUs | {} |\n",
         end_to_end.clusters,
@@ -579,6 +617,11 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ms(end_to_end.scrape.p99),
         ms(end_to_end.scrape.max),
         end_to_end.scrape.samples,
+        ms(end_to_end.scrape_gzip.p50),
+        ms(end_to_end.scrape_gzip.p99),
+        ms(end_to_end.scrape_gzip.max),
+        end_to_end.gzip_bytes,
+        end_to_end.gzip_bytes as f64 / 1048576.0,
         rss(end_to_end.rss_at_ready),
         rss(end_to_end.rss),
         end_to_end.pinning,
@@ -606,6 +649,9 @@ pub struct KubeFigures {
     /// `/metrics` scrape (an upper bound: includes one scrape's duration).
     pub event_to_metrics: Latency,
     pub scrape: Latency,
+    /// Scrapes asking for gzip, and the compressed body's size.
+    pub scrape_gzip: Latency,
+    pub gzip_bytes: usize,
     pub bytes: usize,
     pub series: usize,
     /// Resident memory of the exporter at /readyz (watches listed, nothing
@@ -763,6 +809,7 @@ pub async fn kube(
         samples.push(took);
         last = body;
     }
+    let (scrape_gzip, gzip_bytes) = gzip_scrapes(&client, &metrics, scrapes).await?;
     let series = last
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -776,6 +823,8 @@ pub async fn kube(
         time_to_ready,
         event_to_metrics: Latency::from_samples(latencies),
         scrape: Latency::from_samples(samples),
+        scrape_gzip,
+        gzip_bytes,
         bytes: last.len(),
         series,
         rss_at_ready,
@@ -797,6 +846,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
          | watch event → visible in /metrics p50 / p99 / max | {:.0} / {:.0} / {:.0} ms ({} changes; includes one scrape) |\n\
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
+         | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
          | CPUs | {} |\n",
         k.clusters,
@@ -813,6 +863,11 @@ pub fn report_kube(k: &KubeFigures) -> String {
         ms(k.scrape.p99),
         ms(k.scrape.max),
         k.scrape.samples,
+        ms(k.scrape_gzip.p50),
+        ms(k.scrape_gzip.p99),
+        ms(k.scrape_gzip.max),
+        k.gzip_bytes,
+        k.gzip_bytes as f64 / 1048576.0,
         rss(k.rss_at_ready),
         rss(k.rss),
         k.pinning,
