@@ -797,7 +797,7 @@ impl Fleet {
                     };
                     queue(&mut self.deadlines, deadline, cluster_id, due);
                 }
-                let hop_state = timeline.hops.entry(hop).or_insert_with(|| {
+                let hop_state = timeline.hops.get_or_insert_with(hop, || {
                     let mut fresh = HopTimeline::empty(TimeMark::observed(observed_at));
                     // History (first readiness, an end already reported)
                     // comes back at once; the phase time only when the hop

@@ -29,7 +29,7 @@ pub use observation::{
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use text::Text;
 pub use timeline::{
-    CreationOutcome, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
+    CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };
 pub use verdict::{Status, Verdict, explain, failed_hop, human, verdict};
 

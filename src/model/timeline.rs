@@ -1,8 +1,6 @@
 //! One cluster's creation timeline: identities and, per hop, the objects seen,
 //! the aggregated phase, when it was entered and when the hop first became ready.
 
-use std::collections::BTreeMap;
-
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -310,6 +308,87 @@ pub(crate) struct Aggregate {
     pub since: Option<TimeMark>,
 }
 
+/// A timeline's hops, in hop order. A sorted `Vec` that grows one slot at a
+/// time: a timeline has at most nine hops, and a `BTreeMap` allocates an
+/// 11-slot node (about 1.5 KB) per timeline (docs/performance.md).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HopMap {
+    entries: Vec<(Hop, HopTimeline)>,
+}
+
+type HopEntry = (Hop, HopTimeline);
+
+impl HopMap {
+    fn position(&self, hop: &Hop) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(h, _)| h.cmp(hop))
+    }
+
+    pub fn get(&self, hop: &Hop) -> Option<&HopTimeline> {
+        self.position(hop).ok().map(|i| &self.entries[i].1)
+    }
+
+    pub fn get_mut(&mut self, hop: &Hop) -> Option<&mut HopTimeline> {
+        self.position(hop).ok().map(|i| &mut self.entries[i].1)
+    }
+
+    pub fn contains_key(&self, hop: &Hop) -> bool {
+        self.position(hop).is_ok()
+    }
+
+    pub fn remove(&mut self, hop: &Hop) -> Option<HopTimeline> {
+        self.position(hop).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    /// The hop's timeline, made by `make` when the hop is new.
+    pub fn get_or_insert_with(
+        &mut self,
+        hop: Hop,
+        make: impl FnOnce() -> HopTimeline,
+    ) -> &mut HopTimeline {
+        let i = match self.position(&hop) {
+            Ok(i) => i,
+            Err(i) => {
+                self.entries.reserve_exact(1);
+                self.entries.insert(i, (hop, make()));
+                i
+            }
+        };
+        &mut self.entries[i].1
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Hop, &HopTimeline)> {
+        self.entries.iter().map(|(hop, h)| (hop, h))
+    }
+
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &Hop> {
+        self.entries.iter().map(|(hop, _)| hop)
+    }
+
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &HopTimeline> {
+        self.entries.iter().map(|(_, h)| h)
+    }
+}
+
+impl<'a> IntoIterator for &'a HopMap {
+    type Item = (&'a Hop, &'a HopTimeline);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, HopEntry>,
+        fn(&'a HopEntry) -> (&'a Hop, &'a HopTimeline),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(hop, h)| (hop, h))
+    }
+}
+
 /// The whole timeline of one cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timeline {
@@ -322,7 +401,7 @@ pub struct Timeline {
     pub outcome: CreationOutcome,
     /// The SLO verdict, once given (counted, or settled silently on first sync).
     pub slo: Option<super::hop::SloOutcome>,
-    pub hops: BTreeMap<Hop, HopTimeline>,
+    pub hops: HopMap,
 }
 
 impl Timeline {
@@ -335,7 +414,7 @@ impl Timeline {
             failed_at: None,
             outcome: CreationOutcome::InFlight,
             slo: None,
-            hops: BTreeMap::new(),
+            hops: HopMap::default(),
         }
     }
 
