@@ -17,10 +17,11 @@ pub const MAX_PAGES: u64 = 100_000;
 /// only evidence of deletions, so it is asked again. Four attempts outlast
 /// the short 5xx bursts a busy upstream gives (one to three answers).
 pub const PAGE_ATTEMPTS: u32 = 4;
-/// The pause before the second attempt; the third waits twice as long.
+/// The pause before the second attempt; each later one waits this much
+/// longer than the one before (200, 400, 600 ms).
 pub const PAGE_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// A failure that another attempt may not meet: no answer, a 5xx or 429,
+/// A failure the next attempt may not repeat: no answer, a 5xx or 429,
 /// or a body cut short. A 4xx or a well-formed answer that is not the list
 /// will be the same next time.
 fn worth_retrying(err: &SourceError) -> bool {
@@ -40,8 +41,7 @@ fn worth_retrying(err: &SourceError) -> bool {
 }
 
 /// GET one page of a list. A page after the first is asked again
-/// ([`PAGE_ATTEMPTS`] in all) when it fails in a way the next attempt may
-/// not: every attempt is counted like any request, only the poll's result
+/// ([`PAGE_ATTEMPTS`] in all) when its failure may not repeat: every attempt is counted like any request, only the poll's result
 /// changes. A first page is not retried: failing it loses no work, and a
 /// source that fails its first request is down at once.
 pub async fn get_page<T: DeserializeOwned>(
