@@ -277,16 +277,23 @@ async fn timed_scrape(
     client: &reqwest::Client,
     url: &str,
 ) -> Result<(Duration, String), BenchError> {
+    let (took, body) = timed_body(scrape_request(client, url)).await?;
+    Ok((took, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// Send `request` and time it until its whole body has arrived.
+async fn timed_body(
+    request: reqwest::RequestBuilder,
+) -> Result<(Duration, bytes::Bytes), BenchError> {
     let start = Instant::now();
-    let body = scrape_request(client, url)
+    let body = request
         .send()
         .await
         .map_err(BenchError::Scrape)?
         .bytes()
         .await
         .map_err(BenchError::Scrape)?;
-    let took = start.elapsed();
-    Ok((took, String::from_utf8_lossy(&body).into_owned()))
+    Ok((start.elapsed(), body))
 }
 
 /// Scrapes as Prometheus makes them, asking for gzip: the time until the
@@ -300,16 +307,11 @@ async fn gzip_scrapes(
     let mut samples = Vec::with_capacity(scrapes);
     let mut bytes = 0;
     for _ in 0..scrapes.max(1) {
-        let start = Instant::now();
-        let body = scrape_request(client, url)
-            .header(reqwest::header::ACCEPT_ENCODING, "gzip")
-            .send()
-            .await
-            .map_err(BenchError::Scrape)?
-            .bytes()
-            .await
-            .map_err(BenchError::Scrape)?;
-        samples.push(start.elapsed());
+        let (took, body) = timed_body(
+            scrape_request(client, url).header(reqwest::header::ACCEPT_ENCODING, "gzip"),
+        )
+        .await?;
+        samples.push(took);
         bytes = body.len();
     }
     Ok((Latency::from_samples(samples), bytes))
