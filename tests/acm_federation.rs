@@ -493,7 +493,12 @@ fn episodes(times: &[f64]) -> Vec<(f64, f64)> {
 /// (the series behind it lingered); or the episode lasted no longer than LAG
 /// (a hop moved on right at its budget, and the hub, a few seconds behind,
 /// saw the old phase past it).
-fn extra_on_hub(hub: &Firing, reference: &Firing, start: f64, end: f64) -> Vec<String> {
+fn extra_on_hub(
+    hub: &Firing,
+    reference: &Firing,
+    start: f64,
+    end: f64,
+) -> Vec<(String, String, f64)> {
     let mut out = Vec::new();
     for (labels, times) in hub {
         let other = reference.get(labels).map(Vec::as_slice).unwrap_or(&[]);
@@ -511,7 +516,7 @@ fn extra_on_hub(hub: &Firing, reference: &Firing, start: f64, end: f64) -> Vec<S
                 .zip(during.last())
                 .is_some_and(|(first, last)| *first <= a + LAG && b <= last + LOOKBACK + LAG);
             if !accounted {
-                out.push(format!(
+                let line = format!(
                     "{} from {:.0}s to {:.0}s into the window (the management cluster: {})",
                     describe(labels),
                     a - start,
@@ -520,11 +525,60 @@ fn extra_on_hub(hub: &Firing, reference: &Firing, start: f64, end: f64) -> Vec<S
                         (Some(f), Some(l)) => format!("{:.0}s to {:.0}s", f - start, l - start),
                         _ => "never".to_string(),
                     }
-                ));
+                );
+                out.push((line, labels["cluster_id"].clone(), a));
             }
         }
     }
     out
+}
+
+/// Every series of one hosted cluster at a time, with its sample's own
+/// time: "name{labels} = value @ time", for a failure's message.
+async fn series_of_cluster(
+    client: &reqwest::Client,
+    prometheus: &str,
+    cluster_id: &str,
+    at: f64,
+) -> String {
+    let selector = format!(r#"{{cluster_id="{cluster_id}", __name__!="ALERTS"}}"#);
+    let Ok(values) = query_at(client, prometheus, &selector, at).await else {
+        return "(the query failed)".to_string();
+    };
+    let mut lines = Vec::new();
+    for series in values.as_array().into_iter().flatten() {
+        let mut labels = series["metric"].as_object().cloned().unwrap_or_default();
+        let name = labels
+            .remove("__name__")
+            .and_then(|n| n.as_str().map(str::to_string))
+            .unwrap_or_default();
+        // timestamp() keeps the sample's own time only for a bare selector.
+        let exact: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={:?}", v.as_str().unwrap_or("")))
+            .collect();
+        let time = query_at(
+            client,
+            prometheus,
+            &format!("timestamp({name}{{{}}})", exact.join(",")),
+            at,
+        )
+        .await
+        .ok()
+        .and_then(|r| r[0]["value"][1].as_str().map(str::to_string))
+        .unwrap_or_else(|| "?".to_string());
+        for k in ["cluster_id", "cluster", "clusterID"] {
+            labels.remove(k);
+        }
+        let shown: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("?")))
+            .collect();
+        let value = series["value"][1].as_str().unwrap_or("?");
+        lines.push(format!("{name}{{{}}} = {value} @ {time}", shown.join(",")));
+    }
+    lines.sort();
+    at_most(&lines, 60)
 }
 
 /// Rules whose last evaluation failed: rule name → error.
@@ -729,9 +783,25 @@ async fn hub_fires_the_management_clusters_per_cluster_alerts_from_allowlisted_s
              firing on the hub, not on the management cluster:\n  {}\n\
              series not shipped to the hub: {:?}",
             at_most(&hub_lacks, 12),
-            at_most(&hub_adds, 12),
+            at_most(
+                &hub_adds
+                    .iter()
+                    .map(|(line, ..)| line.clone())
+                    .collect::<Vec<_>>(),
+                12
+            ),
             on_mgmt.difference(&shipped).collect::<Vec<_>>(),
         ));
+        // What each side held of the first extra alert's cluster when the
+        // hub began to fire it, to tell a lingering series from a lag.
+        if let Some((_, cluster_id, at)) = hub_adds.first() {
+            for (side, base) in [("the management cluster", &mgmt), ("the hub", &hub)] {
+                problems.push(format!(
+                    "{side} at the hub's first firing, cluster {cluster_id}:\n  {}",
+                    series_of_cluster(&client, base, cluster_id, *at).await
+                ));
+            }
+        }
     }
 
     // docs/acm.md: alerts on the hub keep the collector's labels, so a
