@@ -212,18 +212,29 @@ async fn clusters(
         return crate::ui::list(rows, &query).await;
     }
     let judge = store.judge();
-    let body = store.with_timelines(|timelines| {
-        let items: Vec<_> = timelines.map(|t| timeline_json(t, &judge)).collect();
+    // The lock is held only to take the timelines; 10,000 of them take tens
+    // of milliseconds to serialise, off the async workers.
+    let timelines = store.timelines();
+    let body = tokio::task::spawn_blocking(move || {
+        let items: Vec<_> = timelines.iter().map(|t| timeline_json(t, &judge)).collect();
         serde_json::to_vec(&serde_json::json!({ "items": items }))
-    });
-    json_response(body)
+    })
+    .await;
+    match body {
+        Ok(body) => json_response(body),
+        Err(error) => {
+            tracing::error!(%error, "serialising timelines did not finish");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }
 
 async fn cluster(State(store): State<Arc<Store>>, Path(cluster_id): Path<String>) -> Response {
     let judge = store.judge();
-    match store.resolve(&cluster_id, |t| {
-        serde_json::to_vec(&timeline_json(t, &judge))
-    }) {
+    match store
+        .resolve_shared(&cluster_id)
+        .map(|t| serde_json::to_vec(&timeline_json(&t, &judge)))
+    {
         Some(body) => json_response(body),
         None => (
             StatusCode::NOT_FOUND,

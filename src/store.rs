@@ -338,17 +338,34 @@ impl Store {
         self.health.clone()
     }
 
-    /// Run `f` over the timelines under the lock (for the JSON API).
+    /// Run `f` over the timelines under the lock (for the UI's rows, a
+    /// small copy of each).
     pub fn with_timelines<R>(&self, f: impl FnOnce(&mut dyn Iterator<Item = &Timeline>) -> R) -> R {
         let state = self.state.lock();
         let mut iter = state.fleet.iter();
         f(&mut iter)
     }
 
+    /// Every timeline, taken under the lock as reference counts: the JSON
+    /// API serialises them without it, so a scrape or a source never waits
+    /// on a serialisation of the whole fleet (docs/design.md §5.5). What
+    /// changes afterwards does not change what was taken.
+    pub fn timelines(&self) -> Vec<Arc<Timeline>> {
+        let state = self.state.lock();
+        state.fleet.shared().cloned().collect()
+    }
+
     /// Run `f` over a timeline found by cluster id or ARM resource id.
     pub fn resolve<R>(&self, key: &str, f: impl FnOnce(&Timeline) -> R) -> Option<R> {
         let state = self.state.lock();
         state.fleet.resolve(key).map(f)
+    }
+
+    /// A timeline found by cluster id or ARM resource id, taken as a
+    /// reference count, to be read without the lock.
+    pub fn resolve_shared(&self, key: &str) -> Option<Arc<Timeline>> {
+        let state = self.state.lock();
+        state.fleet.resolve_shared(key).cloned()
     }
 
     /// Whether the RP frontend is read (a CS cluster without RP resource is flagged).

@@ -759,3 +759,53 @@ async fn a_large_body_is_streamed_whole_in_both_encodings() {
     );
     assert!(text.ends_with("# EOF\n"));
 }
+
+/// docs/design.md §5.5: the JSON API takes the timelines as reference
+/// counts under the lock and reads them without it. What it took is a
+/// snapshot: a change applied while it serialises does not tear it, and the
+/// next request sees the change.
+#[test]
+fn timelines_taken_for_the_api_are_a_snapshot_later_changes_do_not_touch() {
+    let store = Store::new(StoreConfig {
+        model: model(),
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: Vec::new(),
+        clock: Default::default(),
+    });
+    let installing =
+        |id: &str| obs(id, Hop::ClustersService).state("installing", Phase::Progressing);
+    store.apply_at(
+        batch(false, t(0), vec![installing("c1"), installing("c2")]),
+        t(0),
+    );
+    let taken = store.timelines();
+    let held = store.resolve_shared("c1").unwrap();
+
+    store.apply_at(
+        batch(
+            false,
+            t(5),
+            vec![obs("c1", Hop::ClustersService).state("ready", Phase::Ready)],
+        ),
+        t(5),
+    );
+    let state_of = |timelines: &[std::sync::Arc<hcp_flow::model::Timeline>], id: &str| {
+        let t = timelines.iter().find(|t| t.cluster_id == id).unwrap();
+        t.hops.get(&Hop::ClustersService).unwrap().state.clone()
+    };
+    assert_eq!(state_of(&taken, "c1"), "installing");
+    assert_eq!(state_of(std::slice::from_ref(&held), "c1"), "installing");
+    let now = store.timelines();
+    assert_eq!(state_of(&now, "c1"), "ready");
+    assert_eq!(state_of(&now, "c2"), "installing");
+    // The unchanged timeline is shared, not copied.
+    let c2 = |timelines: &[std::sync::Arc<hcp_flow::model::Timeline>]| {
+        timelines
+            .iter()
+            .find(|t| t.cluster_id == "c2")
+            .unwrap()
+            .clone()
+    };
+    assert!(std::sync::Arc::ptr_eq(&c2(&taken), &c2(&now)));
+}

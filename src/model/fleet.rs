@@ -13,6 +13,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -209,7 +210,10 @@ type Deadline = Reverse<(Timestamp, String, Due)>;
 #[derive(Debug, Default)]
 pub struct Fleet {
     config: ModelConfig,
-    clusters: BTreeMap<String, Timeline>,
+    /// Shared so that a reader (the JSON API) takes the timelines under the
+    /// lock as reference counts and serialises them without it; a timeline
+    /// changed while a reader holds it is copied then (docs/design.md §5.5).
+    clusters: BTreeMap<String, Arc<Timeline>>,
     deadlines: BinaryHeap<Deadline>,
     /// Lower-cased ARM resource id → cluster id, from Clusters Service.
     by_resource_id: HashMap<String, String>,
@@ -270,11 +274,22 @@ impl Fleet {
     }
 
     pub fn get(&self, cluster_id: &str) -> Option<&Timeline> {
-        self.clusters.get(cluster_id)
+        self.clusters.get(cluster_id).map(|t| &**t)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Timeline> {
+        self.clusters.values().map(|t| &**t)
+    }
+
+    /// Every timeline as a shared reference, to be read after the caller
+    /// lets go of the fleet.
+    pub fn shared(&self) -> impl Iterator<Item = &Arc<Timeline>> {
         self.clusters.values()
+    }
+
+    /// One timeline as a shared reference.
+    pub fn get_shared(&self, cluster_id: &str) -> Option<&Arc<Timeline>> {
+        self.clusters.get(cluster_id)
     }
 
     pub fn len(&self) -> usize {
@@ -338,6 +353,11 @@ impl Fleet {
     /// `namespace/name` (a self-managed cluster keyed by its `spec.clusterID`
     /// is known to `kubectl` by that name; found by a scan, once per request).
     pub fn resolve(&self, key: &str) -> Option<&Timeline> {
+        self.resolve_shared(key).map(|t| &**t)
+    }
+
+    /// [`Fleet::resolve`], as a shared reference.
+    pub fn resolve_shared(&self, key: &str) -> Option<&Arc<Timeline>> {
         if let Some(timeline) = self.clusters.get(key) {
             return Some(timeline);
         }
@@ -347,7 +367,7 @@ impl Fleet {
             rest if rest.starts_with("subscriptions/") => format!("/{rest}"),
             _ => {
                 let (namespace, name) = key.split_once('/')?;
-                return self.iter().find(|t| {
+                return self.clusters.values().find(|t| {
                     !name.is_empty() && t.identity.namespace == namespace && t.identity.name == name
                 });
             }
@@ -506,7 +526,7 @@ impl Fleet {
     /// A creation still in flight and without a verdict at its target is late.
     fn settle_late(&mut self, cluster_id: &str, now: Timestamp, events: &mut Vec<Event>) -> bool {
         let target = self.config.creation_target;
-        let Some(timeline) = self.clusters.get_mut(cluster_id) else {
+        let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut) else {
             return false;
         };
         if !timeline.in_flight() || timeline.slo.is_some() {
@@ -539,7 +559,7 @@ impl Fleet {
         events: &mut Vec<Event>,
     ) -> bool {
         let budget = self.config.hop_budgets.get(hop);
-        let Some(timeline) = self.clusters.get_mut(cluster_id) else {
+        let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut) else {
             return false;
         };
         let Some(hop_state) = timeline.hops.get_mut(&hop) else {
@@ -662,7 +682,7 @@ impl Fleet {
             carried = provisional_verdict(&reading.observation, self.config.creation_target, now);
         }
         if let Some(verdict) = carried
-            && let Some(timeline) = self.clusters.get_mut(cluster_id)
+            && let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut)
             && timeline.slo.is_none()
         {
             timeline.slo = Some(verdict);
@@ -733,7 +753,7 @@ impl Fleet {
         } = observation;
         let recall = self.memory.get_mut(cluster_id);
         let timeline = match (self.clusters.get_mut(cluster_id), &change) {
-            (Some(t), _) => t,
+            (Some(t), _) => Arc::make_mut(t),
             (None, Change::Gone) => return,
             (None, Change::Upsert(view)) => {
                 let mut restored = Recall::default();
@@ -762,9 +782,11 @@ impl Fleet {
                     timeline.outcome = CreationOutcome::Succeeded;
                     timeline.completed_at = Some(at);
                 }
-                self.clusters
-                    .entry(cluster_id.to_string())
-                    .or_insert(timeline)
+                Arc::make_mut(
+                    self.clusters
+                        .entry(cluster_id.to_string())
+                        .or_insert(Arc::new(timeline)),
+                )
             }
         };
         let mut recall = self.memory.get_mut(cluster_id);
@@ -853,7 +875,7 @@ impl Fleet {
                 result.events.push(Event::ClusterRemoved {
                     cluster_id: cluster_id.to_string(),
                     in_flight,
-                    last: Box::new(last),
+                    last: Box::new(Arc::unwrap_or_clone(last)),
                 });
             }
             return;
