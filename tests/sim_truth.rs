@@ -349,6 +349,26 @@ fn unknown_enum_values_show_as_unknown_while_they_last() {
     assert_eq!(seen, (true, true));
 }
 
+/// Faulty clusters linger four times as long as healthy ones (about 40 % of
+/// creations have a fault): churn replaces each cluster when it is gone, so
+/// the population stays at the fleet's size instead of growing for hours
+/// (the soak reads the exporter's memory against it).
+#[test]
+fn churn_with_faults_holds_the_population_at_the_fleet_size() {
+    let clock = SimClock::manual(t0());
+    let w = World::new(cfg(300, 11, true, true), clock.clone());
+    let mut counts = Vec::new();
+    for _ in 0..(5 * 60 / 2) {
+        clock.advance(Duration::from_secs(120));
+        counts.push(w.truth().clusters.len());
+    }
+    let (low, high) = (*counts.iter().min().unwrap(), *counts.iter().max().unwrap());
+    assert!(
+        low >= 297 && high <= 303,
+        "population over five hours from {low} to {high}, not about 300: {counts:?}"
+    );
+}
+
 #[test]
 fn churn_keeps_the_population_and_deletes_through_every_hop() {
     let clock = SimClock::manual(t0());

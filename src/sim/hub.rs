@@ -27,7 +27,7 @@ use rand_chacha::ChaCha8Rng;
 use super::FaultKind;
 use super::kube::objects::{HubClusterSpec, MachinesPending};
 use super::kube::{KubeClusterFaults, KubeClusterSpec};
-use super::plan::{FleetParams, Ms, uuid};
+use super::plan::{FleetParams, Ms, Replacements, uuid};
 use super::state::trunc_s;
 use super::truth::ts;
 use crate::sources::kube::KubeMode;
@@ -165,9 +165,16 @@ fn pick_fault(rng: &mut ChaCha8Rng, platform: &str) -> Option<FaultKind> {
 
 /// Builds the plan of hub cluster `index`.
 pub(crate) fn hub_plan(params: &FleetParams, index: u64) -> HubPlan {
+    hub_plan_created(params, index, None)
+}
+
+/// The plan of hub cluster `index`, created at `created` when given (a
+/// churn arrival, `plan::Replacements`); the seeded time is drawn either way.
+fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> HubPlan {
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ HUB_SALT);
     rng.set_stream(index);
-    let created = params.created_at(index, &mut rng);
+    let drawn = params.created_at(index, &mut rng);
+    let created = created.unwrap_or(drawn);
     let platform = HUB_PLATFORMS[rng.random_range(0..HUB_PLATFORMS.len())];
     let namespace = HUB_NAMESPACES[rng.random_range(0..HUB_NAMESPACES.len())];
     // Names are unique across namespaces: the ManagedCluster, named like the
@@ -253,7 +260,8 @@ pub(crate) fn hub_plan(params: &FleetParams, index: u64) -> HubPlan {
 pub(crate) struct HubFleet {
     params: FleetParams,
     plans: Arc<Vec<Arc<HubPlan>>>,
-    next: Option<Arc<HubPlan>>,
+    /// With churn: when each live cluster is replaced.
+    churn: Option<Replacements>,
     next_prune: Ms,
 }
 
@@ -261,23 +269,26 @@ const PRUNE_EVERY_MS: Ms = 5_000;
 
 impl HubFleet {
     pub fn new(params: FleetParams) -> HubFleet {
-        let plans = (0..params.clusters as u64)
+        let plans: Vec<Arc<HubPlan>> = (0..params.clusters as u64)
             .map(|i| Arc::new(hub_plan(&params, i)))
             .collect();
-        let next = params
-            .arrival_interval_ms()
-            .map(|_| Arc::new(hub_plan(&params, params.clusters as u64)));
+        let churn = (params.churn && params.clusters > 0)
+            .then(|| Replacements::new(plans.iter().map(|p| p.gone_at()), params.clusters as u64));
         HubFleet {
             next_prune: params.t0 + PRUNE_EVERY_MS,
             params,
             plans: Arc::new(plans),
-            next,
+            churn,
         }
     }
 
     /// Whether [`HubFleet::advance`] has work to do at `t`.
     pub fn stale(&self, t: Ms) -> bool {
-        self.next.as_ref().is_some_and(|n| n.created <= t) || self.next_prune <= t
+        self.churn
+            .as_ref()
+            .and_then(Replacements::next_at)
+            .is_some_and(|at| at <= t)
+            || self.next_prune <= t
     }
 
     pub fn plans(&self) -> Arc<Vec<Arc<HubPlan>>> {
@@ -292,10 +303,14 @@ impl HubFleet {
             .filter(|p| p.gone_at().is_none_or(|g| g > t))
             .cloned()
             .collect();
-        while let Some(next) = self.next.take_if(|n| n.created <= t) {
-            let index = next.index + 1;
-            plans.push(next);
-            self.next = Some(Arc::new(hub_plan(&self.params, index)));
+        if let Some(churn) = self.churn.as_mut() {
+            while let Some((index, created)) = churn.take_due(t) {
+                let arrival = hub_plan_created(&self.params, index, Some(created));
+                churn.admitted(arrival.gone_at());
+                if arrival.gone_at().is_none_or(|g| g > t) {
+                    plans.push(Arc::new(arrival));
+                }
+            }
         }
         self.plans = Arc::new(plans);
         self.next_prune = t + PRUNE_EVERY_MS;

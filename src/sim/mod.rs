@@ -25,8 +25,8 @@
 //! after CS. With churn each cluster is deleted 40–50 world-minutes after its
 //! creation (clusters with a fault linger 3-4 world-hours, as failed clusters do
 //! until someone deletes them) (RP Deleting, CS uninstalling, bundle `deleted_at`, then gone) and
-//! new creations arrive at a steady rate keeping the population near
-//! `clusters`.
+//! each cluster is replaced by a new creation the moment it is gone, so the
+//! population stays at `clusters`.
 //!
 //! With [`WorldKind::SelfManaged`] (or [`WorldKind::Both`]) the world also
 //! has a self-managed MCE hub: one more simulated Kubernetes API server with
@@ -359,8 +359,8 @@ pub struct TruthHop {
 /// The plans currently alive, grown lazily by churn.
 struct Fleet {
     plans: Arc<Vec<Arc<Plan>>>,
-    /// The next churn arrival, generated ahead so its creation time is known.
-    next: Option<Arc<Plan>>,
+    /// With churn: when each live cluster is replaced.
+    churn: Option<plan::Replacements>,
     next_prune: Ms,
 }
 
@@ -426,9 +426,9 @@ impl World {
         let plans: Vec<Arc<Plan>> = (0..params.clusters as u64)
             .map(|i| Arc::new(plan::plan(&params, i)))
             .collect();
-        let next = params
-            .arrival_interval_ms()
-            .map(|_| Arc::new(plan::plan(&params, params.clusters as u64)));
+        let churn = params.churn.then(|| {
+            plan::Replacements::new(plans.iter().map(|p| p.gone_at()), params.clusters as u64)
+        });
         let controls =
             Api::ALL.map(|api| Arc::new(server::ApiControl::new(api, cfg.seed, cfg.faults)));
         World {
@@ -438,7 +438,7 @@ impl World {
                 params,
                 fleet: RwLock::new(Fleet {
                     plans: Arc::new(plans),
-                    next,
+                    churn,
                     next_prune: t0 + PRUNE_EVERY_MS,
                 }),
                 hub: RwLock::new(hub_fleet),
@@ -569,7 +569,11 @@ impl World {
     pub(crate) fn plans(&self, t: Ms) -> Arc<Vec<Arc<Plan>>> {
         {
             let fleet = self.inner.fleet.read();
-            let arrival_due = fleet.next.as_ref().is_some_and(|n| n.created <= t);
+            let arrival_due = fleet
+                .churn
+                .as_ref()
+                .and_then(plan::Replacements::next_at)
+                .is_some_and(|at| at <= t);
             if !arrival_due && fleet.next_prune > t {
                 return fleet.plans.clone();
             }
@@ -581,10 +585,16 @@ impl World {
             .filter(|p| p.gone_at().is_none_or(|g| g > t))
             .cloned()
             .collect();
-        while let Some(next) = fleet.next.take_if(|n| n.created <= t) {
-            let index = next.index + 1;
-            plans.push(next);
-            fleet.next = Some(Arc::new(plan::plan(&self.inner.params, index)));
+        if let Some(churn) = fleet.churn.as_mut() {
+            while let Some((index, created)) = churn.take_due(t) {
+                let arrival = plan::arrival(&self.inner.params, index, created);
+                churn.admitted(arrival.gone_at());
+                // Gone already when it is admitted late (a clock that
+                // jumped): it is served never, and replaced at once.
+                if arrival.gone_at().is_none_or(|g| g > t) {
+                    plans.push(Arc::new(arrival));
+                }
+            }
         }
         fleet.plans = Arc::new(plans);
         fleet.next_prune = t + PRUNE_EVERY_MS;

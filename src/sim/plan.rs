@@ -210,7 +210,10 @@ impl FleetParams {
         (world_s * 1000.0 / self.speed).round() as i64
     }
 
-    /// Real ms between two churn arrivals; keeps the population near `clusters`.
+    /// Real ms between two churn arrivals at the healthy lifetime's rate:
+    /// the seeded creation time of an arrival, which [`Replacements`]
+    /// overrides with the gone time of the cluster it replaces (the draw is
+    /// kept so that every later draw of the arrival stays the same).
     pub fn arrival_interval_ms(&self) -> Option<i64> {
         if !self.churn || self.clusters == 0 {
             return None;
@@ -281,11 +284,70 @@ fn pick_fault(rng: &mut ChaCha8Rng) -> Option<FaultKind> {
     table.into_iter().find(|(p, _)| r < *p).map(|(_, f)| f)
 }
 
+/// Churn that keeps the population at the fleet's size: each cluster is
+/// replaced by a new creation at the instant it is gone everywhere. A fixed
+/// arrival rate cannot: faulty clusters linger four times as long as healthy
+/// ones, so a rate set from the healthy lifetime grew the world by about
+/// 1 % a minute, and the soak measured the world's growth as the
+/// exporter's (docs/performance.md). Deterministic: a creation time is the
+/// gone time of the cluster it replaces.
+#[derive(Debug, Default)]
+pub(crate) struct Replacements {
+    /// Gone times of live clusters not yet replaced, earliest first.
+    due: std::collections::BinaryHeap<std::cmp::Reverse<Ms>>,
+    /// The index the next arrival gets.
+    next_index: u64,
+}
+
+impl Replacements {
+    /// For a fleet whose first `next_index` clusters have these gone times.
+    pub fn new(gone: impl IntoIterator<Item = Option<Ms>>, next_index: u64) -> Replacements {
+        Replacements {
+            due: gone.into_iter().flatten().map(std::cmp::Reverse).collect(),
+            next_index,
+        }
+    }
+
+    /// When the next arrival comes.
+    pub fn next_at(&self) -> Option<Ms> {
+        self.due.peek().map(|r| r.0)
+    }
+
+    /// The next arrival due by `t`: its index and creation time. Its own
+    /// gone time must be handed back with [`Replacements::admitted`].
+    pub fn take_due(&mut self, t: Ms) -> Option<(u64, Ms)> {
+        let at = self.next_at().filter(|at| *at <= t)?;
+        self.due.pop();
+        let index = self.next_index;
+        self.next_index += 1;
+        Some((index, at))
+    }
+
+    /// An arrival was admitted; it is replaced when it is gone.
+    pub fn admitted(&mut self, gone: Option<Ms>) {
+        if let Some(gone) = gone {
+            self.due.push(std::cmp::Reverse(gone));
+        }
+    }
+}
+
 /// Builds the plan of cluster `index`.
 pub(crate) fn plan(params: &FleetParams, index: u64) -> Plan {
+    plan_created(params, index, None)
+}
+
+/// Builds the plan of a churn arrival created at `created`.
+pub(crate) fn arrival(params: &FleetParams, index: u64, created: Ms) -> Plan {
+    plan_created(params, index, Some(created))
+}
+
+/// The plan of cluster `index`, created at `created` when given. The seeded
+/// creation time is drawn either way, so every other draw is the same.
+fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     rng.set_stream(index);
-    let created = params.created_at(index, &mut rng);
+    let drawn = params.created_at(index, &mut rng);
+    let created = created.unwrap_or(drawn);
 
     let cluster_id = ocm_id(&mut rng, 32);
     let hc_name = ocm_id(&mut rng, 15);
