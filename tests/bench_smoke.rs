@@ -80,8 +80,18 @@ fn the_soak_runs_both_sides_and_prints_its_memory_curve() {
     assert!(report.contains("## Soak (30 clusters"), "{report}");
     assert!(report.contains("| scrapes (failed) | "), "{report}");
     assert!(report.contains("| 0:00 | "), "{report}");
-    let samples = report.lines().filter(|l| l.ends_with(" MiB |")).count();
-    assert!(samples >= 3, "{report}");
+    // Each sample reads memory against the world's population and what the
+    // exporter tracks; churn keeps the world at its size.
+    let samples: Vec<Vec<&str>> = report
+        .lines()
+        .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|cells| cells.len() == 6 && cells[2].ends_with(" MiB"))
+        .collect();
+    assert!(samples.len() >= 3, "{report}");
+    for cells in &samples {
+        assert_eq!(cells[3], "30", "the world's population: {report}");
+        assert!(cells[4].parse::<usize>().is_ok(), "tracked: {report}");
+    }
     assert!(
         report.contains("flat:") || report.contains("GROWING:"),
         "no verdict: {report}"

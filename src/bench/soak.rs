@@ -19,14 +19,29 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(30);
 /// Growth after the warm-up that fails the check.
 pub const MAX_GROWTH: f64 = 0.10;
 
+/// One reading of the soak.
+#[derive(Clone, Debug)]
+pub struct SoakSample {
+    /// Since `/readyz`.
+    pub at: Duration,
+    /// The exporter's resident bytes.
+    pub rss: u64,
+    /// Clusters the world serves (its ground truth), so that memory is read
+    /// against the population: memory that follows a growing world is not
+    /// a leak.
+    pub world_clusters: usize,
+    /// Clusters the exporter tracks (`/api/v1/fleet`); `None` when it did
+    /// not answer.
+    pub tracked_clusters: Option<usize>,
+}
+
 /// What a soak measured.
 #[derive(Clone, Debug)]
 pub struct SoakFigures {
     pub clusters: usize,
     pub duration: Duration,
     pub warm_up: Duration,
-    /// (time since /readyz, resident bytes).
-    pub samples: Vec<(Duration, u64)>,
+    pub samples: Vec<SoakSample>,
     pub scrapes: usize,
     pub failed_scrapes: usize,
     pub time_to_ready: Duration,
@@ -40,8 +55,8 @@ impl SoakFigures {
         let after: Vec<u64> = self
             .samples
             .iter()
-            .filter(|(at, _)| *at >= self.warm_up)
-            .map(|(_, rss)| *rss)
+            .filter(|s| s.at >= self.warm_up)
+            .map(|s| s.rss)
             .collect();
         Some((*after.first()?, *after.iter().max()?))
     }
@@ -103,11 +118,19 @@ pub async fn soak(
     let mut samples = Vec::new();
     let mut next_sample = started;
     let (mut scrapes, mut failed_scrapes) = (0, 0);
+    let sample = async |at: Duration| -> Option<SoakSample> {
+        let rss = resident_memory_of(&pid)?;
+        let tracked_clusters = tracked_clusters(&client, &base).await;
+        Some(SoakSample {
+            at,
+            rss,
+            world_clusters: demo.world.truth().clusters.len(),
+            tracked_clusters,
+        })
+    };
     while started.elapsed() < duration {
         if Instant::now() >= next_sample {
-            if let Some(rss) = resident_memory_of(&pid) {
-                samples.push((started.elapsed(), rss));
-            }
+            samples.extend(sample(started.elapsed()).await);
             next_sample += SAMPLE_EVERY;
         }
         let scraped = client
@@ -125,9 +148,7 @@ pub async fn soak(
         }
         tokio::time::sleep(SCRAPE_EVERY).await;
     }
-    if let Some(rss) = resident_memory_of(&pid) {
-        samples.push((started.elapsed(), rss));
-    }
+    samples.extend(sample(started.elapsed()).await);
     drop(child);
     Ok(SoakFigures {
         clusters,
@@ -139,6 +160,21 @@ pub async fn soak(
         time_to_ready,
         pinning: pinning.describe(),
     })
+}
+
+/// How many clusters the exporter tracks, from its fleet summary.
+async fn tracked_clusters(client: &reqwest::Client, base: &str) -> Option<usize> {
+    let summary: serde_json::Value = client
+        .get(format!("{base}/api/v1/fleet"))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    summary["clusters"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 /// The markdown `hcp-flow bench --soak` prints: the verdict, then the curve.
@@ -162,7 +198,7 @@ pub fn report_soak(s: &SoakFigures) -> String {
          | warm-up | {:?} |\n\
          | memory | {verdict} |\n\
          | CPUs | {} |\n\n\
-         | since /readyz | resident memory |\n|---|---|\n",
+         | since /readyz | resident memory | clusters in the world | tracked by the exporter |\n|---|---|---|---|\n",
         s.clusters,
         SCRAPE_EVERY,
         s.duration,
@@ -172,12 +208,16 @@ pub fn report_soak(s: &SoakFigures) -> String {
         s.warm_up,
         s.pinning,
     );
-    for (at, rss) in &s.samples {
+    for sample in &s.samples {
         out.push_str(&format!(
-            "| {}:{:02} | {:.0} MiB |\n",
-            at.as_secs() / 60,
-            at.as_secs() % 60,
-            mib(*rss)
+            "| {}:{:02} | {:.0} MiB | {} | {} |\n",
+            sample.at.as_secs() / 60,
+            sample.at.as_secs() % 60,
+            mib(sample.rss),
+            sample.world_clusters,
+            sample
+                .tracked_clusters
+                .map_or("–".to_string(), |n| n.to_string()),
         ));
     }
     out
@@ -194,7 +234,12 @@ mod tests {
             warm_up: Duration::from_secs(30),
             samples: samples
                 .iter()
-                .map(|(s, mb)| (Duration::from_secs(*s), mb << 20))
+                .map(|(s, mb)| SoakSample {
+                    at: Duration::from_secs(*s),
+                    rss: mb << 20,
+                    world_clusters: 1,
+                    tracked_clusters: Some(1),
+                })
                 .collect(),
             scrapes: 0,
             failed_scrapes: 0,
@@ -212,6 +257,12 @@ mod tests {
         let growing = figures(&[(0, 50), (30, 100), (60, 105), (90, 111)]);
         assert!(!growing.flat(), "{:?}", growing.growth());
         assert!(report_soak(&growing).contains("GROWING"));
+        // Each row reads memory against the world's and the exporter's counts.
+        assert!(
+            report_soak(&growing).contains("| 1:30 | 111 MiB | 1 | 1 |"),
+            "{}",
+            report_soak(&growing)
+        );
         // Nothing after the warm-up shows nothing.
         let short = figures(&[(0, 50), (15, 60)]);
         assert!(!short.flat());
