@@ -162,4 +162,8 @@ fn the_end_to_end_bench_runs_at_small_scale() {
         report.contains("| scrape over HTTP asking for gzip"),
         "{report}"
     );
+    assert!(
+        report.contains("| Maestro bundle Available → shown in /metrics p50 / p99 / max | "),
+        "{report}"
+    );
 }

@@ -352,6 +352,12 @@ pub struct EndToEndFigures {
     /// Upstream requests per fast-poll cycle, by source.
     pub requests_per_cycle: Vec<(String, f64)>,
     pub cycle: Duration,
+    /// From a bundle's `Available` turning True in Maestro to `/metrics`
+    /// showing it, for the bundles that turned while the bench watched.
+    pub maestro_to_metrics: Latency,
+    /// Bundles that turned while the bench watched and were not shown by
+    /// its end (the last cycle's may still be on their way).
+    pub maestro_not_shown: usize,
     /// Where the exporter, the world and the scraper ran.
     pub pinning: String,
 }
@@ -511,7 +517,10 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
 
     let (_, before) = timed_scrape(&client, &metrics).await?;
     let cycles = 3u32;
-    tokio::time::sleep(cycle * cycles).await;
+    // The three cycles over which requests are counted are also watched:
+    // bundles that turn Available in them, timed until /metrics shows them.
+    let (maestro_to_metrics, maestro_not_shown) =
+        maestro_change_latency(&world, &client, &metrics, cycle * cycles).await?;
     let mut samples = Vec::new();
     let mut last = String::new();
     for _ in 0..scrapes.max(1) {
@@ -553,8 +562,68 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         rss_at_ready,
         requests_per_cycle,
         cycle,
+        maestro_to_metrics,
+        maestro_not_shown,
         pinning: pinning.describe(),
     })
+}
+
+/// Watch the world's bundles for `window`: each one whose `Available` turns
+/// True in it is timed from that instant (the world's own plan) to the end
+/// of the first scrape that shows it, `hcpflow_hop_condition{hop=
+/// "maestro_bundle", condition="Available", status="true"}` for its
+/// object. Scrapes follow one another, so the figure includes up to one
+/// scrape of delay. Returns the latencies and how many were never shown.
+async fn maestro_change_latency(
+    world: &crate::sim::World,
+    client: &reqwest::Client,
+    metrics: &str,
+    window: Duration,
+) -> Result<(Latency, usize), BenchError> {
+    let started = Instant::now();
+    let from = world.now_ms();
+    let mut waiting: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    let mut latencies = Vec::new();
+    while started.elapsed() < window {
+        let now = world.now_ms();
+        for plan in world.plans(now).iter() {
+            for bundle in &plan.bundles {
+                let turned = bundle
+                    .available
+                    .filter(|at| (from + 1..=now).contains(at))
+                    .filter(|at| bundle.frozen.is_none_or(|f| f >= *at));
+                if let Some(at) = turned {
+                    waiting.entry(bundle.name.clone()).or_insert(at);
+                }
+            }
+        }
+        let (_, body) = timed_scrape(client, metrics).await?;
+        let seen_at = world.now_ms();
+        let shown = available_bundles(&body);
+        waiting.retain(|name, at| {
+            if shown.contains(name.as_str()) {
+                let ms = u64::try_from(seen_at - *at).unwrap_or(0);
+                latencies.push(Duration::from_millis(ms));
+                false
+            } else {
+                true
+            }
+        });
+    }
+    Ok((Latency::from_samples(latencies), waiting.len()))
+}
+
+/// Objects of `hcpflow_hop_condition` for a Maestro bundle whose Available
+/// is True, in a scrape's body.
+fn available_bundles(body: &str) -> std::collections::HashSet<&str> {
+    const WANT: &str = r#"hop="maestro_bundle",condition="Available",status="true","#;
+    body.lines()
+        .filter(|l| l.starts_with("hcpflow_hop_condition{") && l.contains(WANT))
+        .filter_map(|l| {
+            let rest = &l[l.find("object=\"")? + "object=\"".len()..];
+            Some(&rest[..rest.find('"')?])
+        })
+        .collect()
 }
 
 /// The markdown report `hcp-flow bench` prints (or writes to `--output`).
@@ -625,6 +694,15 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         rss(end_to_end.rss_at_ready),
         rss(end_to_end.rss),
         end_to_end.pinning,
+    ));
+    out.push_str(&format!(
+        "| Maestro bundle Available → shown in /metrics p50 / p99 / max | {:.1} / {:.1} / {:.1} s ({} bundles; fast poll every {:?}; includes up to one scrape; {} not shown by the end) |\n",
+        end_to_end.maestro_to_metrics.p50.as_secs_f64(),
+        end_to_end.maestro_to_metrics.p99.as_secs_f64(),
+        end_to_end.maestro_to_metrics.max.as_secs_f64(),
+        end_to_end.maestro_to_metrics.samples,
+        end_to_end.cycle,
+        end_to_end.maestro_not_shown,
     ));
     for (source, per_cycle) in &end_to_end.requests_per_cycle {
         out.push_str(&format!(
@@ -888,4 +966,24 @@ pub async fn run(clusters: usize, scrapes: usize) -> Result<String, BenchError> 
 pub async fn run_kube(clusters: usize, scrapes: usize) -> Result<String, BenchError> {
     let figures = kube(clusters, scrapes, 100).await?;
     Ok(report_kube(&figures))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Maestro figure reads the exporter's real exposition: every
+    /// synthetic cluster's bundle is Available, and only bundles are found
+    /// (the ManifestWork carries the same condition under another hop).
+    #[test]
+    fn available_bundles_are_read_from_a_real_scrape() {
+        let store = synthetic_store(3);
+        let body = store.scrape(Format::OpenMetrics);
+        let found: std::collections::BTreeSet<&str> =
+            available_bundles(&body).into_iter().collect();
+        assert_eq!(
+            found,
+            ["bundle-0", "bundle-1", "bundle-2"].into_iter().collect()
+        );
+    }
 }
