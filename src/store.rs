@@ -342,7 +342,7 @@ impl Store {
     /// small copy of each).
     pub fn with_timelines<R>(&self, f: impl FnOnce(&mut dyn Iterator<Item = &Timeline>) -> R) -> R {
         let state = self.state.lock();
-        let mut iter = state.fleet.iter();
+        let mut iter = state.fleet.iter().map(|t| &**t);
         f(&mut iter)
     }
 
@@ -352,7 +352,7 @@ impl Store {
     /// changes afterwards does not change what was taken.
     pub fn timelines(&self) -> Vec<Arc<Timeline>> {
         let state = self.state.lock();
-        state.fleet.shared().cloned().collect()
+        state.fleet.iter().cloned().collect()
     }
 
     /// Run `f` over a timeline found by cluster id or ARM resource id.

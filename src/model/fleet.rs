@@ -277,13 +277,9 @@ impl Fleet {
         self.clusters.get(cluster_id).map(|t| &**t)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Timeline> {
-        self.clusters.values().map(|t| &**t)
-    }
-
-    /// Every timeline as a shared reference, to be read after the caller
+    /// Every timeline, each a shared reference a reader may keep after it
     /// lets go of the fleet.
-    pub fn shared(&self) -> impl Iterator<Item = &Arc<Timeline>> {
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Timeline>> {
         self.clusters.values()
     }
 
@@ -367,7 +363,7 @@ impl Fleet {
             rest if rest.starts_with("subscriptions/") => format!("/{rest}"),
             _ => {
                 let (namespace, name) = key.split_once('/')?;
-                return self.clusters.values().find(|t| {
+                return self.iter().find(|t| {
                     !name.is_empty() && t.identity.namespace == namespace && t.identity.name == name
                 });
             }
