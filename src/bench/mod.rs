@@ -581,22 +581,24 @@ async fn maestro_change_latency(
     window: Duration,
 ) -> Result<(Latency, usize), BenchError> {
     let started = Instant::now();
-    let from = world.now_ms();
+    let mut checked = world.now_ms();
     let mut waiting: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     let mut latencies = Vec::new();
     while started.elapsed() < window {
+        // Bundles that turned since the last look, each taken once.
         let now = world.now_ms();
         for plan in world.plans(now).iter() {
             for bundle in &plan.bundles {
                 let turned = bundle
                     .available
-                    .filter(|at| (from + 1..=now).contains(at))
+                    .filter(|at| (checked + 1..=now).contains(at))
                     .filter(|at| bundle.frozen.is_none_or(|f| f >= *at));
                 if let Some(at) = turned {
-                    waiting.entry(bundle.name.clone()).or_insert(at);
+                    waiting.insert(bundle.name.clone(), at);
                 }
             }
         }
+        checked = now;
         let (_, body) = timed_scrape(client, metrics).await?;
         let seen_at = world.now_ms();
         let shown = available_bundles(&body);
