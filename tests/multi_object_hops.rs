@@ -599,7 +599,7 @@ fn keys(obs: &[hcp_flow::model::Observation]) -> Vec<(Hop, String, String)> {
             let hcp_flow::model::Change::Upsert(v) = &o.change else {
                 panic!("not an upsert: {o:?}")
             };
-            (o.hop, o.object.clone(), v.state.clone())
+            (o.hop, o.object.clone(), v.state.to_string())
         })
         .collect()
 }

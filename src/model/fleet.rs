@@ -401,7 +401,7 @@ impl Fleet {
                         via: *via,
                         object: object.clone(),
                         phase: o.view.phase,
-                        state: o.view.state.clone(),
+                        state: o.view.state.to_string(),
                         since: o.since.at,
                     })
                     .collect(),
@@ -840,9 +840,11 @@ impl Fleet {
                         }
                         (None, _, _) => TimeMark::observed(observed_at),
                     };
-                    hop_state
-                        .objects
-                        .insert(key, ObjectState { view: *view, since });
+                    // Kept until the object changes: without the growth
+                    // slack the parsed list was pushed into.
+                    let mut view = *view;
+                    view.conditions.shrink_to_fit();
+                    hop_state.objects.insert(key, ObjectState { view, since });
                     changed = true;
                 }
             }

@@ -57,8 +57,9 @@ pub enum Change {
 /// One object's state as read from upstream.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HopView {
-    /// The raw upstream state (e.g. `installing`), cut to [`MAX_STATE_LEN`].
-    pub state: String,
+    /// The raw upstream state (e.g. `installing`), cut to [`MAX_STATE_LEN`];
+    /// shared text, as a fleet repeats a handful of states.
+    pub state: Text,
     pub phase: Phase,
     /// Upstream time the current state was entered, when upstream says.
     pub since: Option<Timestamp>,
@@ -106,15 +107,15 @@ impl HopView {
 }
 
 /// Cut a raw state to a bounded label value (on a char boundary).
-pub fn bounded_state(s: &str) -> String {
+pub fn bounded_state(s: &str) -> Text {
     if s.len() <= MAX_STATE_LEN {
-        return s.to_string();
+        return Text::intern(s);
     }
     let mut end = MAX_STATE_LEN;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    s[..end].to_string()
+    Text::intern(&s[..end])
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -54,7 +54,7 @@ impl Obs {
     }
     pub fn state(mut self, state: &str, phase: Phase) -> Obs {
         let v = self.view();
-        v.state = state.to_string();
+        v.state = state.into();
         v.phase = phase;
         self
     }

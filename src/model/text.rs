@@ -150,6 +150,12 @@ impl PartialEq<String> for Text {
     }
 }
 
+impl PartialEq<Text> for String {
+    fn eq(&self, other: &Text) -> bool {
+        **self == *other.0
+    }
+}
+
 impl PartialEq<Text> for &str {
     fn eq(&self, other: &Text) -> bool {
         **self == *other.0

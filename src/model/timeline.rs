@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::hop::{Hop, Phase, Via};
 use super::observation::{Condition, HopError, HopView, IdentityPatch, PodCounts, Replicas};
+use super::text::Text;
 
 /// A time and where it came from. Upstream times are preferred; the
 /// exporter's own observation time is only a fallback and is marked as such.
@@ -153,7 +154,7 @@ pub struct HopTimeline {
     pub via: Via,
     pub phase: Phase,
     /// The raw state of the object that decides the phase.
-    pub state: String,
+    pub state: Text,
     /// When the aggregate phase was entered.
     pub since: TimeMark,
     /// The first time the hop became ready (kept when it regresses later).
@@ -171,7 +172,7 @@ impl HopTimeline {
             objects: ObjectMap::default(),
             via: Via::Direct,
             phase: Phase::Pending,
-            state: String::new(),
+            state: Text::default(),
             since,
             ready_at: None,
             started_at: None,
@@ -304,7 +305,7 @@ impl HopTimeline {
 pub(crate) struct Aggregate {
     pub via: Via,
     pub phase: Phase,
-    pub state: String,
+    pub state: Text,
     pub since: Option<TimeMark>,
 }
 

@@ -138,7 +138,7 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd) -> S
     let mut events = Vec::new();
     let mut status = Status::Unset;
     if let Some(hop) = hop_state {
-        attributes.push(KeyValue::new("hcp.hop.state", hop.state.clone()));
+        attributes.push(KeyValue::new("hcp.hop.state", hop.state.to_string()));
         attributes.push(KeyValue::new("hcp.hop.phase", hop.phase.as_str()));
         if hop.since.observed {
             // Upstream gave no time: the end is when the exporter saw it.
@@ -147,7 +147,7 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd) -> S
         events = condition_events(hop, end.started, end.ended);
         if end.outcome == Outcome::Failed {
             let (code, message) =
-                failure_reason(hop).unwrap_or_else(|| (hop.state.clone(), String::new()));
+                failure_reason(hop).unwrap_or_else(|| (hop.state.to_string(), String::new()));
             attributes.push(KeyValue::new("error.type", code.clone()));
             status = error_status(&code, &message);
         }
@@ -240,7 +240,7 @@ pub fn root_span(
         match crate::model::failed_hop(timeline) {
             Some((hop, h)) => {
                 let (code, message) =
-                    failure_reason(h).unwrap_or_else(|| (h.state.clone(), String::new()));
+                    failure_reason(h).unwrap_or_else(|| (h.state.to_string(), String::new()));
                 attributes.push(KeyValue::new("hcp.failed_hop", hop.as_str()));
                 attributes.push(KeyValue::new("error.type", code.clone()));
                 status = error_status(&format!("{hop}: {code}"), &message);
