@@ -78,6 +78,11 @@ impl ChunkWriter {
 
 impl std::io::Write for ChunkWriter {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        // Sent before it would outgrow its capacity: a chunk that went just
+        // past it would double to twice the memory for the same bytes.
+        if self.buf.len() + data.len() > CHUNK_BYTES {
+            self.send()?;
+        }
         self.buf.extend_from_slice(data);
         if self.buf.len() >= CHUNK_BYTES {
             self.send()?;
