@@ -2,6 +2,8 @@
 //! [`Observation`]; nothing downstream knows which upstream it came from except
 //! through [`Via`].
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -97,6 +99,74 @@ pub struct FailsAfterBudget {
 }
 
 impl HopView {
+    /// A hash of everything the view says: sources send a view only when it
+    /// changed (the pollers' trackers, the kube mapper). Destructured field by
+    /// field so a new field cannot be forgotten.
+    pub fn fingerprint(&self) -> u64 {
+        let view = self;
+        let HopView {
+            state,
+            phase,
+            since,
+            created_at,
+            updated_at,
+            conditions,
+            identity: _,
+            error,
+            replicas,
+            pods,
+            fails_after_budget,
+        } = view;
+        let mut h = DefaultHasher::new();
+        if let Some(f) = fails_after_budget {
+            (f.since, &f.error.code, &f.error.message).hash(&mut h);
+        }
+        state.hash(&mut h);
+        phase.hash(&mut h);
+        since.hash(&mut h);
+        created_at.hash(&mut h);
+        updated_at.hash(&mut h);
+        for c in conditions {
+            let Condition {
+                kind,
+                status,
+                reason,
+                message,
+                last_transition,
+            } = c;
+            (kind, status, reason, message, last_transition).hash(&mut h);
+        }
+        let IdentityPatch {
+            name,
+            resource_id,
+            subscription_id,
+            resource_group,
+            mgmt_cluster,
+            namespace,
+            platform,
+            version,
+        } = view.identity();
+        (
+            name,
+            resource_id,
+            subscription_id,
+            resource_group,
+            mgmt_cluster,
+            namespace,
+            platform,
+            version,
+        )
+            .hash(&mut h);
+        if let Some(e) = error {
+            (&e.code, &e.message).hash(&mut h);
+        }
+        replicas
+            .map(|r| (r.desired, r.current, r.ready))
+            .hash(&mut h);
+        pods.map(|p| (p.ready, p.not_ready)).hash(&mut h);
+        h.finish()
+    }
+
     pub fn new(state: &str, phase: Phase) -> HopView {
         HopView {
             state: bounded_state(state),

@@ -682,3 +682,21 @@ fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
     assert_eq!(f.get("aro1").unwrap().outcome, CreationOutcome::InFlight);
     assert_eq!(f.get("aro2").unwrap().outcome, CreationOutcome::InFlight);
 }
+
+#[test]
+fn a_views_fingerprint_sees_every_change() {
+    let base = HopView::new("installing", Phase::Progressing);
+    let mut other = base.clone();
+    other.identity_mut().mgmt_cluster = Some("mgmt-1".into());
+    assert_ne!(base.fingerprint(), other.fingerprint());
+    assert_eq!(base.fingerprint(), base.clone().fingerprint());
+    let mut condition = base.clone();
+    condition.conditions.push(Condition {
+        kind: "Available".into(),
+        status: ConditionStatus::False,
+        reason: "WaitingForNodes".into(),
+        message: "".into(),
+        last_transition: None,
+    });
+    assert_ne!(base.fingerprint(), condition.fingerprint());
+}

@@ -2,78 +2,11 @@
 //! those an upstream owner stopped showing, and the batch itself.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 use jiff::Timestamp;
 
-use crate::model::{Batch, Change, ClusterKey, Condition, Hop, HopView, Observation, Via};
+use crate::model::{Batch, Change, ClusterKey, Hop, Observation, Via};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
-
-/// A hash of everything an observation says, to send only what changed.
-/// Destructured field by field so a new `HopView` field cannot be forgotten.
-pub fn fingerprint(view: &HopView) -> u64 {
-    let HopView {
-        state,
-        phase,
-        since,
-        created_at,
-        updated_at,
-        conditions,
-        identity: _,
-        error,
-        replicas,
-        pods,
-        fails_after_budget,
-    } = view;
-    let mut h = DefaultHasher::new();
-    if let Some(f) = fails_after_budget {
-        (f.since, &f.error.code, &f.error.message).hash(&mut h);
-    }
-    state.hash(&mut h);
-    phase.hash(&mut h);
-    since.hash(&mut h);
-    created_at.hash(&mut h);
-    updated_at.hash(&mut h);
-    for c in conditions {
-        let Condition {
-            kind,
-            status,
-            reason,
-            message,
-            last_transition,
-        } = c;
-        (kind, status, reason, message, last_transition).hash(&mut h);
-    }
-    let crate::model::IdentityPatch {
-        name,
-        resource_id,
-        subscription_id,
-        resource_group,
-        mgmt_cluster,
-        namespace,
-        platform,
-        version,
-    } = view.identity();
-    (
-        name,
-        resource_id,
-        subscription_id,
-        resource_group,
-        mgmt_cluster,
-        namespace,
-        platform,
-        version,
-    )
-        .hash(&mut h);
-    if let Some(e) = error {
-        (&e.code, &e.message).hash(&mut h);
-    }
-    replicas
-        .map(|r| (r.desired, r.current, r.ready))
-        .hash(&mut h);
-    pods.map(|p| (p.ready, p.not_ready)).hash(&mut h);
-    h.finish()
-}
 
 /// Identifies one object of one hop, as the model keys it.
 pub type ObjectKey = (ClusterKey, Hop, Via, String);
@@ -118,7 +51,7 @@ fn send(
         return;
     };
     let key = object_key(&obs);
-    let print = fingerprint(view);
+    let print = view.fingerprint();
     let unchanged = previous
         .iter()
         .any(|p| p.key == key && p.print == print && p.fallback == fallback);
@@ -518,14 +451,5 @@ mod tests {
         t.remove_vanished(&["new".to_string()], &mut out);
         assert_eq!(summary(&out), vec![("c-np-1".into(), true)]);
         assert_eq!(t.owners().collect::<Vec<_>>(), vec!["hc"]);
-    }
-
-    #[test]
-    fn fingerprint_sees_every_change() {
-        let base = HopView::new("installing", Phase::Progressing);
-        let mut other = base.clone();
-        other.identity_mut().mgmt_cluster = Some("mgmt-1".into());
-        assert_ne!(fingerprint(&base), fingerprint(&other));
-        assert_eq!(fingerprint(&base), fingerprint(&base.clone()));
     }
 }

@@ -166,13 +166,13 @@ pub(super) struct Sent {
 
 impl Emitted {
     /// What the mapper remembers of this view: where it goes and its
-    /// fingerprint (the pollers' own, `sources::http::fingerprint`).
+    /// fingerprint (`HopView::fingerprint`, as the pollers').
     fn sent(&self) -> Sent {
         Sent {
             cluster_id: self.cluster_id.clone(),
             hop: self.hop,
             object: self.object.clone(),
-            fingerprint: crate::sources::http::fingerprint(&self.view),
+            fingerprint: self.view.fingerprint(),
         }
     }
 }
