@@ -422,10 +422,20 @@ struct Serving {
 
 /// Write `config` to `path`, start `hcp-flow serve --config path` (this very
 /// binary) and wait up to ten minutes for it to be ready.
+/// How long a fleet of `clusters` may take to become ready: at Maestro's
+/// own list speed (4.7 ms per bundle, about 2.5 bundles per cluster) one
+/// full list takes about 12 ms per cluster, so 50,000 clusters need ten
+/// minutes before anything else; twice that, and never less than ten
+/// minutes.
+pub fn ready_deadline(clusters: usize) -> Duration {
+    Duration::from_secs(600).max(Duration::from_millis(25 * clusters as u64))
+}
+
 async fn serve_child(
     config: &crate::config::Config,
     path: &std::path::Path,
     pinning: &pin::Pinning,
+    ready_within: Duration,
 ) -> Result<Serving, BenchError> {
     let yaml = serde_saphyr::to_string(config).map_err(|e| BenchError::Serialise(e.to_string()))?;
     std::fs::write(path, yaml).map_err(|cause| BenchError::Config {
@@ -446,7 +456,7 @@ async fn serve_child(
     let pid = child.0.id().to_string();
     let base = format!("http://{}", config.listen);
     let client = reqwest::Client::new();
-    let limit = Duration::from_secs(600);
+    let limit = ready_within;
     loop {
         let ready = client
             .get(format!("{base}/readyz"))
@@ -510,7 +520,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         base,
         client,
         time_to_ready,
-    } = serve_child(&config, &path, &pinning).await?;
+    } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
 
     let metrics = format!("{base}/metrics");
@@ -828,7 +838,7 @@ pub async fn kube(
         base,
         client,
         time_to_ready,
-    } = serve_child(&config, &path, &pinning).await?;
+    } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
     let get = |client: reqwest::Client, url: String| async move {
         timed_scrape(&client, &url).await.map(|(_, body)| body)

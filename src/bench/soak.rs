@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::pin::Pinning;
-use super::{BenchError, Serving, free_port, mib, resident_memory_of, serve_child};
+use super::{BenchError, Serving, free_port, mib, ready_deadline, resident_memory_of, serve_child};
 
 /// How often the soak scrapes, as a Prometheus with a short interval would.
 const SCRAPE_EVERY: Duration = Duration::from_secs(5);
@@ -112,7 +112,7 @@ pub async fn soak(
         base,
         client,
         time_to_ready,
-    } = serve_child(&demo.config, &path, &pinning).await?;
+    } = serve_child(&demo.config, &path, &pinning, ready_deadline(clusters)).await?;
     let warm_up = warm_up_of(duration);
     let started = Instant::now();
     let mut samples = Vec::new();
