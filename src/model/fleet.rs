@@ -283,11 +283,6 @@ impl Fleet {
         self.clusters.values()
     }
 
-    /// One timeline as a shared reference.
-    pub fn get_shared(&self, cluster_id: &str) -> Option<&Arc<Timeline>> {
-        self.clusters.get(cluster_id)
-    }
-
     pub fn len(&self) -> usize {
         self.clusters.len()
     }
