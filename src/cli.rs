@@ -682,6 +682,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "kube")]
     pub soak: Option<Duration>,
 
+    /// The end-to-end exporter follows shard 0 of this many
+    /// (`--shard 0 --total-shards N`) over the whole simulated fleet: one
+    /// shard's cost. 1: the whole fleet.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["kube", "soak"])]
+    pub shards: u32,
+
     /// World speed of the soak: world delays, and the exporter's poll
     /// intervals, divided by this (more churn per minute).
     #[arg(long, default_value_t = 1.0, value_name = "X", requires = "soak")]

@@ -100,7 +100,7 @@ fn main() -> anyhow::Result<ExitCode> {
             } else if args.kube {
                 runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes))?
             } else {
-                runtime()?.block_on(hcp_flow::bench::run(clusters, scrapes))?
+                runtime()?.block_on(hcp_flow::bench::run(clusters, scrapes, args.shards))?
             };
             match &args.output {
                 Some(path) => std::fs::write(path, &report)

@@ -155,8 +155,20 @@ fn the_kube_bench_runs_and_reports_both_encodings() {
 /// The service-side end-to-end bench at small scale.
 #[test]
 fn the_end_to_end_bench_runs_at_small_scale() {
-    let report = bench_report(&["--clusters", "30", "--scrapes", "3"]);
+    // As one shard of two: the figures are that shard's, over its part of
+    // the fleet (tests/shards.rs shows the split is exact).
+    let report = bench_report(&["--clusters", "30", "--scrapes", "3", "--shards", "2"]);
     assert!(report.contains("## End to end"), "{report}");
+    let tracked = report
+        .lines()
+        .find_map(|l| l.strip_prefix("| shard | 0 of 2 (`--shard 0 --total-shards 2`): "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no shard row: {report}"));
+    assert!(
+        (1..30).contains(&tracked),
+        "shard 0 of 2 tracked {tracked} of 30: {report}"
+    );
     assert!(first_number(&report, "| time to /readyz") > 0.0, "{report}");
     assert!(
         report.contains("| scrape over HTTP asking for gzip"),

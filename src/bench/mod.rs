@@ -358,6 +358,10 @@ pub struct EndToEndFigures {
     /// Bundles that turned while the bench watched and were not shown by
     /// its end (the last cycle's may still be on their way).
     pub maestro_not_shown: usize,
+    /// The exporter followed shard 0 of this many.
+    pub shards: u32,
+    /// Clusters that shard tracked once ready.
+    pub tracked: usize,
     /// Where the exporter, the world and the scraper ran.
     pub pinning: String,
 }
@@ -484,7 +488,14 @@ async fn serve_child(
 /// Start the world with `clusters` clusters (real time, realistic latency,
 /// no faults), run `hcp-flow serve` against it as a child process with
 /// production defaults, wait for /readyz, then measure.
-pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigures, BenchError> {
+/// `shards`: the exporter follows shard 0 of that many (`--shard 0
+/// --total-shards N`) over the whole world, so the figures are one
+/// shard's cost.
+pub async fn end_to_end(
+    clusters: usize,
+    scrapes: usize,
+    shards: u32,
+) -> Result<EndToEndFigures, BenchError> {
     use crate::sim::{SimClock, World, WorldConfig};
     let pinning = pin::Pinning::apply();
     let world = World::new(
@@ -506,7 +517,11 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         world: crate::sim::WorldKind::Aro,
     };
-    let config = crate::demo::demo_config(&settings, &world, &endpoints);
+    let mut config = crate::demo::demo_config(&settings, &world, &endpoints);
+    config.shard = crate::config::ShardConfig {
+        index: 0,
+        total: shards.max(1),
+    };
     let cycle = config
         .sources
         .maestro
@@ -526,6 +541,7 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
     let metrics = format!("{base}/metrics");
 
     let (_, before) = timed_scrape(&client, &metrics).await?;
+    let tracked = tracked_clusters(&before);
     let cycles = 3u32;
     // The three cycles over which requests are counted are also watched:
     // bundles that turn Available in them, timed until /metrics shows them.
@@ -574,6 +590,8 @@ pub async fn end_to_end(clusters: usize, scrapes: usize) -> Result<EndToEndFigur
         cycle,
         maestro_to_metrics,
         maestro_not_shown,
+        shards: shards.max(1),
+        tracked,
         pinning: pinning.describe(),
     })
 }
@@ -623,6 +641,14 @@ async fn maestro_change_latency(
         });
     }
     Ok((Latency::from_samples(latencies), waiting.len()))
+}
+
+/// Clusters an exporter tracks, from a scrape (`hcpflow_cluster_info` has
+/// one series per tracked cluster).
+fn tracked_clusters(body: &str) -> usize {
+    body.lines()
+        .filter(|l| l.starts_with("hcpflow_cluster_info{"))
+        .count()
 }
 
 /// Objects of `hcpflow_hop_condition` for a Maestro bundle whose Available
@@ -683,6 +709,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
     out.push_str(&format!(
         "## End to end (`hcp-flow serve` against the simulated world, {} clusters, realistic upstream latency)\n\n\
          | figure | value |\n|---|---|\n\
+         | shard | {} |\n\
          | time to /readyz (first full sync of every source) | {:.1} s |\n\
          | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
@@ -690,6 +717,13 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
          | CPUs | {} |\n",
         end_to_end.clusters,
+        match end_to_end.shards {
+            1 => format!("the whole fleet: {} clusters tracked", end_to_end.tracked),
+            n => format!(
+                "0 of {n} (`--shard 0 --total-shards {n}`): {} clusters tracked",
+                end_to_end.tracked
+            ),
+        },
         end_to_end.time_to_ready.as_secs_f64(),
         end_to_end.series,
         end_to_end.bytes,
@@ -965,11 +999,11 @@ pub fn report_kube(k: &KubeFigures) -> String {
 }
 
 /// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
-pub async fn run(clusters: usize, scrapes: usize) -> Result<String, BenchError> {
+pub async fn run(clusters: usize, scrapes: usize, shards: u32) -> Result<String, BenchError> {
     let exposition = tokio::task::spawn_blocking(move || exposition(clusters, scrapes))
         .await
         .map_err(|e| BenchError::Aborted(e.to_string()))?;
-    let end_to_end = end_to_end(clusters, scrapes).await?;
+    let end_to_end = end_to_end(clusters, scrapes, shards).await?;
     Ok(report(&exposition, &end_to_end))
 }
 
