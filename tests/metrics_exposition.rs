@@ -351,6 +351,17 @@ fn series_budget_per_cluster_is_at_most_40() {
     );
 }
 
+/// A store of the test model with no source to wait for and nothing in it.
+fn empty_store() -> std::sync::Arc<Store> {
+    Store::new(StoreConfig {
+        model: model(),
+        render: RenderConfig::default(),
+        time_scale: 1.0,
+        sources: Vec::new(),
+        clock: Default::default(),
+    })
+}
+
 fn populated_store() -> std::sync::Arc<Store> {
     // The registry the exporter really uses, so the doc check sees every family.
     let (registry, parts) = hcp_flow::app::exporter_registry();
@@ -584,13 +595,7 @@ fn hop_budgets_are_published_as_configured() {
 
 #[test]
 fn tracked_clusters_follow_changes_by_scope_without_a_walk() {
-    let store = Store::new(StoreConfig {
-        model: model(),
-        render: RenderConfig::default(),
-        time_scale: 1.0,
-        sources: Vec::new(),
-        clock: Default::default(),
-    });
+    let store = empty_store();
     let tracked = |store: &Store, scope: &str| -> f64 {
         let prefix = format!("hcpflow_tracked_clusters{{scope=\"{scope}\"}} ");
         let body = store.scrape(Format::Text);
@@ -766,13 +771,7 @@ async fn a_large_body_is_streamed_whole_in_both_encodings() {
 /// next request sees the change.
 #[test]
 fn timelines_taken_for_the_api_are_a_snapshot_later_changes_do_not_touch() {
-    let store = Store::new(StoreConfig {
-        model: model(),
-        render: RenderConfig::default(),
-        time_scale: 1.0,
-        sources: Vec::new(),
-        clock: Default::default(),
-    });
+    let store = empty_store();
     let installing =
         |id: &str| obs(id, Hop::ClustersService).state("installing", Phase::Progressing);
     store.apply_at(

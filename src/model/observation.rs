@@ -136,27 +136,8 @@ impl HopView {
             } = c;
             (kind, status, reason, message, last_transition).hash(&mut h);
         }
-        let IdentityPatch {
-            name,
-            resource_id,
-            subscription_id,
-            resource_group,
-            mgmt_cluster,
-            namespace,
-            platform,
-            version,
-        } = view.identity();
-        (
-            name,
-            resource_id,
-            subscription_id,
-            resource_group,
-            mgmt_cluster,
-            namespace,
-            platform,
-            version,
-        )
-            .hash(&mut h);
+        // Derived: every field, a new one too.
+        view.identity().hash(&mut h);
         if let Some(e) = error {
             (&e.code, &e.message).hash(&mut h);
         }
@@ -237,7 +218,7 @@ impl HopView {
 }
 
 /// Identity fields a source knows; `None` leaves what the model has.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct IdentityPatch {
     pub name: Option<String>,
     /// ARM resource id, lower-cased (the join key with the RP frontend).
