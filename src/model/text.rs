@@ -59,9 +59,13 @@ impl Text {
     }
 }
 
+/// The empty text, interned once: every new hop starts with it, and a
+/// clone needs no lock.
+static EMPTY: LazyLock<Text> = LazyLock::new(|| Text::intern(""));
+
 impl Default for Text {
     fn default() -> Text {
-        Text::intern("")
+        EMPTY.clone()
     }
 }
 
