@@ -722,6 +722,85 @@ async fn maestro_full_then_incremental_then_relist() {
     );
 }
 
+/// A bundle Maestro marks for deletion (`deleted_at`) and then removes is
+/// gone at the next incremental poll, read by id, not at the next full
+/// relist; one removed without the mark still waits for the relist, and a
+/// failed read by id keeps the bundle until a read succeeds.
+#[tokio::test]
+async fn a_bundle_being_deleted_is_gone_at_the_next_incremental_poll() {
+    let h = harness("maestro");
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b2", "c2", "2026-06-10T23:05:00Z", "True"),
+    ]));
+    let fail_by_id = Arc::new(Mutex::new(false));
+    let (w, fail) = (world.clone(), fail_by_id.clone());
+    let mock = Mock::start(move |req| {
+        let by_id = req
+            .query
+            .get("search")
+            .is_some_and(|s| s.starts_with("id in ("));
+        if by_id && *fail.lock() {
+            return (503, "{}".to_string());
+        }
+        maestro_list(req, &w.lock())
+    })
+    .await;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http: http_config(&mock.base),
+            search_scope: None,
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    h.sink.take();
+
+    // b1 is marked for deletion; the incremental poll reads the mark.
+    let mut deleting = maestro_bundle("b1", "c1", "2026-06-10T23:20:00Z", "True");
+    deleting["deleted_at"] = json!("2026-06-10T23:20:00Z");
+    world.lock()[0] = deleting;
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    assert!(gone_keys(&h.sink.take()).is_empty());
+
+    // Both go: b1 after its mark, b2 without one. A failed read by id
+    // keeps b1 (absent from a failed read is not gone).
+    world.lock().clear();
+    *fail_by_id.lock() = true;
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    assert!(gone_keys(&h.sink.take()).is_empty());
+    *fail_by_id.lock() = false;
+    mock.take();
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    let reqs = mock.take();
+    assert!(
+        reqs.iter()
+            .any(|r| r.query.get("search").map(String::as_str) == Some("id in ('b1')")),
+        "b1 read by id: {reqs:?}"
+    );
+    let mut gone = gone_keys(&h.sink.take());
+    gone.sort();
+    let c1 = ClusterKey::Id("c1".into());
+    assert_eq!(
+        gone,
+        vec![
+            (c1.clone(), Hop::MaestroBundle, "c1-work".to_string()),
+            (c1.clone(), Hop::Manifestwork, "c1-work".to_string()),
+            (c1, Hop::HostedCluster, String::new()),
+        ],
+        "b1 is gone; b2, never marked, waits for the relist"
+    );
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let gone = gone_keys(&h.sink.take());
+    assert!(
+        gone.iter()
+            .all(|(k, _, _)| *k == ClusterKey::Id("c2".into()))
+            && !gone.is_empty(),
+        "{gone:?}"
+    );
+}
+
 /// The pages a full list asked for, leaving out the checks by id.
 fn relist_pages(requests: &[Request]) -> Vec<String> {
     requests

@@ -605,6 +605,10 @@ pub struct MaestroSource {
     last_poll_began: Option<Timestamp>,
     synced: bool,
     guard: MassDeletionGuard,
+    /// Bundles last seen with `deleted_at`: the incremental query cannot
+    /// show that they are gone, so each fast poll reads them by id
+    /// (docs/design.md §9.5).
+    deleting: HashSet<String>,
 }
 
 impl MaestroSource {
@@ -627,6 +631,7 @@ impl MaestroSource {
             last_poll_began: None,
             synced: false,
             guard: MassDeletionGuard::default(),
+            deleting: HashSet::new(),
         }
     }
 
@@ -744,7 +749,7 @@ impl MaestroSource {
             }
         }
         if kind == PollKind::Full {
-            let mut missing: Vec<String> = self
+            let missing: Vec<String> = self
                 .tracker
                 .owners()
                 .filter(|o| !seen.contains(*o))
@@ -753,49 +758,29 @@ impl MaestroSource {
             // The pages are offsets into a list that changes while it is
             // read: a bundle deleted from an earlier page shifts a live one
             // past a page boundary. Missing is not gone until a read by id
-            // agrees.
-            missing.sort();
-            let mut confirmed = Vec::new();
-            for chunk in missing.chunks(IDS_PER_QUERY) {
-                let search = format!(
-                    "id in ({})",
-                    chunk
-                        .iter()
-                        .map(|id| http::sql_quote(id))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
-                let params = [("search", search.as_str())];
-                let mut pager =
-                    http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
-                let mut found = HashSet::new();
-                loop {
-                    match pager.next(&self.client).await {
-                        Ok(Some(items)) => {
-                            for item in items {
-                                if let Some(bundle) = http::decode_item::<ResourceBundle>(
-                                    &item,
-                                    "items[]",
-                                    &mut unknown,
-                                ) {
-                                    found.insert(bundle.id.clone());
-                                    self.accept(bundle, mode, &mut out, &mut unknown);
-                                }
-                            }
-                        }
-                        Ok(None) => break,
-                        // An id the service refuses in a query: the list is
-                        // believed, as before the check.
-                        Err(err) => {
-                            tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading bundles missing from a relist by id failed; they count as gone");
-                            break;
-                        }
-                    }
-                }
-                confirmed.extend(chunk.iter().filter(|id| !found.contains(*id)).cloned());
-            }
+            // agrees. When that read fails (an id the service refuses in a
+            // query), the list is believed, as before the check.
+            let confirmed = match self.read_by_id(missing, mode, &mut out, &mut unknown).await {
+                Ok(absent) | Err(absent) => absent,
+            };
             let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
-            self.tracker.remove_vanished(&vanished, &mut out);
+            self.forget(&vanished, &mut out);
+        } else {
+            // Bundles being deleted that this poll did not show: read by id,
+            // so a deletion is seen within one fast poll, not at the next
+            // full relist. A failed read keeps them for the next poll.
+            let deleting: Vec<String> = self
+                .deleting
+                .iter()
+                .filter(|id| !seen.contains(*id))
+                .cloned()
+                .collect();
+            if let Ok(gone) = self
+                .read_by_id(deleting, mode, &mut out, &mut unknown)
+                .await
+            {
+                self.forget(&gone, &mut out);
+            }
         }
         if kind == PollKind::Full {
             self.synced = true;
@@ -806,6 +791,66 @@ impl MaestroSource {
         true
     }
 
+    /// Read these bundles by id, accepting what is found. `Ok`: the ids
+    /// Maestro no longer has. `Err`: a read failed, and the ids it did not
+    /// find include those of the failed read: the caller decides what
+    /// absence means then.
+    async fn read_by_id(
+        &mut self,
+        mut ids: Vec<String>,
+        mode: UpdateMode,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<Vec<String>, Vec<String>> {
+        ids.sort();
+        let mut absent = Vec::new();
+        let mut failed = false;
+        for chunk in ids.chunks(IDS_PER_QUERY) {
+            let search = format!(
+                "id in ({})",
+                chunk
+                    .iter()
+                    .map(|id| http::sql_quote(id))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let params = [("search", search.as_str())];
+            let mut pager =
+                http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+            let mut found = HashSet::new();
+            loop {
+                match pager.next(&self.client).await {
+                    Ok(Some(items)) => {
+                        for item in items {
+                            if let Some(bundle) =
+                                http::decode_item::<ResourceBundle>(&item, "items[]", unknown)
+                            {
+                                found.insert(bundle.id.clone());
+                                self.accept(bundle, mode, out, unknown);
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading bundles by id failed");
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            absent.extend(chunk.iter().filter(|id| !found.contains(*id)).cloned());
+        }
+        if failed { Err(absent) } else { Ok(absent) }
+    }
+
+    /// These bundles are gone upstream: `Gone` for what they showed.
+    fn forget(&mut self, gone: &[String], out: &mut Vec<Observation>) {
+        for id in gone {
+            self.deleting.remove(id);
+        }
+        self.tracker.remove_vanished(gone, out);
+    }
+
     fn accept(
         &mut self,
         bundle: ResourceBundle,
@@ -813,12 +858,18 @@ impl MaestroSource {
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) {
+        if bundle.deleted_at.as_deref().is_some_and(|d| !d.is_empty()) {
+            self.deleting.insert(bundle.id.clone());
+        } else {
+            self.deleting.remove(&bundle.id);
+        }
         let parsed = parse_bundle(&bundle, unknown);
         if let Some(t) = parsed.updated_at {
             self.newest_updated_at = Some(self.newest_updated_at.map_or(t, |n| n.max(t)));
         }
         if parsed.cluster_id.is_none() {
             // Unlabelled: not ours to track; forget it if it once was.
+            self.deleting.remove(&bundle.id);
             self.tracker.remove(&bundle.id, out);
             return;
         }
