@@ -543,10 +543,12 @@ pub async fn end_to_end(
     let (_, before) = timed_scrape(&client, &metrics).await?;
     let tracked = tracked_clusters(&before);
     let cycles = 3u32;
-    // The three cycles over which requests are counted are also watched:
-    // bundles that turn Available in them, timed until /metrics shows them.
+    // The cycles over which requests are counted are also watched: bundles
+    // that turn Available in them, timed until /metrics shows them.
+    let watching = Instant::now();
     let (maestro_to_metrics, maestro_not_shown) =
         maestro_change_latency(&world, &client, &metrics, cycle * cycles).await?;
+    let watched = watching.elapsed();
     let mut samples = Vec::new();
     let mut last = String::new();
     for _ in 0..scrapes.max(1) {
@@ -557,7 +559,7 @@ pub async fn end_to_end(
     let (scrape_gzip, gzip_bytes) = gzip_scrapes(&client, &metrics, scrapes).await?;
     let requests_before = counter_by_source(&before, "hcpflow_source_requests_total");
     let requests_after = counter_by_source(&last, "hcpflow_source_requests_total");
-    let elapsed_cycles = (cycles as f64).max(1.0);
+    let elapsed_cycles = (watched.as_secs_f64() / cycle.as_secs_f64()).max(1.0);
     let requests_per_cycle = requests_after
         .iter()
         .map(|(source, after)| {
@@ -596,7 +598,9 @@ pub async fn end_to_end(
     })
 }
 
-/// Watch the world's bundles for `window`: each one whose `Available` turns
+/// Watch the world's bundles for `window`, and on until
+/// [`MAESTRO_CHANGES`] were timed (at most [`MAESTRO_WATCH_AT_MOST`]): each
+/// one whose `Available` turns
 /// True in it is timed from that instant (the world's own plan) to the end
 /// of the first scrape that shows it, `hcpflow_hop_condition{hop=
 /// "maestro_bundle", condition="Available", status="true"}` for its
@@ -612,7 +616,12 @@ async fn maestro_change_latency(
     let mut checked = world.now_ms();
     let mut waiting: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     let mut latencies = Vec::new();
-    while started.elapsed() < window {
+    // Churn replaces clusters only as the first ones go, a few minutes in:
+    // the watch goes on past `window` until enough bundles were timed.
+    let enough = |timed: usize, elapsed: Duration| {
+        elapsed >= window && (timed >= MAESTRO_CHANGES || elapsed >= MAESTRO_WATCH_AT_MOST)
+    };
+    while !enough(latencies.len(), started.elapsed()) {
         // Bundles that turned since the last look, each taken once.
         let now = world.now_ms();
         for plan in world.plans(now).iter() {
@@ -650,6 +659,11 @@ fn tracked_clusters(body: &str) -> usize {
         .filter(|l| l.starts_with("hcpflow_cluster_info{"))
         .count()
 }
+
+/// Bundles the Maestro figure wants timed, and how long it may watch for
+/// them.
+const MAESTRO_CHANGES: usize = 50;
+const MAESTRO_WATCH_AT_MOST: Duration = Duration::from_secs(360);
 
 /// Objects of `hcpflow_hop_condition` for a Maestro bundle whose Available
 /// is True, in a scrape's body.
