@@ -753,11 +753,19 @@ async fn slack_and_telegram_get_firing_and_resolved_messages_grouped_and_inhibit
         .filter_map(|p| p.body["text"].as_str())
         .filter(|t| t.contains("HCPHostedClusterUnavailable"))
         .collect();
+    // The page of a cluster whose HostedCluster was made to lose Available.
+    // (A cluster whose Maestro status froze before its HostedCluster was
+    // Available can page too, from the stale feedback, until the direct
+    // view takes over: a known gap, docs/alerts.md, not what this test is
+    // about.)
     let (t_firing, t_resolved, id) = texts
         .iter()
         .filter(|t| t.starts_with("🔥 <b>FIRING</b> HCPHostedClusterUnavailable"))
         .find_map(|f| {
-            let id = clusters_named(f).pop_first()?;
+            let id = clusters_named(f).into_iter().find(|id| {
+                known.get(id).and_then(|(_, fault)| *fault)
+                    == Some(FaultKind::HostedClusterUnavailable)
+            })?;
             let r = texts.iter().find(|r| {
                 r.starts_with("✅ <b>RESOLVED</b> HCPHostedClusterUnavailable")
                     && clusters_named(r).contains(&id)
