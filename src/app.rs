@@ -44,6 +44,8 @@ pub enum AppError {
     Traces(#[source] TracesError),
     #[error("the state store cannot be used")]
     StateStore(#[source] StateStoreError),
+    #[error(transparent)]
+    Background(#[from] crate::background::BackgroundError),
 }
 
 /// Handles of the families other parts register next to the store's.
@@ -80,6 +82,9 @@ pub struct Exporter {
     pub store: Arc<Store>,
     tracer: Option<Arc<CreationTracer>>,
     tasks: Vec<JoinHandle<()>>,
+    /// The threads the tasks run on, below the server's priority. Declared
+    /// after `tasks`: dropped once they are aborted.
+    _background: crate::background::Background,
     /// With `state_dir`: the file the observed times are kept in, and what
     /// was read from it at start.
     state: Option<(Arc<StateStore>, Restored)>,
@@ -215,14 +220,17 @@ impl Exporter {
             health: store.health(),
         };
         // Every source task runs supervised: restarted with backoff if it
-        // panics or returns, and down until it lists again.
+        // panics or returns, and down until it lists again. Sources, the
+        // model clock and the state writer run on the background threads, so
+        // parsing never delays a request (docs/design.md §5.5).
+        let background = crate::background::Background::start()?;
         let mut tasks = Vec::new();
         let restart = Restart::default();
         if let Some(cfg) = &config.sources.rp_frontend {
             let ctx = ctx("rp_frontend");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
             let cfg = cfg.clone();
-            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+            tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
                 RpFrontendSource::with_client(cfg.clone(), ctx, http.clone()).run()
             })));
         }
@@ -230,7 +238,7 @@ impl Exporter {
             let ctx = ctx("clusters_service");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
             let cfg = cfg.clone();
-            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+            tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
                 ClustersServiceSource::with_client(cfg.clone(), ctx, http.clone()).run()
             })));
         }
@@ -238,7 +246,7 @@ impl Exporter {
             let ctx = ctx("maestro");
             let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
             let cfg = cfg.clone();
-            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+            tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
                 MaestroSource::with_client(cfg.clone(), ctx, http.clone()).run()
             })));
         }
@@ -246,7 +254,7 @@ impl Exporter {
             let ctx = ctx(&cfg.source_name());
             let cfg = cfg.clone();
             let kube_metrics = kube_metrics.clone();
-            tasks.push(tokio::spawn(supervise(ctx, restart, move |ctx| {
+            tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
                 run_kube_source(cfg.clone(), ctx, kube_metrics.clone())
             })));
         }
@@ -254,7 +262,7 @@ impl Exporter {
         // pass the target, even when no source reports anything.
         let tick_every = tick_interval(config.slo.creation_target);
         let ticking = store.clone();
-        tasks.push(tokio::spawn(async move {
+        tasks.push(background.spawn(async move {
             let mut interval = tokio::time::interval(tick_every);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -266,7 +274,7 @@ impl Exporter {
         // failed write keeps it dirty and is retried at the next period.
         if let Some((state, _)) = &state {
             let (saving, state) = (store.clone(), state.clone());
-            tasks.push(tokio::spawn(async move {
+            tasks.push(background.spawn(async move {
                 let mut interval = tokio::time::interval(crate::state_store::SAVE_INTERVAL);
                 interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 interval.tick().await;
@@ -280,6 +288,7 @@ impl Exporter {
             store,
             tracer,
             tasks,
+            _background: background,
             state,
             extra_routes: None,
             ui: config.ui.clone(),

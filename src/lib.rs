@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod app;
+pub mod background;
 pub mod bench;
 pub mod cli;
 pub mod clock;
