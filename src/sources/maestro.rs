@@ -646,18 +646,23 @@ impl MaestroSource {
         let cfg = self.cfg.http.clone();
         let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
         let mut next_full = Instant::now();
+        // How long an incremental poll takes, as the last one took.
+        let mut incremental_takes = Duration::ZERO;
         loop {
             let kind = if !self.synced || Instant::now() >= next_full {
                 PollKind::Full
             } else {
                 PollKind::Incremental
             };
+            let started = Instant::now();
             let wait = if self.poll(kind).await {
                 backoff.reset();
                 if kind == PollKind::Full {
                     next_full = http::after(Instant::now(), cfg.full_relist_interval);
+                } else {
+                    incremental_takes = started.elapsed();
                 }
-                cfg.fast_poll_interval
+                next_incremental_wait(cfg.fast_poll_interval, incremental_takes)
                     .min(next_full.saturating_duration_since(Instant::now()))
             } else {
                 backoff.next_delay()
@@ -884,5 +889,50 @@ impl MaestroSource {
             mode,
             out,
         );
+    }
+}
+
+/// The shortest pause between two polls, so a Maestro that answers at once
+/// is not asked back to back.
+const MIN_POLL_GAP: Duration = Duration::from_secs(1);
+
+/// The pause after a successful poll before the next incremental one. A
+/// change that lands just after a query began is read by the next poll and
+/// shown when that poll ends; starting the next one an interval after the
+/// last began, less the time a poll takes, shows every change within one
+/// fast-poll interval (docs/design.md §9.5). So the pause is the interval
+/// less two polls' time, and never below [`MIN_POLL_GAP`].
+pub fn next_incremental_wait(interval: Duration, poll_takes: Duration) -> Duration {
+    interval
+        .saturating_sub(poll_takes.saturating_mul(2))
+        .max(MIN_POLL_GAP.min(interval))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_poll_begins_so_a_change_is_shown_within_one_interval() {
+        let interval = Duration::from_secs(15);
+        // A change just after a query began waits for the pause and the
+        // next poll, never more than an interval after this poll began.
+        for takes in [0.2, 1.0, 3.7, 6.0] {
+            let takes = Duration::from_secs_f64(takes);
+            let shown_after = takes + next_incremental_wait(interval, takes) + takes;
+            assert!(
+                shown_after <= interval,
+                "{takes:?}: shown after {shown_after:?}"
+            );
+        }
+        // A poll that takes half the interval or more cannot keep it: the
+        // polls then follow each other with the smallest gap.
+        assert_eq!(
+            next_incremental_wait(interval, Duration::from_secs(9)),
+            MIN_POLL_GAP
+        );
+        // An interval shorter than the gap is kept (tests poll fast).
+        let short = Duration::from_millis(200);
+        assert_eq!(next_incremental_wait(short, Duration::ZERO), short);
     }
 }
