@@ -116,10 +116,14 @@ async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Respons
             tx,
         };
         let result = if gzip {
-            let mut sink = WriteSink(flate2::write::GzEncoder::new(writer, GZIP_LEVEL));
+            // A cluster's lines arrive in pieces of tens of bytes
+            // (docs/design.md §5.5); the encoder is handed them in blocks.
+            let encoder = flate2::write::GzEncoder::new(writer, GZIP_LEVEL);
+            let mut sink = WriteSink(std::io::BufWriter::with_capacity(GZIP_INPUT_BYTES, encoder));
             store
                 .scrape_to(format, &mut sink)
-                .and_then(|()| sink.0.finish())
+                .and_then(|()| sink.0.into_inner().map_err(|e| e.into_error()))
+                .and_then(|encoder| encoder.finish())
                 .and_then(|mut writer| writer.flush())
         } else {
             let mut sink = WriteSink(writer);
@@ -178,6 +182,8 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
 /// higher levels cost several times the CPU for a few percent (figures in
 /// docs/performance.md).
 const GZIP_LEVEL: flate2::Compression = flate2::Compression::fast();
+/// How much of the body the gzip encoder is handed at once.
+const GZIP_INPUT_BYTES: usize = 64 * 1024;
 
 /// A whole body compressed as `/metrics` compresses it.
 pub fn gzip_body(text: &[u8]) -> std::io::Result<Vec<u8>> {

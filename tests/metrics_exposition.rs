@@ -233,7 +233,8 @@ hcpflow_hop_phase{cluster_id="c-fail",hop="clusters_service",phase="failed",stat
         fleet.apply(batch(false, t(1), case.input), t(20));
         let timeline = fleet.get(case.cluster_id).expect(case.name);
         let rendered = render_cluster(timeline, &RenderConfig::default());
-        let mut lines: Vec<&str> = rendered.text().lines().collect();
+        let text = rendered.text();
+        let mut lines: Vec<&str> = text.lines().collect();
         lines.sort_unstable();
         let got = lines.join("\n") + "\n";
         pretty_assertions::assert_eq!(got, case.want, "case: {}", case.name);
@@ -348,6 +349,22 @@ fn series_budget_per_cluster_is_at_most_40() {
     assert!(
         series >= 30,
         "suspiciously few series ({series}): is a family missing?"
+    );
+    // docs/design.md §5.5: the family name and the cluster id start every
+    // line and are kept once; what is held is a fraction of what is written.
+    let text = rendered.text();
+    assert_eq!(rendered.len(), text.len());
+    assert_eq!(text.lines().count(), series);
+    assert!(
+        text.lines()
+            .all(|l| l.starts_with("hcpflow_") && l.contains("{cluster_id=\"c-done\"")),
+        "{text}"
+    );
+    assert!(
+        rendered.held_bytes() * 10 < rendered.len() * 7,
+        "{} bytes held for {} written",
+        rendered.held_bytes(),
+        rendered.len()
     );
 }
 

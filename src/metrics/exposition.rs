@@ -91,12 +91,13 @@ pub fn render_to(
     out: &mut impl Sink,
 ) -> std::io::Result<()> {
     let mut header = String::new();
+    let mut scratch = String::with_capacity(16 * 1024);
     for (index, family) in FAMILIES.iter().enumerate() {
         header.clear();
         write_header(&mut header, family);
         out.put(&header)?;
         for cluster in clusters {
-            out.put(cluster.family(index))?;
+            cluster.write_family(index, &mut scratch, out)?;
         }
     }
     let mut registry_text = String::new();

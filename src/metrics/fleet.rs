@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
+use super::exposition::Sink;
 use crate::model::{Hop, HopTimeline, Phase, Timeline};
 use crate::views::work::FeedbackError;
 
@@ -202,59 +203,126 @@ pub const DEFAULT_REASONS: &[&str] = &[
     "HubClusterAdminDenied",
 ];
 
-/// One cluster's exposition lines: every family's text in one allocation
-/// of exactly its size, with where each family ends. Eleven growable
-/// strings per cluster cost a third more than the text itself at fleet
-/// scale (docs/performance.md).
+/// One cluster's exposition lines, every family's in one allocation of
+/// exactly its size, with where each family ends. Every line starts with its
+/// family's name and `{cluster_id="…"`; that start is kept once per cluster
+/// and written back at scrape time, which halves the text the exporter holds
+/// (docs/design.md §5.5). Eleven growable strings per cluster cost a third
+/// more than the text itself at fleet scale (docs/performance.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RenderedCluster {
+    /// `{cluster_id="…"` (the id escaped), then each line from what follows
+    /// the cluster id on, with its newline. One allocation: a scrape reads
+    /// both together, and a second one cost a cache miss per family.
     text: Box<str>,
+    /// Where the id label ends and the first family's lines begin.
+    id_end: u32,
+    /// Where each family's lines end.
     ends: [u32; FAMILY_COUNT],
+    /// The lines' length as written.
+    bytes: u32,
 }
 
-/// The lines being written, one string per family.
+/// The lines being written, one string per family, each line from what
+/// follows the cluster id on.
 #[derive(Default)]
 struct Families {
     families: [String; FAMILY_COUNT],
 }
 
 impl RenderedCluster {
-    fn pack(families: [String; FAMILY_COUNT]) -> RenderedCluster {
-        let mut text = String::with_capacity(families.iter().map(String::len).sum());
+    fn pack(cluster_id: &str, families: [String; FAMILY_COUNT]) -> RenderedCluster {
+        let rest: usize = families.iter().map(String::len).sum();
+        let mut text = String::with_capacity(cluster_id.len() + 14 + rest);
+        text.push_str("{cluster_id=\"");
+        escape_label_value(&mut text, cluster_id);
+        text.push('"');
+        // One cluster's lines are kilobytes; u32 holds 4 GiB.
+        let offset = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
+        let id_end = text.len();
         let mut ends = [0u32; FAMILY_COUNT];
-        for (end, family) in ends.iter_mut().zip(&families) {
+        let mut bytes = 0usize;
+        for ((end, family), def) in ends.iter_mut().zip(&families).zip(&FAMILIES) {
             text.push_str(family);
-            // One cluster's lines are kilobytes; u32 holds 4 GiB.
-            *end = u32::try_from(text.len()).unwrap_or(u32::MAX);
+            let lines = family.bytes().filter(|b| *b == b'\n').count();
+            bytes += family.len() + lines * (def.name.len() + id_end);
+            *end = offset(text.len());
         }
         RenderedCluster {
             text: text.into_boxed_str(),
+            id_end: offset(id_end),
             ends,
+            bytes: offset(bytes),
         }
     }
 
-    /// The lines of family `index` (an index into [`FAMILIES`]).
-    pub fn family(&self, index: usize) -> &str {
+    /// `{cluster_id="…"`: what follows a family's name on every line.
+    fn id_label(&self) -> &str {
+        self.text.get(..self.id_end as usize).unwrap_or_default()
+    }
+
+    /// The lines of family `index` (an index into [`FAMILIES`]), each from
+    /// what follows the cluster id on.
+    fn family_rest(&self, index: usize) -> &str {
         let start = match index {
-            0 => 0,
-            i => self.ends[i - 1] as usize,
+            0 => self.id_end,
+            i => self.ends[i - 1],
         };
         self.text
-            .get(start..self.ends[index] as usize)
+            .get(start as usize..self.ends[index] as usize)
             .unwrap_or_default()
     }
 
-    /// Every family's lines, in family order.
-    pub fn text(&self) -> &str {
-        &self.text
+    /// Write the lines of family `index` to `out`, as the exposition shows
+    /// them. They are put together in `scratch` (a few kilobytes, reused
+    /// from cluster to cluster, so it stays in cache) and handed to `out` at
+    /// once: three small writes per line into a chunk writer or an encoder
+    /// cost more than the extra copy (docs/design.md §5.5).
+    pub fn write_family(
+        &self,
+        index: usize,
+        scratch: &mut String,
+        out: &mut impl Sink,
+    ) -> std::io::Result<()> {
+        let rest = self.family_rest(index);
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let Some(def) = FAMILIES.get(index) else {
+            return Ok(());
+        };
+        let id_label = self.id_label();
+        scratch.clear();
+        for line in rest.split_inclusive('\n') {
+            scratch.push_str(def.name);
+            scratch.push_str(id_label);
+            scratch.push_str(line);
+        }
+        out.put(scratch)
     }
 
+    /// Every family's lines, in family order, as the exposition shows them.
+    pub fn text(&self) -> String {
+        let (mut out, mut scratch) = (String::with_capacity(self.len()), String::new());
+        for index in 0..FAMILY_COUNT {
+            // Writing to a String cannot fail.
+            let _ = self.write_family(index, &mut scratch, &mut out);
+        }
+        out
+    }
+
+    /// The length of the lines as written.
     pub fn len(&self) -> usize {
+        self.bytes as usize
+    }
+
+    /// What the lines take in memory: less than [`len`](Self::len).
+    pub fn held_bytes(&self) -> usize {
         self.text.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.text.is_empty()
+        self.text.len() == self.id_end as usize
     }
 
     pub fn series(&self) -> usize {
@@ -270,9 +338,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
 
     sample(
         &mut out.families[CLUSTER_INFO],
-        FAMILIES[CLUSTER_INFO].name,
         &[
-            ("cluster_id", id),
             ("name", &ident.name),
             ("resource_id", &ident.resource_id),
             ("subscription_id", &ident.subscription_id),
@@ -286,26 +352,18 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
     );
     sample(
         &mut out.families[CLUSTER_CREATED],
-        FAMILIES[CLUSTER_CREATED].name,
-        &[("cluster_id", id)],
+        &[],
         &seconds(timeline.created_at.at),
     );
     if let Some(done) = timeline.completed_at {
-        sample(
-            &mut out.families[CREATION_COMPLETED],
-            FAMILIES[CREATION_COMPLETED].name,
-            &[("cluster_id", id)],
-            &seconds(done),
-        );
+        sample(&mut out.families[CREATION_COMPLETED], &[], &seconds(done));
     }
 
     for (hop, state) in &timeline.hops {
         let hop_name = hop.as_str();
         sample(
             &mut out.families[HOP_PHASE],
-            FAMILIES[HOP_PHASE].name,
             &[
-                ("cluster_id", id),
                 ("hop", hop_name),
                 ("phase", state.phase.as_str()),
                 ("state", &state.state),
@@ -315,8 +373,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         );
         sample(
             &mut out.families[HOP_PHASE_SINCE],
-            FAMILIES[HOP_PHASE_SINCE].name,
-            &[("cluster_id", id), ("hop", hop_name)],
+            &[("hop", hop_name)],
             &seconds(state.since.at),
         );
         if *hop == Hop::MaestroBundle
@@ -324,8 +381,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         {
             sample(
                 &mut out.families[HOP_STATUS_UPDATED],
-                FAMILIES[HOP_STATUS_UPDATED].name,
-                &[("cluster_id", id), ("hop", hop_name)],
+                &[("hop", hop_name)],
                 &seconds(updated),
             );
         }
@@ -337,12 +393,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 .unwrap_or("unknown");
             sample(
                 &mut out.families[HOP_FAILURE_INFO],
-                FAMILIES[HOP_FAILURE_INFO].name,
-                &[
-                    ("cluster_id", id),
-                    ("hop", hop_name),
-                    ("code", bounded_code(code)),
-                ],
+                &[("hop", hop_name), ("code", bounded_code(code))],
                 "1",
             );
         }
@@ -359,7 +410,6 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                     "other"
                 };
                 let mut labels = vec![
-                    ("cluster_id", id),
                     ("hop", hop_name),
                     ("condition", condition.kind.as_str()),
                     ("status", condition.status.as_str()),
@@ -373,12 +423,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                     Hop::NodePool => labels.push(("node_pool", object)),
                     _ => {}
                 }
-                sample(
-                    &mut out.families[HOP_CONDITION],
-                    FAMILIES[HOP_CONDITION].name,
-                    &labels,
-                    "1",
-                );
+                sample(&mut out.families[HOP_CONDITION], &labels, "1");
             }
         }
         for (pool, replicas) in state.replicas() {
@@ -389,8 +434,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             ] {
                 sample(
                     &mut out.families[NODE_POOL_REPLICAS],
-                    FAMILIES[NODE_POOL_REPLICAS].name,
-                    &[("cluster_id", id), ("node_pool", pool), ("kind", kind)],
+                    &[("node_pool", pool), ("kind", kind)],
                     &value.to_string(),
                 );
             }
@@ -402,9 +446,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             if let Some(feedback) = FeedbackError::from_code(&error.code) {
                 sample(
                     &mut out.families[HOP_FEEDBACK_ERROR],
-                    FAMILIES[HOP_FEEDBACK_ERROR].name,
                     &[
-                        ("cluster_id", id),
                         ("hop", hop_name),
                         ("object", object),
                         ("code", feedback.code()),
@@ -417,14 +459,13 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             for (readiness, value) in [("ready", pods.ready), ("not_ready", pods.not_ready)] {
                 sample(
                     &mut out.families[CONTROL_PLANE_PODS],
-                    FAMILIES[CONTROL_PLANE_PODS].name,
-                    &[("cluster_id", id), ("state", readiness)],
+                    &[("state", readiness)],
                     &value.to_string(),
                 );
             }
         }
     }
-    RenderedCluster::pack(out.families)
+    RenderedCluster::pack(id, out.families)
 }
 
 /// The error that explains a failed hop: a failed object's, where another
@@ -462,13 +503,12 @@ pub fn seconds(at: Timestamp) -> String {
     }
 }
 
-fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
-    out.push_str(name);
-    out.push('{');
-    for (i, (key, val)) in labels.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
+/// One line from what follows the cluster id on: the other labels, the
+/// value and the newline. The family's name and the cluster id, which every
+/// line starts with, are written at scrape time ([`RenderedCluster`]).
+fn sample(out: &mut String, labels: &[(&str, &str)], value: &str) {
+    for (key, val) in labels {
+        out.push(',');
         out.push_str(key);
         out.push_str("=\"");
         escape_label_value(out, val);
@@ -512,11 +552,11 @@ mod tests {
         let mut fleet = Fleet::new(ModelConfig::default());
         fleet.apply(batch(false, t(0), observations), t(30));
         let rendered = render_cluster(fleet.get("c").unwrap(), &RenderConfig::default());
+        let mut text = String::new();
         rendered
-            .family(family)
-            .lines()
-            .map(str::to_string)
-            .collect()
+            .write_family(family, &mut String::new(), &mut text)
+            .unwrap();
+        text.lines().map(str::to_string).collect()
     }
 
     fn bundle(object: &str, phase: Phase, updated: i64) -> crate::model::testing::Obs {
