@@ -13,15 +13,27 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 use serde::{Serialize, Serializer};
 
-/// An immutable string shared by everything that holds the same text.
+/// An immutable string shared by everything that holds the same text. One
+/// pointer wide (the length lives with the text): a condition holds three,
+/// and a fleet holds hundreds of thousands of conditions.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Text(Arc<str>);
+pub struct Text(Arc<Box<str>>);
+
+/// The interner's entry, found by the text it holds.
+#[derive(PartialEq, Eq, Hash)]
+struct Entry(Arc<Box<str>>);
+
+impl Borrow<str> for Entry {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
 
 /// Below this many entries the interner never sweeps.
 const SWEEP_FLOOR: usize = 4096;
 
 struct Interner {
-    strings: HashSet<Arc<str>>,
+    strings: HashSet<Entry>,
     /// Entries after the last sweep; the next runs at twice as many.
     after_sweep: usize,
 }
@@ -41,16 +53,16 @@ impl Text {
     pub fn intern(s: &str) -> Text {
         let mut interner = INTERNER.lock();
         if let Some(shared) = interner.strings.get(s) {
-            return Text(shared.clone());
+            return Text(shared.0.clone());
         }
         if interner.strings.len() >= SWEEP_FLOOR.max(interner.after_sweep * 2) {
             interner
                 .strings
-                .retain(|shared| Arc::strong_count(shared) > 1);
+                .retain(|shared| Arc::strong_count(&shared.0) > 1);
             interner.after_sweep = interner.strings.len();
         }
-        let shared: Arc<str> = Arc::from(s);
-        interner.strings.insert(shared.clone());
+        let shared: Arc<Box<str>> = Arc::new(Box::from(s));
+        interner.strings.insert(Entry(shared.clone()));
         Text(shared)
     }
 
@@ -90,25 +102,25 @@ impl Borrow<str> for Text {
 
 impl Hash for Text {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state);
+        self.as_str().hash(state);
     }
 }
 
 impl fmt::Debug for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
+        fmt::Display::fmt(self.as_str(), f)
     }
 }
 
 impl Serialize for Text {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -132,49 +144,54 @@ impl From<&String> for Text {
 
 impl From<Text> for String {
     fn from(t: Text) -> String {
-        t.0.to_string()
+        t.as_str().to_string()
     }
 }
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
+        self.as_str() == *other
     }
 }
 
 impl PartialEq<String> for Text {
     fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
+        self.as_str() == other.as_str()
     }
 }
 
 impl PartialEq<Text> for String {
     fn eq(&self, other: &Text) -> bool {
-        **self == *other.0
+        *self == other.as_str()
     }
 }
 
 impl PartialEq<Text> for &str {
     fn eq(&self, other: &Text) -> bool {
-        **self == *other.0
+        *self == other.as_str()
     }
 }
 
 impl PartialEq<Text> for str {
     fn eq(&self, other: &Text) -> bool {
-        *self == *other.0
+        self == other.as_str()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_is_one_pointer_wide() {
+        assert_eq!(std::mem::size_of::<Text>(), std::mem::size_of::<usize>());
+    }
 
     #[test]
     fn the_same_text_is_one_allocation() {
