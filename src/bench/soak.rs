@@ -46,6 +46,11 @@ pub struct SoakFigures {
     pub failed_scrapes: usize,
     pub time_to_ready: Duration,
     pub pinning: String,
+    /// At the end: clusters the exporter tracks that the world no longer
+    /// holds, counted by the hops they still show (`+`-joined), most first.
+    pub extra_by_hops: Vec<(String, usize)>,
+    /// At the end: clusters the world holds that the exporter does not show.
+    pub missing: usize,
 }
 
 impl SoakFigures {
@@ -149,8 +154,29 @@ pub async fn soak(
         tokio::time::sleep(SCRAPE_EVERY).await;
     }
     samples.extend(sample(started.elapsed()).await);
+    // Which clusters the exporter holds that the world does not, and by
+    // which hops: a count above the world's is a lag somewhere, and the
+    // hops say whose.
+    let world_ids: std::collections::HashSet<String> = demo
+        .world
+        .truth()
+        .clusters
+        .into_iter()
+        .map(|c| c.cluster_id)
+        .collect();
+    let body = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .map_err(BenchError::Scrape)?
+        .text()
+        .await
+        .map_err(BenchError::Scrape)?;
+    let (extra_by_hops, missing) = reconcile(&body, &world_ids);
     drop(child);
     Ok(SoakFigures {
+        extra_by_hops,
+        missing,
         clusters,
         duration,
         warm_up,
@@ -160,6 +186,43 @@ pub async fn soak(
         time_to_ready,
         pinning: pinning.describe(),
     })
+}
+
+/// Clusters a scrape shows (`hcpflow_hop_phase`) that are not in `world`,
+/// counted by the hops they show; and how many of `world` it does not show.
+pub fn reconcile(
+    body: &str,
+    world: &std::collections::HashSet<String>,
+) -> (Vec<(String, usize)>, usize) {
+    let mut hops: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for line in body.lines() {
+        let Some(labels) = line.strip_prefix("hcpflow_hop_phase{") else {
+            continue;
+        };
+        let label = |name: &str| {
+            let start = labels.find(&format!("{name}=\""))? + name.len() + 2;
+            let len = labels.get(start..)?.find('"')?;
+            labels.get(start..start + len)
+        };
+        if let (Some(id), Some(hop)) = (label("cluster_id"), label("hop")) {
+            hops.entry(id).or_default().push(hop);
+        }
+    }
+    let missing = world
+        .iter()
+        .filter(|id| !hops.contains_key(id.as_str()))
+        .count();
+    let mut extra: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for (id, mut shown) in hops {
+        if world.contains(id) {
+            continue;
+        }
+        shown.sort_unstable();
+        *extra.entry(shown.join("+")).or_default() += 1;
+    }
+    let mut extra: Vec<(String, usize)> = extra.into_iter().collect();
+    extra.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    (extra, missing)
 }
 
 /// How many clusters the exporter tracks, from its fleet summary.
@@ -220,6 +283,17 @@ pub fn report_soak(s: &SoakFigures) -> String {
                 .map_or("–".to_string(), |n| n.to_string()),
         ));
     }
+    let extra: usize = s.extra_by_hops.iter().map(|(_, n)| n).sum();
+    out.push_str(&format!(
+        "\nAt the end: {extra} tracked clusters the world no longer holds, {} of the world's not shown.\n",
+        s.missing
+    ));
+    if !s.extra_by_hops.is_empty() {
+        out.push_str("\n| hops the extra clusters still show | clusters |\n|---|---|\n");
+        for (hops, n) in &s.extra_by_hops {
+            out.push_str(&format!("| {hops} | {n} |\n"));
+        }
+    }
     out
 }
 
@@ -245,7 +319,45 @@ mod tests {
             failed_scrapes: 0,
             time_to_ready: Duration::ZERO,
             pinning: String::new(),
+            extra_by_hops: Vec::new(),
+            missing: 0,
         }
+    }
+
+    #[test]
+    fn the_clusters_a_scrape_shows_beyond_the_world_are_counted_by_their_hops() {
+        let body = "\
+hcpflow_hop_phase{cluster_id=\"live\",hop=\"rp_frontend\",phase=\"ready\",state=\"Succeeded\",via=\"direct\"} 1
+hcpflow_hop_phase{cluster_id=\"left-1\",hop=\"rp_frontend\",phase=\"deleting\",state=\"Deleting\",via=\"direct\"} 1
+hcpflow_hop_phase{cluster_id=\"left-1\",hop=\"clusters_service\",phase=\"deleting\",state=\"uninstalling\",via=\"direct\"} 1
+hcpflow_hop_phase{cluster_id=\"left-2\",hop=\"clusters_service\",phase=\"deleting\",state=\"uninstalling\",via=\"direct\"} 1
+hcpflow_hop_phase{cluster_id=\"left-3\",hop=\"rp_frontend\",phase=\"ready\",state=\"Succeeded\",via=\"direct\"} 1
+hcpflow_hop_phase{cluster_id=\"left-3\",hop=\"clusters_service\",phase=\"ready\",state=\"ready\",via=\"direct\"} 1
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id=\"left-4\",hop=\"rp_frontend\"} 1
+";
+        let world = ["live", "not-yet-seen"].map(String::from).into();
+        let (extra, missing) = reconcile(body, &world);
+        assert_eq!(
+            extra,
+            vec![
+                ("clusters_service+rp_frontend".to_string(), 2),
+                ("clusters_service".to_string(), 1)
+            ]
+        );
+        assert_eq!(missing, 1);
+        let mut f = figures(&[(0, 1)]);
+        (f.extra_by_hops, f.missing) = (extra, missing);
+        let report = report_soak(&f);
+        assert!(
+            report.contains(
+                "3 tracked clusters the world no longer holds, 1 of the world's not shown"
+            ),
+            "{report}"
+        );
+        assert!(
+            report.contains("| clusters_service+rp_frontend | 2 |"),
+            "{report}"
+        );
     }
 
     #[test]
