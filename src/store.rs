@@ -104,6 +104,8 @@ pub struct Store {
     health: SourceHealth,
     clock: Clock,
     rp_in_scope: bool,
+    /// `(index, total)` when sharded: the clusters this instance follows.
+    shard: Option<(u32, u32)>,
 }
 
 impl Store {
@@ -124,6 +126,7 @@ impl Store {
         );
         let health = SourceHealth::new(exporter.clone(), config.clock.clone());
         let rp_in_scope = config.model.rp_in_scope;
+        let shard = config.model.shard;
         for source in &config.sources {
             health.expect(source);
         }
@@ -144,6 +147,7 @@ impl Store {
             health,
             clock: config.clock,
             rp_in_scope,
+            shard,
         })
     }
 
@@ -421,5 +425,12 @@ impl Store {
 impl ObservationSink for Store {
     fn apply(&self, batch: Batch) {
         self.apply_at(batch, self.clock.now());
+    }
+
+    fn follows(&self, cluster_id: &str) -> bool {
+        match self.shard {
+            Some((index, total)) if total > 1 => crate::model::shard_of(cluster_id, total) == index,
+            _ => true,
+        }
     }
 }

@@ -1224,3 +1224,62 @@ async fn run_loops_start_with_a_full_sync_then_poll_fast() {
     task.abort();
     assert_eq!(h.up(), 1);
 }
+
+/// A shard's sink: follows only `followed` (docs/design.md §8.3).
+struct ShardSink {
+    recorder: Arc<harness::Recorder>,
+    followed: &'static str,
+}
+
+impl hcp_flow::sources::ObservationSink for ShardSink {
+    fn apply(&self, batch: Batch) {
+        self.recorder.apply(batch);
+    }
+
+    fn follows(&self, cluster_id: &str) -> bool {
+        cluster_id == self.followed
+    }
+}
+
+#[tokio::test]
+async fn a_shard_keeps_only_the_bundles_of_the_clusters_it_follows() {
+    let h = harness("maestro");
+    let mut ctx = h.ctx.clone();
+    ctx.sink = Arc::new(ShardSink {
+        recorder: h.sink.clone(),
+        followed: "c1",
+    });
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b2", "c2", "2026-06-10T23:05:00Z", "True"),
+    ]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| maestro_list(req, &w.lock())).await;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http: http_config(&mock.base),
+            search_scope: None,
+        },
+        ctx,
+    )
+    .unwrap();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let batches = h.sink.take();
+    let clusters: std::collections::BTreeSet<ClusterKey> =
+        upserts(&batches).iter().map(|o| o.key.clone()).collect();
+    assert_eq!(clusters, [ClusterKey::Id("c1".into())].into());
+
+    // c2's bundle was never remembered: when it goes, a relist neither
+    // reads it by id nor reports it gone.
+    world.lock().retain(|b| b["id"] != "b2");
+    mock.take();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let reqs = mock.take();
+    assert!(
+        !reqs
+            .iter()
+            .any(|r| r.query.get("search").is_some_and(|s| s.contains("b2"))),
+        "{reqs:?}"
+    );
+    assert!(gone_keys(&h.sink.take()).is_empty());
+}

@@ -872,8 +872,14 @@ impl MaestroSource {
         if let Some(t) = parsed.updated_at {
             self.newest_updated_at = Some(self.newest_updated_at.map_or(t, |n| n.max(t)));
         }
-        if parsed.cluster_id.is_none() {
-            // Unlabelled: not ours to track; forget it if it once was.
+        let followed = parsed
+            .cluster_id
+            .as_deref()
+            .is_some_and(|id| self.ctx.sink.follows(id));
+        if !followed {
+            // Unlabelled, or another shard's: not ours to track (a shard
+            // keeps only its own bundles, docs/design.md §8.3); forget it if
+            // it once was.
             self.deleting.remove(&bundle.id);
             self.tracker.remove(&bundle.id, out);
             return;

@@ -19,6 +19,15 @@ pub mod rp_frontend;
 /// recorder in tests).
 pub trait ObservationSink: Send + Sync + 'static {
     fn apply(&self, batch: Batch);
+
+    /// Whether this instance follows `cluster_id` (its shard,
+    /// docs/design.md §8.3). A source that knows a cluster id as it parses
+    /// skips what another shard follows before remembering it, so a
+    /// shard's memory shrinks with its share of the fleet.
+    fn follows(&self, cluster_id: &str) -> bool {
+        let _ = cluster_id;
+        true
+    }
 }
 
 /// What a poller needs besides its own config.
