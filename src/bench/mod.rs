@@ -547,7 +547,7 @@ pub async fn end_to_end(
     // that turn Available in them, timed until /metrics shows them.
     let watching = Instant::now();
     let (maestro_to_metrics, maestro_not_shown) =
-        maestro_change_latency(&world, &client, &metrics, cycle * cycles).await?;
+        maestro_change_latency(&world, &client, &metrics, cycle * cycles, shards.max(1)).await?;
     let watched = watching.elapsed();
     let mut samples = Vec::new();
     let mut last = String::new();
@@ -611,6 +611,7 @@ async fn maestro_change_latency(
     client: &reqwest::Client,
     metrics: &str,
     window: Duration,
+    shards: u32,
 ) -> Result<(Latency, usize), BenchError> {
     let started = Instant::now();
     let mut checked = world.now_ms();
@@ -624,7 +625,9 @@ async fn maestro_change_latency(
     while !enough(latencies.len(), started.elapsed()) {
         // Bundles that turned since the last look, each taken once.
         let now = world.now_ms();
-        for plan in world.plans(now).iter() {
+        // As shard 0 of `shards`, the exporter shows its own clusters only.
+        let followed = |id: &str| crate::model::shard_of(id, shards) == 0;
+        for plan in world.plans(now).iter().filter(|p| followed(&p.cluster_id)) {
             for bundle in &plan.bundles {
                 let turned = bundle
                     .available
