@@ -97,7 +97,10 @@ pub fn render_to(
         write_header(&mut header, family);
         out.put(&header)?;
         for cluster in clusters {
-            cluster.write_family(index, &mut scratch, out)?;
+            let lines = cluster.family_lines(index, &mut scratch);
+            if !lines.is_empty() {
+                out.put(lines)?;
+            }
         }
     }
     let mut registry_text = String::new();

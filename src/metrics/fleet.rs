@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 
 use jiff::Timestamp;
 
-use super::exposition::Sink;
 use crate::model::{Hop, HopTimeline, Phase, Timeline};
 use crate::views::work::FeedbackError;
 
@@ -273,40 +272,31 @@ impl RenderedCluster {
             .unwrap_or_default()
     }
 
-    /// Write the lines of family `index` to `out`, as the exposition shows
-    /// them. They are put together in `scratch` (a few kilobytes, reused
-    /// from cluster to cluster, so it stays in cache) and handed to `out` at
-    /// once: three small writes per line into a chunk writer or an encoder
-    /// cost more than the extra copy (docs/design.md §5.5).
-    pub fn write_family(
-        &self,
-        index: usize,
-        scratch: &mut String,
-        out: &mut impl Sink,
-    ) -> std::io::Result<()> {
+    /// The lines of family `index`, as the exposition shows them, put
+    /// together in `scratch` (a few kilobytes, reused from cluster to
+    /// cluster, so it stays in cache) for the caller to hand on at once:
+    /// three small writes per line into a chunk writer or an encoder cost
+    /// more than the extra copy (docs/design.md §5.5).
+    pub fn family_lines<'a>(&self, index: usize, scratch: &'a mut String) -> &'a str {
+        scratch.clear();
         let rest = self.family_rest(index);
-        if rest.is_empty() {
-            return Ok(());
-        }
-        let Some(def) = FAMILIES.get(index) else {
-            return Ok(());
+        let Some(def) = FAMILIES.get(index).filter(|_| !rest.is_empty()) else {
+            return scratch;
         };
         let id_label = self.id_label();
-        scratch.clear();
         for line in rest.split_inclusive('\n') {
             scratch.push_str(def.name);
             scratch.push_str(id_label);
             scratch.push_str(line);
         }
-        out.put(scratch)
+        scratch
     }
 
     /// Every family's lines, in family order, as the exposition shows them.
     pub fn text(&self) -> String {
         let (mut out, mut scratch) = (String::with_capacity(self.len()), String::new());
         for index in 0..FAMILY_COUNT {
-            // Writing to a String cannot fail.
-            let _ = self.write_family(index, &mut scratch, &mut out);
+            out.push_str(self.family_lines(index, &mut scratch));
         }
         out
     }
@@ -552,11 +542,12 @@ mod tests {
         let mut fleet = Fleet::new(ModelConfig::default());
         fleet.apply(batch(false, t(0), observations), t(30));
         let rendered = render_cluster(fleet.get("c").unwrap(), &RenderConfig::default());
-        let mut text = String::new();
+        let mut scratch = String::new();
         rendered
-            .write_family(family, &mut String::new(), &mut text)
-            .unwrap();
-        text.lines().map(str::to_string).collect()
+            .family_lines(family, &mut scratch)
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     fn bundle(object: &str, phase: Phase, updated: i64) -> crate::model::testing::Obs {
