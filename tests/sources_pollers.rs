@@ -540,6 +540,18 @@ async fn cs_shard_failure_is_retried_later_not_every_poll() {
 
 // --------------------------------------------------------------------- Maestro
 
+/// A Maestro source with the test defaults, reading `base`.
+fn maestro_source(base: &Url, ctx: hcp_flow::sources::SourceContext) -> MaestroSource {
+    MaestroSource::new(
+        MaestroConfig {
+            http: http_config(base),
+            search_scope: None,
+        },
+        ctx,
+    )
+    .unwrap()
+}
+
 fn maestro_bundle(id: &str, cluster: &str, updated_at: &str, available: &str) -> Value {
     let conditions = json!([
         {"type": "Applied", "status": "True", "reason": "AppliedManifestWorkComplete", "message": "", "lastTransitionTime": "2026-06-10T22:51:00Z"},
@@ -608,14 +620,7 @@ async fn maestro_incremental_rereads_what_changed_during_the_previous_poll() {
     ]));
     let w = world.clone();
     let mock = Mock::start(move |req| maestro_list(req, &w.lock())).await;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http: http_config(&mock.base),
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source(&mock.base, h.ctx.clone());
     assert!(m.poll(maestro::PollKind::Full).await);
     mock.take();
     h.sink.take();
@@ -746,14 +751,7 @@ async fn a_bundle_being_deleted_is_gone_at_the_next_incremental_poll() {
         maestro_list(req, &w.lock())
     })
     .await;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http: http_config(&mock.base),
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source(&mock.base, h.ctx.clone());
     assert!(m.poll(maestro::PollKind::Full).await);
     h.sink.take();
 
@@ -939,14 +937,7 @@ async fn a_first_page_is_not_retried_but_an_arm_next_link_page_is() {
 async fn maestro_5xx_keeps_state_and_marks_down() {
     let h = harness("maestro");
     let mock = Mock::start(|_| (502, "bad gateway".into())).await;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http: http_config(&mock.base),
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source(&mock.base, h.ctx.clone());
     assert!(!m.poll(maestro::PollKind::Full).await);
     assert_eq!(h.up(), 0);
     assert_eq!(h.errors(RequestErrorKind::status_5xx), 1);
@@ -1032,14 +1023,7 @@ async fn connection_refused_is_its_own_error_kind() {
         l.local_addr().unwrap().port()
     };
     let base = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http: http_config(&base),
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source(&base, h.ctx.clone());
     assert!(!m.poll(maestro::PollKind::Full).await);
     assert_eq!(h.errors(RequestErrorKind::connect_refused), 1);
     assert_eq!(h.up(), 0);
@@ -1255,14 +1239,7 @@ async fn a_shard_keeps_only_the_bundles_of_the_clusters_it_follows() {
     ]));
     let w = world.clone();
     let mock = Mock::start(move |req| maestro_list(req, &w.lock())).await;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http: http_config(&mock.base),
-            search_scope: None,
-        },
-        ctx,
-    )
-    .unwrap();
+    let mut m = maestro_source(&mock.base, ctx);
     assert!(m.poll(maestro::PollKind::Full).await);
     let batches = h.sink.take();
     let clusters: std::collections::BTreeSet<ClusterKey> =

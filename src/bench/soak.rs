@@ -164,14 +164,7 @@ pub async fn soak(
         .into_iter()
         .map(|c| c.cluster_id)
         .collect();
-    let body = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .map_err(BenchError::Scrape)?
-        .text()
-        .await
-        .map_err(BenchError::Scrape)?;
+    let (_, body) = super::timed_scrape(&client, &format!("{base}/metrics")).await?;
     let (extra_by_hops, missing) = reconcile(&body, &world_ids);
     drop(child);
     Ok(SoakFigures {
