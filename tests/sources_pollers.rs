@@ -799,6 +799,105 @@ async fn a_bundle_being_deleted_is_gone_at_the_next_incremental_poll() {
     );
 }
 
+/// A full relist of a large fleet pages for minutes. A bundle an early page
+/// listed alive, then marked for deletion and removed before the relist
+/// ended, used to stay until the relist after, ten minutes later: nothing
+/// saw the mark. The incremental pass that falls due between two pages
+/// reads the mark, and the next one finds the bundle gone by id.
+#[tokio::test]
+async fn a_bundle_marked_and_removed_during_a_relist_is_gone_by_its_end() {
+    let h = harness("maestro");
+    let world = Arc::new(Mutex::new(vec![
+        maestro_bundle("b1", "c1", "2026-06-10T23:00:00Z", "True"),
+        maestro_bundle("b2", "c2", "2026-06-10T23:05:00Z", "True"),
+        maestro_bundle("b3", "c3", "2026-06-10T23:10:00Z", "True"),
+        maestro_bundle("b4", "c4", "2026-06-10T23:15:00Z", "True"),
+    ]));
+    let armed = Arc::new(Mutex::new(false));
+    let (w, a) = (world.clone(), armed.clone());
+    let mock = Mock::start(move |req| {
+        let mut world = w.lock();
+        let reply = maestro_list(req, &world);
+        let relist_page = match req.query.get("search") {
+            None => req.query.get("page").map(String::as_str),
+            Some(_) => None,
+        };
+        if *a.lock() {
+            match relist_page {
+                // Page 1 showed b1 alive; Maestro marks it just after.
+                Some("1") => {
+                    world[0]["deleted_at"] = json!("2026-06-10T23:30:00Z");
+                    world[0]["updated_at"] = json!("2026-06-10T23:30:00Z");
+                }
+                // And removes it once page 2 is read.
+                Some("2") => {
+                    world.retain(|b| b["id"] != "b1");
+                }
+                _ => {}
+            }
+        }
+        reply
+    })
+    .await;
+    let mut http = http_config(&mock.base);
+    http.page_size = 2;
+    // Every page boundary is a due pass.
+    http.fast_poll_interval = Duration::ZERO;
+    let mut m = MaestroSource::new(
+        MaestroConfig {
+            http,
+            search_scope: None,
+        },
+        h.ctx.clone(),
+    )
+    .unwrap();
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let first: Vec<String> = mock
+        .take()
+        .iter()
+        .map(|r| r.query.get("search").cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(first, ["", ""], "a first sync does not interleave");
+    h.sink.take();
+
+    *armed.lock() = true;
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let asked: Vec<String> = mock
+        .take()
+        .iter()
+        .map(|r| match r.query.get("search") {
+            None => format!("page {}", r.query["page"]),
+            Some(s) => s.clone(),
+        })
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "page 1",
+            "updated_at > '2026-06-10T23:14:58Z'",
+            "page 2",
+            "updated_at > '2026-06-10T23:29:58Z'",
+            "id in ('b1')",
+        ],
+        "a pass between the pages, and after the last"
+    );
+    assert_eq!(h.up(), 1);
+    let batches = h.sink.take();
+    assert!(batches.iter().all(|b| !b.initial));
+    let mut gone = gone_keys(&batches);
+    gone.sort();
+    let c1 = ClusterKey::Id("c1".into());
+    assert_eq!(
+        gone,
+        vec![
+            (c1.clone(), Hop::MaestroBundle, "c1-work".to_string()),
+            (c1.clone(), Hop::Manifestwork, "c1-work".to_string()),
+            (c1, Hop::HostedCluster, String::new()),
+        ],
+        "b1 is gone within the relist; the others stay"
+    );
+}
+
 /// The pages a full list asked for, leaving out the checks by id.
 fn relist_pages(requests: &[Request]) -> Vec<String> {
     requests

@@ -16,7 +16,10 @@
 //!   everything sent; a bundle seen before and missing now is read by id
 //!   (`search=id in (...)`) and `Gone` only when missing there too (the
 //!   pages are offsets, and a deletion on an earlier page shifts a live
-//!   bundle past a page boundary), with the hops nested in it.
+//!   bundle past a page boundary), with the hops nested in it. When an
+//!   incremental pass falls due while a relist pages, it runs between two
+//!   pages and is delivered at once: a bundle marked and removed during a
+//!   relist of minutes is otherwise never seen marked (docs/design.md §9.5).
 //! - Fast poll (`fast_poll_interval`): incremental,
 //!   `search=updated_at > '<start, minus a small overlap>'`, where the start
 //!   is the newest `updated_at` seen or, when earlier, the moment the
@@ -58,7 +61,8 @@ use crate::config::MaestroConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Via};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, MassDeletionGuard, Tracker, UpdateMode, poll_span,
+    self, Backoff, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode,
+    poll_span,
 };
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 use crate::views::hosted_cluster::{self, HostedClusterStatus};
@@ -609,6 +613,11 @@ pub struct MaestroSource {
     /// show that they are gone, so each fast poll reads them by id
     /// (docs/design.md §9.5).
     deleting: HashSet<String>,
+    /// When the next incremental pass is due, between polls or between the
+    /// pages of a full relist.
+    incremental_due: Instant,
+    /// How long the last incremental pass took.
+    incremental_takes: Duration,
 }
 
 impl MaestroSource {
@@ -632,6 +641,8 @@ impl MaestroSource {
             synced: false,
             guard: MassDeletionGuard::default(),
             deleting: HashSet::new(),
+            incremental_due: Instant::now(),
+            incremental_takes: Duration::ZERO,
         }
     }
 
@@ -646,23 +657,20 @@ impl MaestroSource {
         let cfg = self.cfg.http.clone();
         let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
         let mut next_full = Instant::now();
-        // How long an incremental poll takes, as the last one took.
-        let mut incremental_takes = Duration::ZERO;
         loop {
             let kind = if !self.synced || Instant::now() >= next_full {
                 PollKind::Full
             } else {
                 PollKind::Incremental
             };
-            let started = Instant::now();
             let wait = if self.poll(kind).await {
                 backoff.reset();
                 if kind == PollKind::Full {
                     next_full = http::after(Instant::now(), cfg.full_relist_interval);
-                } else {
-                    incremental_takes = started.elapsed();
                 }
-                next_incremental_wait(cfg.fast_poll_interval, incremental_takes)
+                self.incremental_due
+                    .saturating_duration_since(Instant::now())
+                    .max(MIN_POLL_GAP.min(cfg.fast_poll_interval))
                     .min(next_full.saturating_duration_since(Instant::now()))
             } else {
                 backoff.next_delay()
@@ -684,7 +692,6 @@ impl MaestroSource {
 
     async fn poll_inner(&mut self, kind: PollKind) -> bool {
         let observed_at = self.ctx.clock.now();
-        let initial = !self.synced;
         let scope = self
             .cfg
             .search_scope
@@ -693,87 +700,67 @@ impl MaestroSource {
         // A scope is the whole search (a JSONB label search cannot be ANDed
         // with `updated_at`), so every scoped poll reads the scope in full:
         // a few bundles, never the fleet (docs/design.md §12.4).
-        let kind = match (kind, self.newest_updated_at) {
-            (PollKind::Incremental, Some(_)) if self.synced && scope.is_none() => {
-                PollKind::Incremental
-            }
-            _ => PollKind::Full,
+        let incremental_from = match (kind, self.newest_updated_at) {
+            (PollKind::Incremental, Some(newest)) if self.synced && scope.is_none() => Some(newest),
+            _ => None,
+        };
+        let kind = match incremental_from {
+            Some(_) => PollKind::Incremental,
+            None => PollKind::Full,
         };
         tracing::Span::current().record("poll_kind", kind.as_str());
-        let search = match (kind, self.newest_updated_at) {
-            (PollKind::Incremental, Some(newest)) => Some(updated_since_search(
-                self.last_poll_began
-                    .map_or(newest, |began| began.min(newest)),
-            )),
-            _ => scope,
+        let result = match incremental_from {
+            Some(newest) => self.incremental_pass(observed_at, newest).await.map(drop),
+            None => self.full_pass(observed_at, scope).await,
         };
-        let params: Vec<(&str, &str)> = search
-            .as_deref()
-            .map(|s| ("search", s))
-            .into_iter()
-            .collect();
+        match result {
+            Ok(()) => {
+                self.ctx.health.listed(&self.ctx.name, KIND);
+                true
+            }
+            Err(err) => {
+                tracing::debug!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
+                self.ctx
+                    .health
+                    .failed(&self.ctx.name, KIND, &cause_chain(&err));
+                false
+            }
+        }
+    }
+
+    /// The incremental pass: the bundles updated since the last pass began
+    /// (or the newest update seen, when earlier), then, by id, the bundles
+    /// being deleted that it did not show. Delivers what it read, also when
+    /// a request failed: the pages read before the failure already moved
+    /// the change tracker, and would otherwise count as sent. Returns the
+    /// bundles it saw.
+    async fn incremental_pass(
+        &mut self,
+        observed_at: Timestamp,
+        newest: Timestamp,
+    ) -> Result<HashSet<String>, SourceError> {
+        let began = Instant::now();
+        let search = updated_since_search(self.last_poll_began.map_or(newest, |b| b.min(newest)));
+        let params = [("search", search.as_str())];
+        let mode = UpdateMode {
+            send_all: false,
+            partial: false,
+        };
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut seen = HashSet::new();
-        // What was tracked before this poll: the pages below add to it.
-        let known = self.tracker.len();
-        let mode = UpdateMode {
-            send_all: kind == PollKind::Full,
-            partial: false,
-        };
-        // Page by page: each bundle becomes observations (and its nested JSON
-        // is dropped) before the next page is fetched.
         let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
-        loop {
-            let items = match pager.next(&self.client).await {
-                Ok(Some(items)) => items,
-                Ok(None) => break,
-                Err(err) => {
-                    tracing::debug!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
-                    // Pages read before the failure already moved the change
-                    // tracker: deliver what they said, or it would count as
-                    // sent. (A first sync delivers nothing: its retry is a
-                    // full list that sends everything.)
-                    if !initial {
-                        http::deliver(&self.ctx, false, observed_at, out, &unknown);
-                    }
-                    self.ctx
-                        .health
-                        .failed(&self.ctx.name, KIND, &cause_chain(&err));
-                    return false;
-                }
-            };
-            for item in items {
-                let Some(bundle) =
-                    http::decode_item::<ResourceBundle>(&item, "items[]", &mut unknown)
-                else {
-                    continue;
-                };
-                seen.insert(bundle.id.clone());
-                self.accept(bundle, mode, &mut out, &mut unknown);
+        let listed = loop {
+            match pager.next(&self.client).await {
+                Ok(Some(items)) => self.accept_page(items, mode, &mut seen, &mut out, &mut unknown),
+                Ok(None) => break Ok(()),
+                Err(err) => break Err(err),
             }
-        }
-        if kind == PollKind::Full {
-            let missing: Vec<String> = self
-                .tracker
-                .owners()
-                .filter(|o| !seen.contains(*o))
-                .map(str::to_string)
-                .collect();
-            // The pages are offsets into a list that changes while it is
-            // read: a bundle deleted from an earlier page shifts a live one
-            // past a page boundary. Missing is not gone until a read by id
-            // agrees. When that read fails (an id the service refuses in a
-            // query), the list is believed, as before the check.
-            let confirmed = match self.read_by_id(missing, mode, &mut out, &mut unknown).await {
-                Ok(absent) | Err(absent) => absent,
-            };
-            let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
-            self.forget(&vanished, &mut out);
-        } else {
-            // Bundles being deleted that this poll did not show: read by id,
+        };
+        if listed.is_ok() {
+            // Bundles being deleted that this pass did not show: read by id,
             // so a deletion is seen within one fast poll, not at the next
-            // full relist. A failed read keeps them for the next poll.
+            // full relist. A failed read keeps them for the next pass.
             let deleting: Vec<String> = self
                 .deleting
                 .iter()
@@ -786,14 +773,137 @@ impl MaestroSource {
             {
                 self.forget(&gone, &mut out);
             }
+            self.last_poll_began = Some(
+                self.last_poll_began
+                    .map_or(observed_at, |b| b.max(observed_at)),
+            );
+            self.incremental_takes = began.elapsed();
+            self.incremental_due = http::after(
+                Instant::now(),
+                next_incremental_wait(self.cfg.http.fast_poll_interval, self.incremental_takes),
+            );
         }
-        if kind == PollKind::Full {
-            self.synced = true;
+        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+        listed.map(|()| seen)
+    }
+
+    /// The full relist: every bundle, everything sent; a bundle tracked and
+    /// not listed is read by id and gone only when missing there too.
+    ///
+    /// A relist of a large fleet takes minutes, and a bundle marked for
+    /// deletion and removed meanwhile is never seen marked: listed alive on
+    /// an early page, it would stay until the next relist. So when an
+    /// incremental pass falls due between two pages, it runs there (after
+    /// what the pages said so far is delivered, as it may read newer states
+    /// of the same bundles) and its findings are delivered at once
+    /// (docs/design.md §9.5).
+    async fn full_pass(
+        &mut self,
+        observed_at: Timestamp,
+        scope: Option<String>,
+    ) -> Result<(), SourceError> {
+        let initial = !self.synced;
+        let began = Instant::now();
+        let interleave = !initial && scope.is_none();
+        self.incremental_due = http::after(began, self.cfg.http.fast_poll_interval);
+        let mut interleaved = false;
+        let params: Vec<(&str, &str)> = scope
+            .as_deref()
+            .map(|s| ("search", s))
+            .into_iter()
+            .collect();
+        let mode = UpdateMode {
+            send_all: true,
+            partial: false,
+        };
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        let mut seen = HashSet::new();
+        // What was tracked before this poll: the pages below add to it.
+        let known = self.tracker.len();
+        // Page by page: each bundle becomes observations (and its nested JSON
+        // is dropped) before the next page is fetched.
+        let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+        loop {
+            match pager.next(&self.client).await {
+                Ok(Some(items)) => self.accept_page(items, mode, &mut seen, &mut out, &mut unknown),
+                Ok(None) => break,
+                Err(err) => {
+                    // As in an incremental pass, what the pages read is
+                    // delivered. (A first sync delivers nothing: its retry
+                    // is a full list that sends everything.)
+                    if !initial {
+                        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+                    }
+                    return Err(err);
+                }
+            }
+            if let Some(newest) = self.newest_updated_at
+                && interleave
+                && Instant::now() >= self.incremental_due
+            {
+                http::deliver(
+                    &self.ctx,
+                    false,
+                    observed_at,
+                    std::mem::take(&mut out),
+                    &std::mem::take(&mut unknown),
+                );
+                let pass_seen = self.incremental_pass(self.ctx.clock.now(), newest).await?;
+                seen.extend(pass_seen);
+                interleaved = true;
+            }
         }
+        let missing: Vec<String> = self
+            .tracker
+            .owners()
+            .filter(|o| !seen.contains(*o))
+            .map(str::to_string)
+            .collect();
+        // The pages are offsets into a list that changes while it is read:
+        // a bundle deleted from an earlier page shifts a live one past a
+        // page boundary. Missing is not gone until a read by id agrees. When
+        // that read fails (an id the service refuses in a query), the list
+        // is believed, as before the check.
+        let confirmed = match self.read_by_id(missing, mode, &mut out, &mut unknown).await {
+            Ok(absent) | Err(absent) => absent,
+        };
+        let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
+        self.forget(&vanished, &mut out);
+        self.synced = true;
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
-        self.ctx.health.listed(&self.ctx.name, KIND);
-        self.last_poll_began = Some(observed_at);
-        true
+        self.last_poll_began = Some(
+            self.last_poll_began
+                .map_or(observed_at, |b| b.max(observed_at)),
+        );
+        if !interleaved {
+            // The relist began reading at `observed_at`: the next pass reads
+            // from there, an interval after the relist ends at the latest.
+            self.incremental_due = http::after(
+                Instant::now(),
+                next_incremental_wait(self.cfg.http.fast_poll_interval, self.incremental_takes),
+            );
+        }
+        Ok(())
+    }
+
+    /// Decode one page of bundles and accept each, noting its id in `seen`.
+    fn accept_page(
+        &mut self,
+        items: Vec<http::RawItem>,
+        mode: UpdateMode,
+        seen: &mut HashSet<String>,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) {
+        for item in items {
+            let Some(bundle) = http::decode_item::<ResourceBundle>(&item, "items[]", unknown)
+            else {
+                continue;
+            };
+            seen.insert(bundle.id.clone());
+            self.accept(bundle, mode, out, unknown);
+        }
     }
 
     /// Read these bundles by id, accepting what is found. `Ok`: the ids
