@@ -1161,7 +1161,10 @@ fn the_image_strips_the_binary_and_keeps_its_debug_info_apart() {
     assert!(status.success(), "{script}");
     let after = std::fs::metadata(&binary).unwrap().len();
     let debug = std::fs::metadata(dir.join("hcp-flow.debug")).unwrap().len();
-    assert!(after * 2 < before, "stripped {after} of {before} bytes");
+    // How much stripping saves depends on the profile's debug info (the
+    // test profile keeps line tables only); what matters is that the debug
+    // sections left the binary for the side file.
+    assert!(after < before, "stripped {after} of {before} bytes");
     assert!(debug > 0);
     let version = std::process::Command::new(&binary)
         .arg("--version")
@@ -1174,6 +1177,10 @@ fn the_image_strips_the_binary_and_keeps_its_debug_info_apart() {
         .arg(&binary)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&sections.stdout).contains(".gnu_debuglink"));
+    let sections = String::from_utf8_lossy(&sections.stdout);
+    assert!(sections.contains(".gnu_debuglink"));
+    for debug_section in [".debug_info", ".debug_line"] {
+        assert!(!sections.contains(debug_section), "{sections}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
