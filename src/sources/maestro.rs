@@ -31,9 +31,11 @@
 //!   the next full relist.) The overlap re-reads bundles updated in the same
 //!   instant as the newest one seen (or committed late) and absorbs clock
 //!   skew; unchanged ones are not sent again.
-//! - The first full sync is delivered with `initial: true`.
-//! - A failed request fails the sync (`hcpflow_source_up` 0), delivers
-//!   nothing, and the poller retries with backoff.
+//! - A full relist delivers each page as it is read; the first full sync's
+//!   pages are delivered with `initial: true`.
+//! - A failed request fails the sync (`hcpflow_source_up` 0) and the poller
+//!   retries with backoff; what the pages read before it is delivered (the
+//!   change tracker has moved), and nothing is called gone.
 //! - Only objects whose view changed are sent, except on full relists.
 //! - Every bundle is its own object of hop `maestro_bundle`, keyed by its
 //!   name (else its id); the objects nested in it are keyed like the kube
@@ -793,10 +795,10 @@ impl MaestroSource {
     /// A relist of a large fleet takes minutes, and a bundle marked for
     /// deletion and removed meanwhile is never seen marked: listed alive on
     /// an early page, it would stay until the next relist. So when an
-    /// incremental pass falls due between two pages, it runs there (after
-    /// what the pages said so far is delivered, as it may read newer states
-    /// of the same bundles) and its findings are delivered at once
-    /// (docs/design.md §9.5).
+    /// incremental pass falls due between two pages, it runs there and its
+    /// findings are delivered at once (docs/design.md §9.5). Every page is
+    /// delivered as it is read, so a failed relist has already delivered
+    /// what its pages said (the tracker moved).
     async fn full_pass(
         &mut self,
         observed_at: Timestamp,
@@ -826,29 +828,30 @@ impl MaestroSource {
         let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
         loop {
             match pager.next(&self.client).await {
-                Ok(Some(items)) => self.accept_page(items, mode, &mut seen, &mut out, &mut unknown),
-                Ok(None) => break,
-                Err(err) => {
-                    // As in an incremental pass, what the pages read is
-                    // delivered. (A first sync delivers nothing: its retry
-                    // is a full list that sends everything.)
-                    if !initial {
-                        http::deliver(&self.ctx, false, observed_at, out, &unknown);
-                    }
-                    return Err(err);
+                Ok(Some(items)) => {
+                    self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
+                    // Each page is delivered as it is read: a relist's
+                    // observations of every bundle at once were the
+                    // exporter's peak memory, which the allocator keeps
+                    // (docs/design.md §9.5). A first sync's pages are
+                    // initial (silent) batches, and what a page says
+                    // reaches the model before the pass below reads newer
+                    // states of the same bundles.
+                    http::deliver(
+                        &self.ctx,
+                        initial,
+                        observed_at,
+                        std::mem::take(&mut out),
+                        &std::mem::take(&mut unknown),
+                    );
                 }
+                Ok(None) => break,
+                Err(err) => return Err(err),
             }
             if let Some(newest) = self.newest_updated_at
                 && interleave
                 && Instant::now() >= self.incremental_due
             {
-                http::deliver(
-                    &self.ctx,
-                    false,
-                    observed_at,
-                    std::mem::take(&mut out),
-                    &std::mem::take(&mut unknown),
-                );
                 let pass_seen = self.incremental_pass(self.ctx.clock.now(), newest).await?;
                 seen.extend(pass_seen);
                 interleaved = true;
