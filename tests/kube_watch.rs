@@ -420,6 +420,17 @@ async fn paged_relists_see_every_object() {
         (0..7).all(|i| h.phase(&format!("p{i}"), Hop::NodePool) == Some(Phase::Ready))
     })
     .await;
+    // Each page reaches the model as it arrives: no first-sync batch holds
+    // a whole kind's seven objects (the old whole-list batch was the
+    // management side's memory peak).
+    let batches = h.recorder.batches.lock().clone();
+    let initial: Vec<usize> = batches
+        .iter()
+        .filter(|(source, initial, _)| source == "kube/mgmt-a" && *initial)
+        .map(|(_, _, n)| *n)
+        .collect();
+    assert!(initial.iter().sum::<usize>() >= 7 * 5, "{initial:?}");
+    assert!(initial.iter().all(|n| *n <= 4), "{initial:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -677,13 +677,16 @@ async fn maestro_full_then_incremental_then_relist() {
     assert_eq!(reqs.len(), 2);
     assert!(reqs.iter().all(|r| !r.query.contains_key("search")));
     let batches = h.sink.take();
-    assert!(batches[0].initial);
+    assert!(batches.iter().all(|b| b.initial));
     let obs = upserts(&batches);
     assert_eq!(
         obs.len(),
         9,
         "bundle + manifestwork + hosted_cluster for each of 3"
     );
+    // Each page is delivered as it is read, never the whole list at once.
+    let per_batch: Vec<usize> = batches.iter().map(|b| b.observations.len()).collect();
+    assert_eq!(per_batch[..2], [6, 3], "{per_batch:?}");
     assert_eq!(
         m.newest_updated_at(),
         Some("2026-06-10T23:10:00Z".parse().unwrap())

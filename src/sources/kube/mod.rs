@@ -339,13 +339,20 @@ impl Shared {
         self.ctx.health.alive(&self.source);
     }
 
-    fn relisted(
-        &self,
-        kind: WatchKind,
-        items: Vec<(ObjRef, Facts)>,
-        seen: BTreeSet<ObjRef>,
-        initial: bool,
-    ) {
+    /// One page of a relist: its objects go to the mapper and what changed
+    /// to the model at once. Holding a whole list of 10,000 objects' facts,
+    /// then its observations, was the management side's memory peak, which
+    /// the allocator keeps (docs/design.md §9.6).
+    fn relisted_page(&self, kind: WatchKind, items: Vec<(ObjRef, Facts)>, initial: bool) {
+        let mut inner = self.inner.lock();
+        for (at, facts) in items {
+            inner.mapper.upsert(at, facts);
+        }
+        self.emit(&mut inner, initial, kind);
+    }
+
+    /// The relist is complete: known objects it did not show are gone.
+    fn relisted(&self, kind: WatchKind, seen: BTreeSet<ObjRef>, initial: bool) {
         let mut inner = self.inner.lock();
         let known = inner.mapper.known(kind);
         let vanished: Vec<&ObjRef> = known.difference(&seen).collect();
@@ -354,9 +361,6 @@ impl Shared {
         }
         for at in vanished {
             inner.mapper.delete(kind, at);
-        }
-        for (at, facts) in items {
-            inner.mapper.upsert(at, facts);
         }
         self.emit(&mut inner, initial, kind);
         drop(inner);
@@ -921,12 +925,12 @@ where
         }
     }
 
-    /// List every page; hand the whole list to the mapper at once (known
-    /// objects missing from it are deleted). Returns the list's version.
+    /// List every page, each handed to the mapper as it comes; at the end,
+    /// known objects missing from the list are deleted. Returns the list's
+    /// version.
     async fn relist(&self, first_sync: &mut bool) -> Result<String, Ended> {
         let shared = self.shared;
         shared.event("init");
-        let mut items = Vec::new();
         let mut seen = BTreeSet::new();
         let mut unknown = Vec::new();
         let mut continue_token: Option<String> = None;
@@ -941,6 +945,7 @@ where
                 Err(failure) if failure.code() == Some(410) => return Err(Ended::ListExpired),
                 Err(failure) => return Err(Ended::Failed(failure)),
             };
+            let mut items = Vec::with_capacity(page.items.len());
             for guard in page.items {
                 shared.event("init_apply");
                 match guard.0 {
@@ -961,6 +966,7 @@ where
                     }
                 }
             }
+            shared.relisted_page(self.kind, items, *first_sync);
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => continue_token = Some(token),
                 None => {
@@ -977,7 +983,7 @@ where
             }
         };
         shared.event("init_done");
-        shared.relisted(self.kind, items, seen, *first_sync);
+        shared.relisted(self.kind, seen, *first_sync);
         *first_sync = false;
         shared.list_succeeded(self.cfg);
         Ok(version)
