@@ -421,7 +421,7 @@ impl Shared {
     }
 
     fn malformed(&self, kind: WatchKind, at: &ObjRef, error: &str) {
-        warn!(source = %self.source, kind = kind.as_str(), namespace = %at.namespace, name = %at.name, error = %error, "skipping an object that does not parse");
+        warn!(source = %self.source, kind = kind.as_str(), namespace = %at.namespace(), name = %at.name(), error = %error, "skipping an object that does not parse");
         self.event("malformed");
         self.ctx.metrics.unknown_value(&self.source, "object");
     }
@@ -658,12 +658,12 @@ impl Shared {
         {
             return;
         }
-        if let Some(why) = environment_mismatch(self.mode, &self.environment, &at.namespace)
+        if let Some(why) = environment_mismatch(self.mode, &self.environment, &at.namespace())
             && !self
                 .environment_warned
                 .swap(true, std::sync::atomic::Ordering::Relaxed)
         {
-            warn!(source = %self.source, namespace = %at.namespace, name = %at.name, "{why}");
+            warn!(source = %self.source, namespace = %at.namespace(), name = %at.name(), "{why}");
         }
     }
 }

@@ -36,14 +36,14 @@ impl Mapper {
         let hcp = self
             .control_planes
             .range(ObjRef::new(namespace, "")..)
-            .take_while(|(k, _)| k.namespace == namespace)
+            .take_while(|(k, _)| k.namespace() == namespace)
             .map(|(_, f)| f)
             .next();
         let mut pods = PodCounts::default();
         for (_, ready) in self
             .pods
             .range(ObjRef::new(namespace, "")..)
-            .take_while(|(k, _)| k.namespace == namespace)
+            .take_while(|(k, _)| k.namespace() == namespace)
         {
             match ready {
                 Some(true) => pods.ready += 1,

@@ -58,9 +58,9 @@ impl Mapper {
         view.set_identity(IdentityPatch {
             name: match self.cfg.mode {
                 KubeMode::Aro => f.name_label.clone(),
-                KubeMode::SelfManaged => Some(at.name.clone()),
+                KubeMode::SelfManaged => Some(at.name().to_string()),
             },
-            namespace: Some(at.namespace.clone()),
+            namespace: Some(at.namespace().to_string()),
             platform: f.platform.clone(),
             version: f.reading.version.clone(),
             ..self.identity()

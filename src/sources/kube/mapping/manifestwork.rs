@@ -43,7 +43,7 @@ impl Mapper {
         Some(Emitted {
             cluster_id: f.label_id.clone()?,
             hop: Hop::Manifestwork,
-            object: at.name.clone(),
+            object: at.name().to_string(),
             view,
         })
     }

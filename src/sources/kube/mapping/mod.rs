@@ -33,26 +33,51 @@ pub use managed_cluster::ManagedClusterFacts;
 pub use manifestwork::ManifestWorkFacts;
 pub use node_pool::NodePoolFacts;
 
-/// Namespace and name of a watched object (namespace empty when cluster-scoped).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjRef {
-    pub namespace: String,
-    pub name: String,
-}
+/// Namespace and name of a watched object (namespace empty when
+/// cluster-scoped), kept as `namespace/name` in one allocation: a
+/// management cluster of 10,000 hosted clusters holds some 200,000 of them
+/// (facts, what was emitted), and two strings each cost twice the
+/// allocations (docs/performance.md). A Kubernetes namespace never holds a
+/// `/`, so the first one splits the two, and the objects of one namespace
+/// sort together.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjRef(Box<str>);
 
 impl ObjRef {
     pub fn new(namespace: &str, name: &str) -> ObjRef {
-        ObjRef {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        }
+        let mut text = String::with_capacity(namespace.len() + 1 + name.len());
+        text.push_str(namespace);
+        text.push('/');
+        text.push_str(name);
+        ObjRef(text.into_boxed_str())
     }
 
     pub fn of(meta: &ObjectMeta) -> ObjRef {
-        ObjRef {
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-        }
+        ObjRef::new(
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+    }
+
+    fn split(&self) -> (&str, &str) {
+        self.0.split_once('/').unwrap_or((&self.0, ""))
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.split().0
+    }
+
+    pub fn name(&self) -> &str {
+        self.split().1
+    }
+}
+
+impl std::fmt::Debug for ObjRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjRef")
+            .field("namespace", &self.namespace())
+            .field("name", &self.name())
+            .finish()
     }
 }
 
@@ -184,7 +209,9 @@ pub struct Mapper {
     manifestworks: BTreeMap<ObjRef, ManifestWorkFacts>,
     hosted_clusters: BTreeMap<ObjRef, HostedClusterFacts>,
     /// HostedClusters by name: a self-managed ManagedCluster is named like one.
-    hosted_clusters_by_name: BTreeMap<String, BTreeSet<ObjRef>>,
+    /// A sorted `Vec`, not a set: a name nearly always has one
+    /// HostedCluster, and a one-element `BTreeSet` allocates an 11-slot node.
+    hosted_clusters_by_name: BTreeMap<String, Vec<ObjRef>>,
     node_pools: BTreeMap<ObjRef, NodePoolFacts>,
     control_planes: BTreeMap<ObjRef, HostedControlPlaneReading>,
     pods: BTreeMap<ObjRef, Option<bool>>,
@@ -247,10 +274,13 @@ impl Mapper {
             }
             Facts::HostedCluster(f) => {
                 self.hosted_cluster_touched(&at);
-                self.hosted_clusters_by_name
-                    .entry(at.name.clone())
-                    .or_default()
-                    .insert(at.clone());
+                let refs = self
+                    .hosted_clusters_by_name
+                    .entry(at.name().to_string())
+                    .or_default();
+                if let Err(i) = refs.binary_search(&at) {
+                    refs.insert(i, at.clone());
+                }
                 self.hosted_clusters.insert(at, *f);
             }
             Facts::NodePool(f) => {
@@ -259,16 +289,17 @@ impl Mapper {
             }
             Facts::HostedControlPlane(f) => {
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
                 self.control_planes.insert(at, f);
             }
             Facts::ManagedCluster(f) => {
-                self.dirty.insert(EmitKey::ManagedCluster(at.name.clone()));
-                self.managed_clusters.insert(at.name, f);
+                self.dirty
+                    .insert(EmitKey::ManagedCluster(at.name().to_string()));
+                self.managed_clusters.insert(at.name().to_string(), f);
             }
             Facts::Pod(ready) => {
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
                 self.pods.insert(at, ready);
             }
             Facts::MultiClusterEngine(phase) => {
@@ -290,10 +321,12 @@ impl Mapper {
             WatchKind::HostedCluster => {
                 self.hosted_cluster_touched(at);
                 self.hosted_clusters.remove(at);
-                if let Some(refs) = self.hosted_clusters_by_name.get_mut(&at.name) {
-                    refs.remove(at);
+                if let Some(refs) = self.hosted_clusters_by_name.get_mut(at.name()) {
+                    if let Ok(i) = refs.binary_search(at) {
+                        refs.remove(i);
+                    }
                     if refs.is_empty() {
-                        self.hosted_clusters_by_name.remove(&at.name);
+                        self.hosted_clusters_by_name.remove(at.name());
                     }
                 }
             }
@@ -304,16 +337,17 @@ impl Mapper {
             WatchKind::HostedControlPlane => {
                 self.control_planes.remove(at);
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
             }
             WatchKind::ControlPlanePod => {
                 self.pods.remove(at);
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace.clone()));
+                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
             }
             WatchKind::ManagedCluster => {
-                self.managed_clusters.remove(&at.name);
-                self.dirty.insert(EmitKey::ManagedCluster(at.name.clone()));
+                self.managed_clusters.remove(at.name());
+                self.dirty
+                    .insert(EmitKey::ManagedCluster(at.name().to_string()));
             }
             WatchKind::MultiClusterEngine => {
                 self.engines.remove(at);
@@ -329,7 +363,8 @@ impl Mapper {
         self.dirty.insert(EmitKey::HostedCluster(at.clone()));
         self.dirty
             .insert(EmitKey::ControlPlane(control_plane_namespace(at)));
-        self.dirty.insert(EmitKey::ManagedCluster(at.name.clone()));
+        self.dirty
+            .insert(EmitKey::ManagedCluster(at.name().to_string()));
         if let Some(old) = self.hosted_clusters.get(at)
             && let Some(id) = self.hosted_cluster_id(at, old)
         {
@@ -337,8 +372,8 @@ impl Mapper {
         }
         let pools: Vec<ObjRef> = self
             .node_pools
-            .range(ObjRef::new(&at.namespace, "")..)
-            .take_while(|(k, _)| k.namespace == at.namespace)
+            .range(ObjRef::new(&at.namespace(), "")..)
+            .take_while(|(k, _)| k.namespace() == at.namespace())
             .map(|(k, _)| k.clone())
             .collect();
         for pool in pools {
@@ -422,11 +457,11 @@ impl Mapper {
             KubeMode::Aro => f
                 .label_id
                 .clone()
-                .or_else(|| self.id_from_namespace(&at.namespace)),
+                .or_else(|| self.id_from_namespace(&at.namespace())),
             KubeMode::SelfManaged => Some(
                 f.spec_cluster_id
                     .clone()
-                    .unwrap_or_else(|| format!("{}/{}", at.namespace, at.name)),
+                    .unwrap_or_else(|| format!("{}/{}", at.namespace(), at.name())),
             ),
         }
     }
@@ -455,5 +490,45 @@ impl Mapper {
 
 /// A HostedCluster's control-plane namespace (`<namespace>-<name>`, both modes).
 pub fn control_plane_namespace(hosted_cluster: &ObjRef) -> String {
-    format!("{}-{}", hosted_cluster.namespace, hosted_cluster.name)
+    format!("{}-{}", hosted_cluster.namespace(), hosted_cluster.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_ref_is_one_allocation_that_splits_back_and_groups_a_namespace() {
+        assert_eq!(
+            std::mem::size_of::<ObjRef>(),
+            2 * std::mem::size_of::<usize>()
+        );
+        let pod = ObjRef::new("ocm-env-abc-hcp", "kube-apiserver-0");
+        assert_eq!(pod.namespace(), "ocm-env-abc-hcp");
+        assert_eq!(pod.name(), "kube-apiserver-0");
+        let cluster_scoped = ObjRef::new("", "abc");
+        assert_eq!(
+            (cluster_scoped.namespace(), cluster_scoped.name()),
+            ("", "abc")
+        );
+        // A namespace's objects sort together, also beside namespaces that
+        // extend its name: the range scans of a namespace rely on it.
+        let mut refs = [
+            ObjRef::new("ns-x", "a"),
+            ObjRef::new("ns", "z"),
+            ObjRef::new("ns0", "a"),
+            ObjRef::new("ns", "a"),
+            ObjRef::new("ns", "m-1"),
+        ];
+        refs.sort();
+        let in_ns: Vec<&str> = refs
+            .iter()
+            .skip_while(|r| r.namespace() != "ns")
+            .take_while(|r| r.namespace() == "ns")
+            .map(ObjRef::name)
+            .collect();
+        assert_eq!(in_ns, ["a", "m-1", "z"]);
+        assert!(refs.iter().filter(|r| r.namespace() == "ns").count() == 3);
+        assert!(ObjRef::new("ns", "") <= ObjRef::new("ns", "a"));
+    }
 }
