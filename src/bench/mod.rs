@@ -390,6 +390,31 @@ pub enum BenchError {
     KubeObject(#[source] crate::sim::kube::KubeSimError),
     #[error("a change to {0} never showed in /metrics within {1:?}")]
     NotVisible(String, Duration),
+    #[error("the simulated upstreams' threads could not start")]
+    Threads(#[from] crate::background::BackgroundError),
+}
+
+/// Threads for the simulated upstreams, below the scraper's priority. They
+/// share a core with the scraping client; in production the upstreams run
+/// elsewhere and a Prometheus does not wait for them, so on that core the
+/// scraper comes first (docs/performance.md). The world still gets all of
+/// the core between scrapes.
+pub fn upstream_threads() -> Result<crate::background::Background, BenchError> {
+    Ok(crate::background::Background::start()?)
+}
+
+/// Run `task` (which spawns servers) on `threads`, and wait for it.
+async fn on_threads<T: Send + 'static>(
+    threads: &crate::background::Background,
+    task: impl std::future::Future<Output = T> + Send + 'static,
+) -> Result<T, BenchError> {
+    let handle = threads
+        .handle()
+        .ok_or_else(|| BenchError::World(std::io::Error::other("upstream threads stopped")))?;
+    handle
+        .spawn(task)
+        .await
+        .map_err(|e| BenchError::World(std::io::Error::other(e.to_string())))
 }
 
 /// The exporter as a child process, killed when dropped.
@@ -507,7 +532,11 @@ pub async fn end_to_end(
         },
         SimClock::Real,
     );
-    let endpoints = world.serve().await.map_err(BenchError::World)?;
+    let upstreams = upstream_threads()?;
+    let serving = world.clone();
+    let endpoints = on_threads(&upstreams, async move { serving.serve().await })
+        .await?
+        .map_err(BenchError::World)?;
     let port = free_port()?;
     let settings = crate::demo::DemoSettings {
         clusters,
@@ -843,7 +872,10 @@ pub async fn kube(
 ) -> Result<KubeFigures, BenchError> {
     use crate::sim::kube::{KubeApiServer, objects_at, write_kubeconfig};
     let pinning = pin::Pinning::apply();
-    let (api, url) = KubeApiServer::start().await.map_err(BenchError::World)?;
+    let upstreams = upstream_threads()?;
+    let (api, url) = on_threads(&upstreams, KubeApiServer::start())
+        .await?
+        .map_err(BenchError::World)?;
     let now = Timestamp::now();
     let mut objects = 0;
     let mut pools = Vec::with_capacity(clusters);
