@@ -428,9 +428,6 @@ impl ObservationSink for Store {
     }
 
     fn follows(&self, cluster_id: &str) -> bool {
-        match self.shard {
-            Some((index, total)) if total > 1 => crate::model::shard_of(cluster_id, total) == index,
-            _ => true,
-        }
+        crate::model::follows(self.shard, cluster_id)
     }
 }

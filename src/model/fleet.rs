@@ -124,6 +124,15 @@ impl Default for ModelConfig {
     }
 }
 
+/// Whether the shard `(index, total)` follows this cluster; no shard (or
+/// one of one) follows every cluster.
+pub fn follows(shard: Option<(u32, u32)>, cluster_id: &str) -> bool {
+    match shard {
+        Some((index, total)) if total > 1 => shard_of(cluster_id, total) == index,
+        _ => true,
+    }
+}
+
 /// The shard a cluster belongs to: the first 8 bytes of SHA-256 of its id,
 /// modulo the shard count. Stable across versions, instances and restarts.
 pub fn shard_of(cluster_id: &str, total: u32) -> u32 {
@@ -424,10 +433,7 @@ impl Fleet {
     }
 
     fn in_shard(&self, cluster_id: &str) -> bool {
-        match self.config.shard {
-            Some((index, total)) if total > 1 => shard_of(cluster_id, total) == index,
-            _ => true,
-        }
+        follows(self.config.shard, cluster_id)
     }
 
     /// Apply one batch at `now`, the model's clock: it also settles every

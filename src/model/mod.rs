@@ -15,8 +15,8 @@ mod verdict;
 
 pub use budget::HopBudgets;
 pub use fleet::{
-    ApplyResult, Event, Fleet, Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, is_provisional,
-    join_of, provisional_cluster_id, shard_of,
+    ApplyResult, Event, Fleet, Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, follows,
+    is_provisional, join_of, provisional_cluster_id, shard_of,
 };
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
