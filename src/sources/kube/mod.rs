@@ -658,7 +658,7 @@ impl Shared {
         {
             return;
         }
-        if let Some(why) = environment_mismatch(self.mode, &self.environment, &at.namespace())
+        if let Some(why) = environment_mismatch(self.mode, &self.environment, at.namespace())
             && !self
                 .environment_warned
                 .swap(true, std::sync::atomic::Ordering::Relaxed)

@@ -57,7 +57,7 @@ impl Mapper {
         let cluster_id = self
             .hosted_cluster_by_cp_namespace(namespace)
             .or_else(|| self.id_from_namespace(namespace))?;
-        let mut view = control_plane::read(hcp, pods);
+        let mut view = control_plane::read(hcp.map(Box::as_ref), pods);
         view.set_identity(self.identity());
         Some(Emitted {
             cluster_id,

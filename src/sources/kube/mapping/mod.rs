@@ -206,16 +206,19 @@ impl Emitted {
 #[derive(Debug)]
 pub struct Mapper {
     cfg: MapperConfig,
-    manifestworks: BTreeMap<ObjRef, ManifestWorkFacts>,
-    hosted_clusters: BTreeMap<ObjRef, HostedClusterFacts>,
+    // The facts are boxed: a B-tree node holds eleven slots and a list
+    // arrives in key order, which leaves nodes half full; a slot of a key and
+    // a pointer wastes far less than one of a key and 200 bytes of facts.
+    manifestworks: BTreeMap<ObjRef, Box<ManifestWorkFacts>>,
+    hosted_clusters: BTreeMap<ObjRef, Box<HostedClusterFacts>>,
     /// HostedClusters by name: a self-managed ManagedCluster is named like one.
     /// A sorted `Vec`, not a set: a name nearly always has one
     /// HostedCluster, and a one-element `BTreeSet` allocates an 11-slot node.
     hosted_clusters_by_name: BTreeMap<String, Vec<ObjRef>>,
-    node_pools: BTreeMap<ObjRef, NodePoolFacts>,
-    control_planes: BTreeMap<ObjRef, HostedControlPlaneReading>,
+    node_pools: BTreeMap<ObjRef, Box<NodePoolFacts>>,
+    control_planes: BTreeMap<ObjRef, Box<HostedControlPlaneReading>>,
     pods: BTreeMap<ObjRef, Option<bool>>,
-    managed_clusters: BTreeMap<String, ManagedClusterFacts>,
+    managed_clusters: BTreeMap<String, Box<ManagedClusterFacts>>,
     engines: BTreeMap<ObjRef, Option<String>>,
     agents: BTreeMap<ObjRef, AgentFacts>,
     emitted: BTreeMap<EmitKey, Sent>,
@@ -270,7 +273,7 @@ impl Mapper {
         match facts {
             Facts::ManifestWork(f) => {
                 self.dirty.insert(EmitKey::ManifestWork(at.clone()));
-                self.manifestworks.insert(at, f);
+                self.manifestworks.insert(at, Box::new(f));
             }
             Facts::HostedCluster(f) => {
                 self.hosted_cluster_touched(&at);
@@ -281,21 +284,22 @@ impl Mapper {
                 if let Err(i) = refs.binary_search(&at) {
                     refs.insert(i, at.clone());
                 }
-                self.hosted_clusters.insert(at, *f);
+                self.hosted_clusters.insert(at, f);
             }
             Facts::NodePool(f) => {
                 self.dirty.insert(EmitKey::NodePool(at.clone()));
-                self.node_pools.insert(at, f);
+                self.node_pools.insert(at, Box::new(f));
             }
             Facts::HostedControlPlane(f) => {
                 self.dirty
                     .insert(EmitKey::ControlPlane(at.namespace().to_string()));
-                self.control_planes.insert(at, f);
+                self.control_planes.insert(at, Box::new(f));
             }
             Facts::ManagedCluster(f) => {
                 self.dirty
                     .insert(EmitKey::ManagedCluster(at.name().to_string()));
-                self.managed_clusters.insert(at.name().to_string(), f);
+                self.managed_clusters
+                    .insert(at.name().to_string(), Box::new(f));
             }
             Facts::Pod(ready) => {
                 self.dirty
@@ -372,7 +376,7 @@ impl Mapper {
         }
         let pools: Vec<ObjRef> = self
             .node_pools
-            .range(ObjRef::new(&at.namespace(), "")..)
+            .range(ObjRef::new(at.namespace(), "")..)
             .take_while(|(k, _)| k.namespace() == at.namespace())
             .map(|(k, _)| k.clone())
             .collect();
@@ -457,7 +461,7 @@ impl Mapper {
             KubeMode::Aro => f
                 .label_id
                 .clone()
-                .or_else(|| self.id_from_namespace(&at.namespace())),
+                .or_else(|| self.id_from_namespace(at.namespace())),
             KubeMode::SelfManaged => Some(
                 f.spec_cluster_id
                     .clone()

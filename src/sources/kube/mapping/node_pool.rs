@@ -44,7 +44,7 @@ impl Mapper {
     pub(super) fn node_pool_view(&self, at: &ObjRef) -> Option<Emitted> {
         let f = self.node_pools.get(at)?;
         let by_hosted_cluster = || {
-            let hc = ObjRef::new(&at.namespace(), &f.cluster_name);
+            let hc = ObjRef::new(at.namespace(), &f.cluster_name);
             let hf = self.hosted_clusters.get(&hc)?;
             self.hosted_cluster_id(&hc, hf)
         };
@@ -53,7 +53,7 @@ impl Mapper {
                 .label_id
                 .clone()
                 .or_else(by_hosted_cluster)
-                .or_else(|| self.id_from_namespace(&at.namespace())),
+                .or_else(|| self.id_from_namespace(at.namespace())),
             KubeMode::SelfManaged => by_hosted_cluster(),
         }?;
         let mut view = f.view.clone();
