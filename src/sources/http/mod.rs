@@ -20,8 +20,7 @@ pub use client::{
 };
 pub use pager::{MAX_PAGES, PAGE_ATTEMPTS, PagedList, Pager, RawItem, decode_item, get_page};
 pub use tracker::{
-    MASS_DELETION_MIN_KNOWN, MassDeletionGuard, ObjectKey, Tracker, UpdateMode, deliver,
-    extend_parsed,
+    MASS_DELETION_MIN_KNOWN, MassDeletionGuard, Tracker, UpdateMode, deliver, extend_parsed,
 };
 pub use wire::{WireCondition, conditions, null_default, parse_time, sql_quote, transition_of};
 

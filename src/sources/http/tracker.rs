@@ -2,26 +2,62 @@
 //! those an upstream owner stopped showing, and the batch itself.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 
 use crate::model::{Batch, Change, ClusterKey, Hop, Observation, Via};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
-/// Identifies one object of one hop, as the model keys it.
-pub type ObjectKey = (ClusterKey, Hop, Via, String);
-
-fn object_key(o: &Observation) -> ObjectKey {
-    (o.key.clone(), o.hop, o.via, o.object.clone())
+/// Identifies one object of one hop, as the model keys it. The cluster key
+/// is shared by the objects of one owner (a bundle shows its ManifestWork,
+/// HostedCluster or NodePool, all of one cluster): one copy per owner, not
+/// one per object, across a fleet's tens of thousands of them
+/// (docs/performance.md).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SentKey {
+    cluster: Arc<ClusterKey>,
+    hop: Hop,
+    via: Via,
+    object: Box<str>,
 }
 
-fn gone(key: ObjectKey) -> Observation {
-    let (key, hop, via, object) = key;
-    Observation {
-        key,
+impl SentKey {
+    /// Whether `o` is this object, without building its key.
+    fn is(&self, o: &Observation) -> bool {
+        *self.cluster == o.key
+            && self.hop == o.hop
+            && self.via == o.via
+            && *self.object == *o.object
+    }
+
+    /// The key of `o`, sharing the cluster key of any in `known` that has it.
+    fn of<'a>(o: &Observation, known: impl IntoIterator<Item = &'a Sent>) -> SentKey {
+        let cluster = known
+            .into_iter()
+            .find(|s| *s.key.cluster == o.key)
+            .map_or_else(|| Arc::new(o.key.clone()), |s| s.key.cluster.clone());
+        SentKey {
+            cluster,
+            hop: o.hop,
+            via: o.via,
+            object: o.object.as_str().into(),
+        }
+    }
+}
+
+fn gone(key: SentKey) -> Observation {
+    let SentKey {
+        cluster,
         hop,
         via,
         object,
+    } = key;
+    Observation {
+        key: Arc::unwrap_or_clone(cluster),
+        hop,
+        via,
+        object: object.into(),
         change: Change::Gone,
     }
 }
@@ -31,7 +67,7 @@ fn gone(key: ObjectKey) -> Observation {
 /// [`Tracker::update_with_fallbacks`]).
 #[derive(Debug)]
 struct Sent {
-    key: ObjectKey,
+    key: SentKey,
     print: u64,
     fallback: bool,
 }
@@ -50,11 +86,11 @@ fn send(
         out.push(obs);
         return;
     };
-    let key = object_key(&obs);
     let print = view.fingerprint();
     let unchanged = previous
         .iter()
-        .any(|p| p.key == key && p.print == print && p.fallback == fallback);
+        .any(|p| p.key.is(&obs) && p.print == print && p.fallback == fallback);
+    let key = SentKey::of(&obs, previous.iter().chain(current.iter()));
     current.push(Sent {
         key,
         print,
@@ -117,11 +153,10 @@ impl Tracker {
             send(obs, false, &previous, &mut current, mode, out);
         }
         for obs in fallbacks {
-            let key = object_key(&obs);
-            if current.iter().any(|c| c.key == key) {
+            if current.iter().any(|c| c.key.is(&obs)) {
                 continue;
             }
-            let last_good = previous.iter().position(|p| p.key == key && !p.fallback);
+            let last_good = previous.iter().position(|p| p.key.is(&obs) && !p.fallback);
             match last_good {
                 // Kept as it was, whatever the mode: unreadable is not gone.
                 Some(i) => current.push(previous.swap_remove(i)),
@@ -164,8 +199,8 @@ impl Tracker {
         if removed.is_empty() {
             return;
         }
-        let held: HashSet<&ObjectKey> = self.owners.values().flatten().map(|s| &s.key).collect();
-        let gone_keys: Vec<ObjectKey> = removed
+        let held: HashSet<&SentKey> = self.owners.values().flatten().map(|s| &s.key).collect();
+        let gone_keys: Vec<SentKey> = removed
             .into_iter()
             .map(|s| s.key)
             .filter(|k| !held.contains(k))
@@ -301,6 +336,27 @@ mod tests {
         out.iter()
             .map(|o| (o.object.clone(), matches!(o.change, Change::Gone)))
             .collect()
+    }
+
+    #[test]
+    fn an_owners_objects_share_one_copy_of_their_cluster_key() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let shown = vec![
+            upsert("c", Hop::MaestroBundle, "w", "x"),
+            upsert("c", Hop::Manifestwork, "w", "x"),
+            upsert("c", Hop::HostedCluster, "", "x"),
+        ];
+        t.update("bundle", shown.clone(), UpdateMode::default(), &mut out);
+        let first = t.owners["bundle"][0].key.cluster.clone();
+        assert!(
+            t.owners["bundle"]
+                .iter()
+                .all(|s| Arc::ptr_eq(&s.key.cluster, &first))
+        );
+        // The next reading keeps the same copy.
+        t.update("bundle", shown, UpdateMode::default(), &mut out);
+        assert!(Arc::ptr_eq(&t.owners["bundle"][2].key.cluster, &first));
     }
 
     #[test]
