@@ -225,9 +225,11 @@ pub struct Fleet {
     clusters: BTreeMap<String, Arc<Timeline>>,
     deadlines: BinaryHeap<Deadline>,
     /// Lower-cased ARM resource id → cluster id, from Clusters Service.
-    by_resource_id: HashMap<String, String>,
-    resource_id_of: HashMap<String, String>,
-    rp_latest: HashMap<String, RpReading>,
+    /// The three maps share one copy of each resource id ([`Fleet::shared_rid`]):
+    /// an ARM id is some 150 bytes, and a fleet has one per cluster.
+    by_resource_id: HashMap<Arc<str>, String>,
+    resource_id_of: HashMap<String, Arc<str>>,
+    rp_latest: HashMap<Arc<str>, RpReading>,
     /// Restored from the state store at start, consumed as clusters are
     /// read again (docs/design.md §3.8).
     memory: HashMap<String, Recall>,
@@ -372,7 +374,7 @@ impl Fleet {
                 });
             }
         };
-        match self.by_resource_id.get(&rid) {
+        match self.by_resource_id.get(rid.as_str()) {
             Some(id) => self.clusters.get(id),
             None => self.clusters.get(&provisional_cluster_id(&rid)),
         }
@@ -430,6 +432,20 @@ impl Fleet {
             .keys()
             .filter(|rid| !self.by_resource_id.contains_key(*rid))
             .count()
+    }
+
+    /// The copy of a lower-cased resource id the model's maps already hold,
+    /// else a new one.
+    fn shared_rid(&self, rid: &str) -> Arc<str> {
+        self.rp_latest
+            .get_key_value(rid)
+            .map(|(k, _)| k.clone())
+            .or_else(|| {
+                self.by_resource_id
+                    .get_key_value(rid)
+                    .map(|(k, _)| k.clone())
+            })
+            .unwrap_or_else(|| Arc::from(rid))
     }
 
     fn in_shard(&self, cluster_id: &str) -> bool {
@@ -595,17 +611,23 @@ impl Fleet {
                             initial,
                             observed_at,
                         };
-                        self.rp_latest.insert(rid.clone(), reading);
+                        match self.rp_latest.get_mut(rid.as_str()) {
+                            Some(latest) => *latest = reading,
+                            None => {
+                                let key = self.shared_rid(&rid);
+                                self.rp_latest.insert(key, reading);
+                            }
+                        }
                     }
                     Change::Gone => {
-                        self.rp_latest.remove(&rid);
+                        self.rp_latest.remove(rid.as_str());
                     }
                 }
                 // Joined: under the CS id. Not (yet): tracked at once under
                 // its provisional id, so "RP accepted it, CS never got it"
                 // is visible (docs/design.md §4.4).
                 self.by_resource_id
-                    .get(&rid)
+                    .get(rid.as_str())
                     .cloned()
                     .unwrap_or_else(|| provisional_cluster_id(&rid))
             }
@@ -620,9 +642,10 @@ impl Fleet {
             && !rid.is_empty()
         {
             let rid = rid.to_ascii_lowercase();
-            if self.by_resource_id.get(&rid) != Some(&cluster_id) {
-                self.by_resource_id.insert(rid.clone(), cluster_id.clone());
-                self.resource_id_of.insert(cluster_id.clone(), rid.clone());
+            if self.by_resource_id.get(rid.as_str()) != Some(&cluster_id) {
+                let key = self.shared_rid(&rid);
+                self.by_resource_id.insert(key.clone(), cluster_id.clone());
+                self.resource_id_of.insert(cluster_id.clone(), key);
                 joined = Some(rid);
             }
         }
@@ -630,10 +653,10 @@ impl Fleet {
         if observation.hop == Hop::ClustersService
             && matches!(observation.change, Change::Gone)
             && let Some(rid) = self.resource_id_of.remove(&cluster_id)
-            && self.by_resource_id.get(&rid) == Some(&cluster_id)
+            && self.by_resource_id.get(&*rid) == Some(&cluster_id)
         {
-            self.by_resource_id.remove(&rid);
-            unjoined = Some(rid);
+            self.by_resource_id.remove(&*rid);
+            unjoined = Some(rid.to_string());
         }
 
         if self.in_shard(&cluster_id) {
@@ -1188,5 +1211,40 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
                 outcome: verdict,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Phase;
+    use crate::model::testing::{batch, obs, rp};
+
+    #[test]
+    fn the_join_maps_share_one_copy_of_a_resource_id() {
+        let at: Timestamp = "2026-06-10T23:00:00Z".parse().unwrap_or_default();
+        let rid = "/subscriptions/s/resourcegroups/g/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a";
+        let mut fleet = Fleet::new(ModelConfig::default());
+        fleet.apply(
+            batch(false, at, vec![rp(rid).state("Accepted", Phase::Pending)]),
+            at,
+        );
+        fleet.apply(
+            batch(
+                false,
+                at,
+                vec![
+                    obs("c1", Hop::ClustersService)
+                        .state("installing", Phase::Progressing)
+                        .resource_id(rid),
+                ],
+            ),
+            at,
+        );
+        let (latest, _) = fleet.rp_latest.get_key_value(rid).expect("the RP reading");
+        let (joined, id) = fleet.by_resource_id.get_key_value(rid).expect("the join");
+        assert_eq!(id, "c1");
+        assert!(Arc::ptr_eq(latest, joined));
+        assert!(Arc::ptr_eq(latest, &fleet.resource_id_of["c1"]));
     }
 }
