@@ -830,10 +830,9 @@ impl MaestroSource {
             match pager.next(&self.client).await {
                 Ok(Some(items)) => {
                     self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
-                    // Each page is delivered as it is read: a relist's
-                    // observations of every bundle at once were the
-                    // exporter's peak memory, which the allocator keeps
-                    // (docs/design.md §9.5). A first sync's pages are
+                    // Each page is delivered as it is read: a relist never
+                    // holds the observations of every bundle at once, a
+                    // peak the allocator would keep (docs/design.md §9.5). A first sync's pages are
                     // initial (silent) batches, and what a page says
                     // reaches the model before the pass below reads newer
                     // states of the same bundles.

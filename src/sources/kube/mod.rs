@@ -340,9 +340,8 @@ impl Shared {
     }
 
     /// One page of a relist: its objects go to the mapper and what changed
-    /// to the model at once. Holding a whole list of 10,000 objects' facts,
-    /// then its observations, was the management side's memory peak, which
-    /// the allocator keeps (docs/design.md §9.6).
+    /// to the model at once, so a relist holds one page's facts and
+    /// observations, not a whole kind's (docs/design.md §9.6).
     fn relisted_page(&self, kind: WatchKind, items: Vec<(ObjRef, Facts)>, initial: bool) {
         let mut inner = self.inner.lock();
         for (at, facts) in items {
