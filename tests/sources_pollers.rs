@@ -605,6 +605,18 @@ fn maestro_list(req: &Request, bundles: &[Value]) -> (u16, String) {
     ocm_page(req, "ResourceBundleList", &matching)
 }
 
+/// What a cluster's one bundle showed, sorted as `gone_keys` sorts: its
+/// bundle, its ManifestWork and its HostedCluster.
+fn bundle_gone(cluster: &str) -> Vec<(ClusterKey, Hop, String)> {
+    let key = ClusterKey::Id(cluster.into());
+    let work = format!("{cluster}-work");
+    vec![
+        (key.clone(), Hop::MaestroBundle, work.clone()),
+        (key.clone(), Hop::Manifestwork, work),
+        (key, Hop::HostedCluster, String::new()),
+    ]
+}
+
 /// A bundle that starts matching while a poll pages through the list lands
 /// on a page already read (pages are offsets in creation order): that poll
 /// misses it. It changed after the poll began, so the next incremental poll
@@ -719,15 +731,7 @@ async fn maestro_full_then_incremental_then_relist() {
     assert!(m.poll(maestro::PollKind::Full).await);
     let mut gone = gone_keys(&h.sink.take());
     gone.sort();
-    let c1 = ClusterKey::Id("c1".into());
-    assert_eq!(
-        gone,
-        vec![
-            (c1.clone(), Hop::MaestroBundle, "c1-work".to_string()),
-            (c1.clone(), Hop::Manifestwork, "c1-work".to_string()),
-            (c1, Hop::HostedCluster, String::new()),
-        ]
-    );
+    assert_eq!(gone, bundle_gone("c1"),);
 }
 
 /// A bundle Maestro marks for deletion (`deleted_at`) and then removes is
@@ -782,14 +786,9 @@ async fn a_bundle_being_deleted_is_gone_at_the_next_incremental_poll() {
     );
     let mut gone = gone_keys(&h.sink.take());
     gone.sort();
-    let c1 = ClusterKey::Id("c1".into());
     assert_eq!(
         gone,
-        vec![
-            (c1.clone(), Hop::MaestroBundle, "c1-work".to_string()),
-            (c1.clone(), Hop::Manifestwork, "c1-work".to_string()),
-            (c1, Hop::HostedCluster, String::new()),
-        ],
+        bundle_gone("c1"),
         "b1 is gone; b2, never marked, waits for the relist"
     );
     assert!(m.poll(maestro::PollKind::Full).await);
@@ -889,14 +888,9 @@ async fn a_bundle_marked_and_removed_during_a_relist_is_gone_by_its_end() {
     assert!(batches.iter().all(|b| !b.initial));
     let mut gone = gone_keys(&batches);
     gone.sort();
-    let c1 = ClusterKey::Id("c1".into());
     assert_eq!(
         gone,
-        vec![
-            (c1.clone(), Hop::MaestroBundle, "c1-work".to_string()),
-            (c1.clone(), Hop::Manifestwork, "c1-work".to_string()),
-            (c1, Hop::HostedCluster, String::new()),
-        ],
+        bundle_gone("c1"),
         "b1 is gone within the relist; the others stay"
     );
 }
