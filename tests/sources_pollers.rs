@@ -542,9 +542,17 @@ async fn cs_shard_failure_is_retried_later_not_every_poll() {
 
 /// A Maestro source with the test defaults, reading `base`.
 fn maestro_source(base: &Url, ctx: hcp_flow::sources::SourceContext) -> MaestroSource {
+    maestro_source_with(http_config(base), ctx)
+}
+
+/// A Maestro source reading with these HTTP settings.
+fn maestro_source_with(
+    http: HttpSourceConfig,
+    ctx: hcp_flow::sources::SourceContext,
+) -> MaestroSource {
     MaestroSource::new(
         MaestroConfig {
-            http: http_config(base),
+            http,
             search_scope: None,
         },
         ctx,
@@ -672,14 +680,7 @@ async fn maestro_full_then_incremental_then_relist() {
     .await;
     let mut http = http_config(&mock.base);
     http.page_size = 2;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http,
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source_with(http, h.ctx.clone());
 
     assert!(
         m.poll(maestro::PollKind::Incremental).await,
@@ -845,14 +846,7 @@ async fn a_bundle_marked_and_removed_during_a_relist_is_gone_by_its_end() {
     http.page_size = 2;
     // Every page boundary is a due pass.
     http.fast_poll_interval = Duration::ZERO;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http,
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source_with(http, h.ctx.clone());
     assert!(m.poll(maestro::PollKind::Full).await);
     let first: Vec<String> = mock
         .take()
@@ -928,14 +922,7 @@ async fn a_relist_outlasts_a_5xx_burst_on_a_later_page_and_sees_deletions() {
     .await;
     let mut http = http_config(&mock.base);
     http.page_size = 2;
-    let mut m = MaestroSource::new(
-        MaestroConfig {
-            http,
-            search_scope: None,
-        },
-        h.ctx.clone(),
-    )
-    .unwrap();
+    let mut m = maestro_source_with(http, h.ctx.clone());
     assert!(m.poll(maestro::PollKind::Full).await);
     h.sink.take();
     mock.take();
