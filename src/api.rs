@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::model::{
     Condition, CreationOutcome, HopBudgets, HopError, HopP95, Identity, Join, Phase, PodCounts,
-    Replicas, SloOutcome, TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
+    Replicas, SloOutcome, Stamp, TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
 };
 
 /// What judging a timeline needs besides the timeline: taken once per
@@ -35,8 +35,8 @@ pub struct TimelineJson<'a> {
     #[serde(flatten)]
     pub identity: &'a Identity,
     pub created_at: TimeMark,
-    pub completed_at: Option<Timestamp>,
-    pub failed_at: Option<Timestamp>,
+    pub completed_at: Option<Stamp>,
+    pub failed_at: Option<Stamp>,
     pub outcome: CreationOutcome,
     pub slo: Option<SloOutcome>,
     /// How the RP resource and the Clusters Service cluster relate:
@@ -56,10 +56,10 @@ pub struct HopJson<'a> {
     pub phase: Phase,
     pub state: &'a str,
     pub since: TimeMark,
-    pub ready_at: Option<Timestamp>,
-    pub started_at: Option<Timestamp>,
+    pub ready_at: Option<Stamp>,
+    pub started_at: Option<Stamp>,
     pub via: Via,
-    pub updated_at: Option<Timestamp>,
+    pub updated_at: Option<Stamp>,
     pub error: Option<&'a HopError>,
     pub conditions: Vec<ConditionJson<'a>>,
     /// Per object (node pool, bundle) when the hop has several or names them.

@@ -220,7 +220,8 @@ async fn every_hop_matches_ground_truth_within_one_poll() {
             let Some(want) = cluster.completed_at else {
                 continue;
             };
-            let seen_ms = (seen - timeline.created_at.at).get_milliseconds();
+            let seen_ms =
+                (seen.timestamp() - timeline.created_at.at.timestamp()).get_milliseconds();
             let want_ms = (want - cluster.created_at).get_milliseconds();
             assert!(
                 (seen_ms - want_ms).abs() <= tolerance,

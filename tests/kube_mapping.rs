@@ -148,7 +148,10 @@ fn a_healthy_aro_creation_reaches_every_management_hop_with_identity() {
             }
         )]
     );
-    assert_eq!(tl.hop(Hop::HostedCluster).unwrap().ready_at, Some(t(8)));
+    assert_eq!(
+        tl.hop(Hop::HostedCluster).unwrap().ready_at,
+        Some(t(8).into())
+    );
     assert!(
         !tl.in_flight(),
         "hosted_cluster Available completes the creation"

@@ -57,7 +57,7 @@ fn rp_get_examples_parse_in_both_api_versions() {
         let v = view(&parsed.observation);
         assert_eq!(v.state, "Succeeded");
         assert_eq!(v.phase, Phase::Ready);
-        assert_eq!(v.created_at, Some(ts("2024-03-27T14:57:32.578Z")));
+        assert_eq!(v.created_at, Some(ts("2024-03-27T14:57:32.578Z").into()));
         assert_eq!(v.since, None, "no status.conditions in the example");
         assert_eq!(v.identity().name.as_deref(), Some("vuwzuwooutjavgdhoatz"));
         assert_eq!(v.identity().resource_id.as_deref(), Some(id));
@@ -113,7 +113,7 @@ fn rp_status_conditions_give_since() {
     assert_eq!(v.phase, Phase::Progressing);
     assert_eq!(v.conditions.len(), 2);
     assert_eq!(v.conditions[1].status, ConditionStatus::True);
-    assert_eq!(v.since, Some(ts("2026-01-01T00:01:00Z")));
+    assert_eq!(v.since, Some(ts("2026-01-01T00:01:00Z").into()));
 }
 
 #[test]
@@ -199,7 +199,7 @@ fn cs_state_and_error_fields() {
         ("installing", Phase::Progressing),
         "top-level state"
     );
-    assert_eq!(v.created_at, Some(ts("2026-02-02T10:21:43.084787Z")));
+    assert_eq!(v.created_at, Some(ts("2026-02-02T10:21:43.084787Z").into()));
     assert_eq!(
         v.identity().platform.as_deref(),
         Some("azure"),
@@ -358,9 +358,12 @@ fn maestro_watched_manifestwork_status_as_inner_work() {
     assert_eq!(b[0].key, ClusterKey::Id("cs-1".into()));
     let bv = view(b[0]);
     assert_eq!((bv.phase, bv.state.as_str()), (Phase::Ready, "Available"));
-    assert_eq!(bv.created_at, Some(ts("2026-06-10T22:50:00Z")));
-    assert_eq!(bv.updated_at, Some(ts("2026-06-10T23:20:00.123456Z")));
-    assert_eq!(bv.since, Some(ts("2026-06-10T22:52:00Z")));
+    assert_eq!(bv.created_at, Some(ts("2026-06-10T22:50:00Z").into()));
+    assert_eq!(
+        bv.updated_at,
+        Some(ts("2026-06-10T23:20:00.123456Z").into())
+    );
+    assert_eq!(bv.since, Some(ts("2026-06-10T22:52:00Z").into()));
 
     let w = by_hop(&obs, Hop::Manifestwork);
     assert_eq!(w.len(), 1);
@@ -436,7 +439,7 @@ fn maestro_nested_hosted_cluster_and_real_nodepool() {
         (hv.phase, hv.state.as_str()),
         (Phase::Ready, "Available/Completed")
     );
-    assert_eq!(hv.since, Some(ts("2026-06-10T23:00:00Z")));
+    assert_eq!(hv.since, Some(ts("2026-06-10T23:00:00Z").into()));
     assert_eq!(
         hv.identity().namespace.as_deref(),
         Some("ocm-arohcpci01-cs-1")
@@ -456,7 +459,7 @@ fn maestro_nested_hosted_cluster_and_real_nodepool() {
         })
     );
     assert_eq!(nv.conditions.len(), 18);
-    assert_eq!(nv.since, Some(ts("2026-06-10T23:15:12Z")));
+    assert_eq!(nv.since, Some(ts("2026-06-10T23:15:12Z").into()));
     let nv2 = view(np[1]);
     assert_eq!(
         nv2.replicas,
@@ -494,7 +497,7 @@ fn maestro_nodepool_below_desired_and_failed_hosted_cluster() {
         (err.code.as_str(), err.message.as_str()),
         ("InvalidImage", "image not found")
     );
-    assert_eq!(hv.since, Some(ts("2026-06-10T22:52:00Z")));
+    assert_eq!(hv.since, Some(ts("2026-06-10T22:52:00Z").into()));
     let nv = view(by_hop(&obs, Hop::NodePool)[0]);
     assert_eq!(nv.phase, Phase::Progressing);
     assert_eq!(

@@ -156,8 +156,8 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
             // Late the moment an in-flight creation passes its target.
             assert_eq!(created_at, cluster.created_at, "{id}: upstream start time");
             if in_flight {
-                let elapsed =
-                    Duration::try_from(now.duration_since(created_at)).unwrap_or_default();
+                let elapsed = Duration::try_from(now.duration_since(created_at.timestamp()))
+                    .unwrap_or_default();
                 let want = (elapsed >= target).then_some(SloOutcome::Late);
                 assert_eq!(slo, want, "{id} at step {step}: {elapsed:?} of {target:?}");
                 late_checked += usize::from(want.is_some());

@@ -306,6 +306,7 @@ fn trace(cluster_id: &str) -> TraceLabels {
     }
 }
 
-fn seconds_between(from: jiff::Timestamp, to: jiff::Timestamp) -> f64 {
+fn seconds_between(from: impl Into<jiff::Timestamp>, to: impl Into<jiff::Timestamp>) -> f64 {
+    let (from, to) = (from.into(), to.into());
     ((to.as_millisecond() - from.as_millisecond()).max(0)) as f64 / 1000.0
 }

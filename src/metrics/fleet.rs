@@ -484,7 +484,8 @@ fn bounded_code(code: &str) -> &str {
 
 /// Unix seconds with millisecond precision; `Display` for f64 never uses an
 /// exponent, so the text stays what both exposition formats expect.
-pub fn seconds(at: Timestamp) -> String {
+pub fn seconds(at: impl Into<Timestamp>) -> String {
+    let at = at.into();
     let ms = at.as_millisecond();
     if ms.rem_euclid(1000) == 0 {
         format!("{}", ms / 1000)

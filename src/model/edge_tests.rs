@@ -223,7 +223,7 @@ fn rp_only_creations_complete_when_the_rp_says_succeeded() {
     );
     assert_eq!(slo(&r.events), vec![(SloOutcome::Good, true)]);
     let tl = f.get(&provisional_cluster_id(RID)).unwrap();
-    assert_eq!(tl.completed_at, Some(t(9)));
+    assert_eq!(tl.completed_at, Some(t(9).into()));
 }
 
 #[test]
@@ -552,7 +552,10 @@ fn a_restart_keeps_observed_times_verdicts_and_completion() {
     );
     assert_eq!(got.outcome, CreationOutcome::Succeeded);
     assert_eq!(got.slo, Some(SloOutcome::Good));
-    assert_eq!(got.hop(Hop::HostedCluster).unwrap().ready_at, Some(t(8)));
+    assert_eq!(
+        got.hop(Hop::HostedCluster).unwrap().ready_at,
+        Some(t(8).into())
+    );
     assert_eq!(after.unclaimed_memory(), 1, "kept until the cluster goes");
 }
 
@@ -615,7 +618,7 @@ fn a_hop_of_several_objects_is_ready_since_the_last_became_ready() {
     );
     let hop = f.get("c1").unwrap().hop(Hop::NodePool).unwrap().clone();
     assert_eq!(hop.since, TimeMark::upstream(t(7)));
-    assert_eq!(hop.ready_at, Some(t(7)));
+    assert_eq!(hop.ready_at, Some(t(7).into()));
 }
 
 #[test]

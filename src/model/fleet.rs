@@ -24,6 +24,7 @@ use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
 use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
+use super::stamp::Stamp;
 use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
 
 /// What the model needs to know of the configuration.
@@ -395,9 +396,9 @@ impl Fleet {
             .map(|(hop, h)| HopMemory {
                 hop: *hop,
                 phase: h.phase,
-                since: h.since.at,
+                since: h.since.at.into(),
                 since_observed: h.since.observed,
-                ready_at: h.ready_at,
+                ready_at: h.ready_at.map(Into::into),
                 ended: h.ended,
                 objects: h
                     .objects
@@ -408,7 +409,7 @@ impl Fleet {
                         object: object.clone(),
                         phase: o.view.phase,
                         state: o.view.state.to_string(),
-                        since: o.since.at,
+                        since: o.since.at.into(),
                     })
                     .collect(),
             })
@@ -417,9 +418,9 @@ impl Fleet {
             created_at: timeline
                 .created_at
                 .observed
-                .then_some(timeline.created_at.at),
-            completed_at: timeline.completed_at,
-            failed_at: timeline.failed_at,
+                .then_some(timeline.created_at.at.into()),
+            completed_at: timeline.completed_at.map(Into::into),
+            failed_at: timeline.failed_at.map(Into::into),
             slo: timeline.slo,
             hops,
         })
@@ -797,10 +798,10 @@ impl Fleet {
                 timeline.slo = restored.slo;
                 if let Some(at) = restored.failed_at {
                     timeline.outcome = CreationOutcome::Failed;
-                    timeline.failed_at = Some(at);
+                    timeline.failed_at = Some(at.into());
                 } else if let Some(at) = restored.completed_at {
                     timeline.outcome = CreationOutcome::Succeeded;
-                    timeline.completed_at = Some(at);
+                    timeline.completed_at = Some(at.into());
                 }
                 Arc::make_mut(
                     self.clusters
@@ -845,7 +846,7 @@ impl Fleet {
                     // comes back at once; the phase time only when the hop
                     // reads that phase again (below).
                     if let Some(memory) = recall_hop(&mut recall, hop) {
-                        fresh.ready_at = memory.ready_at.take();
+                        fresh.ready_at = memory.ready_at.take().map(Into::into);
                         fresh.ended = std::mem::take(&mut memory.ended);
                     }
                     fresh
@@ -954,7 +955,8 @@ fn provisional_verdict(
 }
 
 /// `at + d`, saturating (a deadline past the representable range never comes).
-fn after(at: Timestamp, d: Duration) -> Timestamp {
+fn after(at: impl Into<Timestamp>, d: Duration) -> Timestamp {
+    let at = at.into();
     jiff::SignedDuration::try_from(d)
         .ok()
         .and_then(|d| at.checked_add(d).ok())
@@ -979,7 +981,7 @@ fn fail_if_due(view: &mut HopView, budget: Duration, now: Timestamp) -> bool {
         return false;
     }
     view.phase = Phase::Failed;
-    view.since = Some(f.since);
+    view.since = Some(f.since.into());
     view.error = Some(Box::new(f.error.clone()));
     true
 }
@@ -988,7 +990,8 @@ fn queue(deadlines: &mut BinaryHeap<Deadline>, at: Timestamp, cluster_id: &str, 
     deadlines.push(Reverse((at, cluster_id.to_string(), due)));
 }
 
-fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
+fn elapsed(from: impl Into<Timestamp>, to: impl Into<Timestamp>) -> Duration {
+    let (from, to) = (from.into(), to.into());
     let ms = to.as_millisecond() - from.as_millisecond();
     Duration::from_millis(ms.max(0) as u64)
 }
@@ -1032,7 +1035,10 @@ fn refresh_hop(
     let phase_changed = aggregate.phase != hop_state.phase || hop_state.state.is_empty();
     let recalled = recalled
         .filter(|(phase, _, _)| *phase == aggregate.phase)
-        .map(|(_, at, observed)| TimeMark { at, observed });
+        .map(|(_, at, observed)| TimeMark {
+            at: at.into(),
+            observed,
+        });
     if phase_changed {
         hop_state.since = match (aggregate.since, recalled) {
             (Some(since), _) if !since.observed => since,
@@ -1074,8 +1080,8 @@ fn refresh_hop(
             via: hop_state.via,
             counted: hop_state.via == Via::Direct,
             outcome,
-            started,
-            ended: hop_state.since.at.max(started),
+            started: started.into(),
+            ended: hop_state.since.at.max(started).into(),
         });
     }
 }
@@ -1097,7 +1103,7 @@ fn refresh_starts(timeline: &mut Timeline) {
 }
 
 /// The ready time of the nearest earlier hop on the path, if any.
-fn previous_ready_at(timeline: &Timeline, hop: Hop) -> Option<Timestamp> {
+fn previous_ready_at(timeline: &Timeline, hop: Hop) -> Option<Stamp> {
     Hop::ALL[..hop.index()]
         .iter()
         .rev()
@@ -1131,8 +1137,8 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
             counted,
             platform: timeline.identity.platform.clone(),
             outcome: Outcome::Failed,
-            started,
-            ended: failed_at.max(started),
+            started: started.into(),
+            ended: failed_at.max(started).into(),
         });
         if timeline.slo.is_none() {
             let verdict = if elapsed(started, failed_at) < target {
@@ -1175,7 +1181,7 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
     } else {
         &config.terminal_hops
     };
-    let terminal_ready: Option<Vec<Timestamp>> = terminal_hops
+    let terminal_ready: Option<Vec<Stamp>> = terminal_hops
         .iter()
         .map(|hop| {
             timeline
@@ -1195,8 +1201,8 @@ fn evaluate_creation(timeline: &mut Timeline, config: &ModelConfig, events: &mut
             counted,
             platform: timeline.identity.platform.clone(),
             outcome: Outcome::Succeeded,
-            started,
-            ended: completed_at.max(started),
+            started: started.into(),
+            ended: completed_at.max(started).into(),
         });
         if timeline.slo.is_none() {
             let verdict = if elapsed(started, completed_at) <= target {

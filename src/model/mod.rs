@@ -8,6 +8,7 @@ mod listener;
 mod memory;
 mod observation;
 mod quantile;
+mod stamp;
 pub mod testing;
 mod text;
 mod timeline;
@@ -27,6 +28,7 @@ pub use observation::{
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
 };
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
+pub use stamp::Stamp;
 pub use text::Text;
 pub use timeline::{
     CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,

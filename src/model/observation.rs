@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::hop::{ConditionStatus, Hop, Phase, Via};
+use super::stamp::Stamp;
 use super::text::Text;
 
 /// Longest raw upstream state kept as a label value; longer values are cut so a
@@ -64,11 +65,11 @@ pub struct HopView {
     pub state: Text,
     pub phase: Phase,
     /// Upstream time the current state was entered, when upstream says.
-    pub since: Option<Timestamp>,
+    pub since: Option<Stamp>,
     /// Upstream creation time of the object.
-    pub created_at: Option<Timestamp>,
+    pub created_at: Option<Stamp>,
     /// Upstream time of the last status update (Maestro `updated_at`).
-    pub updated_at: Option<Timestamp>,
+    pub updated_at: Option<Stamp>,
     pub conditions: Vec<Condition>,
     /// What this object says of the cluster's identity; `None` when it says
     /// nothing. Boxed: the model takes it into the timeline and keeps the
@@ -176,7 +177,7 @@ pub struct Condition {
     pub status: ConditionStatus,
     pub reason: Text,
     pub message: Text,
-    pub last_transition: Option<Timestamp>,
+    pub last_transition: Option<Stamp>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -59,15 +59,15 @@ impl Obs {
         self
     }
     pub fn since(mut self, at: Timestamp) -> Obs {
-        self.view().since = Some(at);
+        self.view().since = Some(at.into());
         self
     }
     pub fn created(mut self, at: Timestamp) -> Obs {
-        self.view().created_at = Some(at);
+        self.view().created_at = Some(at.into());
         self
     }
     pub fn updated(mut self, at: Timestamp) -> Obs {
-        self.view().updated_at = Some(at);
+        self.view().updated_at = Some(at.into());
         self
     }
     pub fn resource_id(mut self, rid: &str) -> Obs {
@@ -98,7 +98,7 @@ impl Obs {
             status,
             reason: reason.into(),
             message: Text::default(),
-            last_transition: Some(at),
+            last_transition: Some(at.into()),
         });
         self
     }

@@ -86,7 +86,7 @@ fn completes_good_within_target_with_upstream_times() {
     );
     let tl = f.get("c1").unwrap();
     assert_eq!(tl.outcome, CreationOutcome::Succeeded);
-    assert_eq!(tl.completed_at, Some(t(12)));
+    assert_eq!(tl.completed_at, Some(t(12).into()));
     assert_eq!(tl.hop(Hop::HostedCluster).unwrap().via, Via::Maestro);
 }
 
@@ -678,7 +678,7 @@ fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
     );
     let hub = f.get("clusters/hub-1").unwrap();
     assert_eq!(hub.outcome, CreationOutcome::Succeeded);
-    assert_eq!(hub.completed_at, Some(t(9)));
+    assert_eq!(hub.completed_at, Some(t(9).into()));
     assert_eq!(f.get("aro1").unwrap().outcome, CreationOutcome::InFlight);
     assert_eq!(f.get("aro2").unwrap().outcome, CreationOutcome::InFlight);
 }

@@ -6,32 +6,36 @@ use serde::Serialize;
 
 use super::hop::{Hop, Phase, Via};
 use super::observation::{Condition, HopError, HopView, IdentityPatch, PodCounts, Replicas};
+use super::stamp::Stamp;
 use super::text::Text;
 
 /// A time and where it came from. Upstream times are preferred; the
 /// exporter's own observation time is only a fallback and is marked as such.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TimeMark {
-    pub at: Timestamp,
+    pub at: Stamp,
     /// True when upstream gave no time and this is when the exporter saw it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub observed: bool,
 }
 
 impl TimeMark {
-    pub fn upstream(at: Timestamp) -> TimeMark {
+    pub fn upstream(at: impl Into<Stamp>) -> TimeMark {
         TimeMark {
-            at,
+            at: at.into(),
             observed: false,
         }
     }
 
-    pub fn observed(at: Timestamp) -> TimeMark {
-        TimeMark { at, observed: true }
+    pub fn observed(at: impl Into<Stamp>) -> TimeMark {
+        TimeMark {
+            at: at.into(),
+            observed: true,
+        }
     }
 
     /// The upstream time when there is one, else the observation time.
-    pub fn from_option(upstream: Option<Timestamp>, observed_at: Timestamp) -> TimeMark {
+    pub fn from_option(upstream: Option<Stamp>, observed_at: Timestamp) -> TimeMark {
         match upstream {
             Some(at) => TimeMark::upstream(at),
             None => TimeMark::observed(observed_at),
@@ -158,10 +162,10 @@ pub struct HopTimeline {
     /// When the aggregate phase was entered.
     pub since: TimeMark,
     /// The first time the hop became ready (kept when it regresses later).
-    pub ready_at: Option<Timestamp>,
+    pub ready_at: Option<Stamp>,
     /// The hop's start: its object's creation, else the previous hop's ready
     /// time, else the creation start.
-    pub started_at: Option<Timestamp>,
+    pub started_at: Option<Stamp>,
     /// The hop's duration was recorded (or settled silently) already.
     pub ended: bool,
 }
@@ -217,7 +221,7 @@ impl HopTimeline {
         self.effective_objects().find_map(|(_, o)| o.view.pods)
     }
 
-    pub fn updated_at(&self) -> Option<Timestamp> {
+    pub fn updated_at(&self) -> Option<Stamp> {
         self.effective_objects()
             .filter_map(|(_, o)| o.view.updated_at)
             .max()
@@ -228,7 +232,7 @@ impl HopTimeline {
     /// the oldest update among the objects that are not ready (one frozen
     /// bundle must show even while another keeps reporting), else the newest
     /// of all.
-    pub fn status_updated_at(&self) -> Option<Timestamp> {
+    pub fn status_updated_at(&self) -> Option<Stamp> {
         self.effective_objects()
             .filter(|(_, o)| o.view.phase != Phase::Ready)
             .filter_map(|(_, o)| o.view.updated_at)
@@ -236,7 +240,7 @@ impl HopTimeline {
             .or_else(|| self.updated_at())
     }
 
-    pub fn created_at(&self) -> Option<Timestamp> {
+    pub fn created_at(&self) -> Option<Stamp> {
         self.effective_objects()
             .filter_map(|(_, o)| o.view.created_at)
             .min()
@@ -397,8 +401,8 @@ pub struct Timeline {
     pub identity: Identity,
     /// Creation start: the earliest upstream creation time seen.
     pub created_at: TimeMark,
-    pub completed_at: Option<Timestamp>,
-    pub failed_at: Option<Timestamp>,
+    pub completed_at: Option<Stamp>,
+    pub failed_at: Option<Stamp>,
     pub outcome: CreationOutcome,
     /// The SLO verdict, once given (counted, or settled silently on first sync).
     pub slo: Option<super::hop::SloOutcome>,

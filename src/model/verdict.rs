@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::budget::HopBudgets;
 use super::hop::{ConditionStatus, Hop, Phase};
 use super::quantile::HopP95;
+use super::stamp::Stamp;
 use super::timeline::{CreationOutcome, HopTimeline, Timeline};
 
 /// The verdict's one word.
@@ -81,14 +82,15 @@ fn not_ready(phase: Phase) -> bool {
     matches!(phase, Phase::Pending | Phase::Progressing | Phase::Unknown)
 }
 
-fn seconds(from: Timestamp, to: Timestamp) -> f64 {
+fn seconds(from: impl Into<Timestamp>, to: impl Into<Timestamp>) -> f64 {
+    let (from, to) = (from.into(), to.into());
     ((to.as_millisecond() - from.as_millisecond()).max(0)) as f64 / 1000.0
 }
 
 /// Since when a not-ready hop has been waiting: its phase's start, or
 /// earlier when upstream last reported before that (a bundle whose status
 /// froze: `HCPMaestroStatusNotUpdated` counts from the last update).
-fn waiting_since(h: &HopTimeline) -> Timestamp {
+fn waiting_since(h: &HopTimeline) -> Stamp {
     match h.status_updated_at() {
         Some(updated) if updated < h.since.at => updated,
         _ => h.since.at,
@@ -196,7 +198,7 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         Verdict {
             status,
             hop: Some(hop),
-            since: Some(since),
+            since: Some(since.into()),
             elapsed_seconds: Some(seconds(since, now)),
             budget_seconds: Some(budgets.get(hop).as_secs_f64()),
             p95_seconds: p95.get(hop),
@@ -269,7 +271,7 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         return Verdict {
             status: Status::Ready,
             hop: None,
-            since: timeline.completed_at,
+            since: timeline.completed_at.map(Into::into),
             elapsed_seconds: None,
             budget_seconds: None,
             p95_seconds: None,
@@ -303,7 +305,7 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         None => Verdict {
             status: Status::InProgress,
             hop: None,
-            since: Some(timeline.created_at.at),
+            since: Some(timeline.created_at.at.into()),
             elapsed_seconds: Some(seconds(timeline.created_at.at, now)),
             budget_seconds: None,
             p95_seconds: None,

@@ -60,7 +60,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 
 use crate::config::MaestroConfig;
-use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Via};
+use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Stamp, Via};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
     self, Backoff, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode,
@@ -249,7 +249,7 @@ pub struct ParsedBundle {
     /// `error` unless the bundle itself failed): the nested hops not shown
     /// keep their last good state.
     pub feedback_error: Option<FeedbackError>,
-    pub updated_at: Option<Timestamp>,
+    pub updated_at: Option<Stamp>,
 }
 
 /// Decode the `status` JsonRaw feedback of a manifest. `Ok(None)`: no
@@ -346,7 +346,7 @@ fn read_nested(
     work_name: &str,
     status: &BundleStatus,
     deleting: bool,
-    updated_at: Option<Timestamp>,
+    updated_at: Option<Stamp>,
     unknown: &mut Vec<UnknownValue>,
 ) -> Nested {
     let mut nested = Nested::default();
@@ -981,7 +981,7 @@ impl MaestroSource {
             self.deleting.remove(&bundle.id);
         }
         let parsed = parse_bundle(&bundle, unknown);
-        if let Some(t) = parsed.updated_at {
+        if let Some(t) = parsed.updated_at.map(Stamp::timestamp) {
             self.newest_updated_at = Some(self.newest_updated_at.map_or(t, |n| n.max(t)));
         }
         let followed = parsed

@@ -183,7 +183,7 @@ impl CreationTracer {
                 {
                     // The removed timeline keeps no hop times; the deletion
                     // is dated by when the exporter saw it.
-                    let started = last.created_at.at;
+                    let started = last.created_at.at.timestamp();
                     let ended = jiff::Timestamp::now().max(started);
                     let mut span =
                         root_span(cluster_id, last, CreationEnd::Deleted, started, ended);

@@ -207,7 +207,7 @@ fn condition_events(hop: &HopTimeline, from: Timestamp, to: Timestamp) -> Vec<Sp
             }
             Some(SpanEvent::new(
                 format!("{}={status}", c.kind),
-                system_time(at),
+                system_time(at.into()),
                 attributes,
                 0,
             ))

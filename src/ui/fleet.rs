@@ -12,7 +12,9 @@ use serde::Serialize;
 
 use super::verdict::{STATUSES, Status, Verdict, verdict_of};
 use crate::api::Judge;
-use crate::model::{CreationOutcome, Hop, HopBudgets, HopError, Phase, SloOutcome, Timeline};
+use crate::model::{
+    CreationOutcome, Hop, HopBudgets, HopError, Phase, SloOutcome, Stamp, Timeline,
+};
 use crate::store::SourceStatus;
 
 /// One creation, as much as a list line and the fleet counts need.
@@ -26,16 +28,16 @@ pub struct Row {
     pub outcome: CreationOutcome,
     pub status: Status,
     pub slo: Option<SloOutcome>,
-    pub created_at: Timestamp,
-    pub completed_at: Option<Timestamp>,
-    pub failed_at: Option<Timestamp>,
+    pub created_at: Stamp,
+    pub completed_at: Option<Stamp>,
+    pub failed_at: Option<Stamp>,
     /// Seconds since the creation started.
     pub age_seconds: f64,
     /// Where the creation stands ([`position`]).
     pub hop: Option<Hop>,
     pub phase: Option<Phase>,
     /// Since when the creation has waited at that hop.
-    pub hop_since: Option<Timestamp>,
+    pub hop_since: Option<Stamp>,
     /// Seconds in that phase.
     pub at_hop_seconds: Option<f64>,
     /// The hop's budget (docs/design.md §3.5).
@@ -45,7 +47,8 @@ pub struct Row {
     pub verdict: Verdict,
 }
 
-fn seconds_between(from: Timestamp, to: Timestamp) -> f64 {
+fn seconds_between(from: impl Into<Timestamp>, to: impl Into<Timestamp>) -> f64 {
+    let (from, to) = (from.into(), to.into());
     (to.as_millisecond() - from.as_millisecond()) as f64 / 1000.0
 }
 
@@ -69,6 +72,7 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
     // status update, not since its phase began), else the phase's start.
     let hop_since = verdict
         .since
+        .map(Stamp::from)
         .filter(|_| verdict.hop.is_some() && verdict.hop == hop)
         .or(at.map(|h| h.since.at));
     // The failed hop's error, else any failed hop's: one without a code
@@ -420,8 +424,8 @@ pub fn list(rows: &[Row], query: &ListQuery) -> Page {
         }),
         Sort::AtHop => matched.sort_by(|a, b| {
             a.hop_since
-                .unwrap_or(Timestamp::MAX)
-                .cmp(&b.hop_since.unwrap_or(Timestamp::MAX))
+                .map_or(i64::MAX, Stamp::as_millisecond)
+                .cmp(&b.hop_since.map_or(i64::MAX, Stamp::as_millisecond))
                 .then_with(|| a.cluster_id.cmp(&b.cluster_id))
         }),
         Sort::ClusterId => matched.sort_by(|a, b| a.cluster_id.cmp(&b.cluster_id)),

@@ -2,11 +2,10 @@
 //! ManagedCluster, ManifestWork and ARM variants share these fields), and the
 //! few questions the phase tables ask of them.
 
-use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::{UnknownValue, null_default, parse_time};
-use crate::model::{Condition, ConditionStatus, HopError, Text};
+use crate::model::{Condition, ConditionStatus, HopError, Stamp, Text};
 
 /// A condition on the wire. Times stay strings until [`read`]: one odd
 /// timestamp must not reject the whole object.
@@ -74,14 +73,14 @@ pub fn first_false<'a>(conditions: &'a [Condition], kinds: &[&str]) -> Option<&'
 }
 
 /// The last transition time of the first present condition of `kinds`.
-pub fn transition_of(conditions: &[Condition], kinds: &[&str]) -> Option<Timestamp> {
+pub fn transition_of(conditions: &[Condition], kinds: &[&str]) -> Option<Stamp> {
     kinds
         .iter()
         .find_map(|kind| find(conditions, kind).and_then(|c| c.last_transition))
 }
 
 /// The latest transition among these condition types.
-pub fn latest_transition(conditions: &[Condition], kinds: &[&str]) -> Option<Timestamp> {
+pub fn latest_transition(conditions: &[Condition], kinds: &[&str]) -> Option<Stamp> {
     conditions
         .iter()
         .filter(|c| kinds.contains(&c.kind.as_str()))

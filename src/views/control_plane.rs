@@ -1,12 +1,11 @@
 //! Hop `control_plane`: a HostedControlPlane and the pods of its namespace,
 //! read from kube watches only (no Maestro feedback carries them).
 
-use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::conditions::{self, WireCondition, transition_of};
 use super::{UnknownValue, null_default};
-use crate::model::{Condition, HopView, Phase, PodCounts};
+use crate::model::{Condition, HopView, Phase, PodCounts, Stamp};
 
 /// A HostedControlPlane `.status`, the fields read.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -20,7 +19,7 @@ pub struct HostedControlPlaneStatus {
 /// What the hop needs of one HostedControlPlane.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostedControlPlaneReading {
-    pub created_at: Option<Timestamp>,
+    pub created_at: Option<Stamp>,
     pub deleting: bool,
     pub ready: bool,
     pub conditions: Vec<Condition>,
@@ -29,7 +28,7 @@ pub struct HostedControlPlaneReading {
 pub fn read_hosted_control_plane(
     status: Option<&HostedControlPlaneStatus>,
     deleting: bool,
-    created_at: Option<Timestamp>,
+    created_at: Option<Stamp>,
     unknown: &mut Vec<UnknownValue>,
 ) -> HostedControlPlaneReading {
     HostedControlPlaneReading {

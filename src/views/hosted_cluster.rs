@@ -114,7 +114,7 @@ pub fn read(
     let fails_after_budget = match (phase, degraded) {
         (Phase::Progressing, Some(d)) if !has_been_available => {
             d.last_transition.map(|since| FailsAfterBudget {
-                since,
+                since: since.into(),
                 error: conditions::failure(d),
             })
         }

@@ -23,6 +23,8 @@ pub mod node_pool;
 pub mod rp_frontend;
 pub mod work;
 
+use crate::model::Stamp;
+
 pub use conditions::WireCondition;
 
 /// An upstream value the exporter did not recognise; counted in
@@ -40,10 +42,10 @@ pub fn parse_time(
     raw: Option<&str>,
     field: &'static str,
     unknown: &mut Vec<UnknownValue>,
-) -> Option<jiff::Timestamp> {
+) -> Option<Stamp> {
     let raw = raw.filter(|s| !s.is_empty())?;
     match raw.parse::<jiff::Timestamp>() {
-        Ok(t) => Some(t),
+        Ok(t) => Some(t.into()),
         Err(_) => {
             unknown.push(UnknownValue {
                 field,

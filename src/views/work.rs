@@ -2,12 +2,11 @@
 //! also what a Maestro resource bundle carries, and the manifest list whose
 //! status feedback nests the HostedCluster's and NodePools' own status.
 
-use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::conditions::{self, WireCondition, find, is_true, transition_of, true_condition};
 use super::null_default;
-use crate::model::{Condition, ConditionStatus, HopError, HopView, Phase};
+use crate::model::{Condition, ConditionStatus, HopError, HopView, Phase, Stamp};
 
 /// Reasons the work agent uses when applying a manifest failed.
 pub const APPLY_FAILURE_REASONS: [&str; 3] = [
@@ -233,7 +232,7 @@ impl FeedbackError {
     /// `unknown`, the code as `state`, since `since` (the bundle's
     /// creation: the object has been unknown at least that long). It exists
     /// so the hop exists and ages, and the stuck-hop alert can fire for it.
-    pub fn unread_object(self, since: Option<Timestamp>) -> HopView {
+    pub fn unread_object(self, since: Option<Stamp>) -> HopView {
         HopView {
             since,
             ..HopView::new(self.code(), Phase::Unknown)

@@ -19,11 +19,10 @@ mod node_pool;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::config::{KubeMode, KubeSourceConfig, WatchKind};
-use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Via};
+use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Stamp, Via};
 use crate::views::UnknownValue;
 use crate::views::control_plane::HostedControlPlaneReading;
 
@@ -113,8 +112,8 @@ pub(super) fn label(meta: &ObjectMeta, key: &str) -> Option<String> {
         .cloned()
 }
 
-pub(super) fn created(meta: &ObjectMeta) -> Option<Timestamp> {
-    meta.creation_timestamp.as_ref().map(|t| t.0)
+pub(super) fn created(meta: &ObjectMeta) -> Option<Stamp> {
+    meta.creation_timestamp.as_ref().map(|t| t.0.into())
 }
 
 pub(super) fn deleting(meta: &ObjectMeta) -> bool {
