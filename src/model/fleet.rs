@@ -197,12 +197,68 @@ pub struct ApplyResult {
 }
 
 /// The latest reading of one RP resource, kept for every resource (every
-/// shard) so a Clusters Service join can move it under the CS id.
+/// shard) so a Clusters Service join can move it under the CS id. Kept
+/// without what its map key says, the resource id (as the cluster key and,
+/// usually, in the identity): some 300 bytes per resource of a fleet
+/// (docs/performance.md).
 #[derive(Clone, Debug)]
 struct RpReading {
-    observation: Observation,
+    hop: Hop,
+    via: Via,
+    object: Box<str>,
+    view: Box<HopView>,
+    /// The identity's resource id was the key, and is put back from it.
+    rid_in_identity: bool,
     initial: bool,
-    observed_at: Timestamp,
+    observed_at: Stamp,
+}
+
+impl RpReading {
+    fn new(
+        rid: &str,
+        observation: &Observation,
+        view: &HopView,
+        initial: bool,
+        observed_at: Timestamp,
+    ) -> RpReading {
+        let mut view = Box::new(view.clone());
+        let rid_in_identity = view
+            .identity
+            .as_mut()
+            .filter(|identity| identity.resource_id.as_deref() == Some(rid))
+            .map(|identity| identity.resource_id = None)
+            .is_some();
+        RpReading {
+            hop: observation.hop,
+            via: observation.via,
+            object: observation.object.as_str().into(),
+            view,
+            rid_in_identity,
+            initial,
+            observed_at: observed_at.into(),
+        }
+    }
+
+    /// The reading as an observation of `cluster_id`: `change` is the view
+    /// (with the resource id `rid` back in its identity) or `Gone`.
+    fn observation(&self, rid: &str, cluster_id: &str, gone: bool) -> Observation {
+        let change = if gone {
+            Change::Gone
+        } else {
+            let mut view = self.view.clone();
+            if self.rid_in_identity {
+                view.identity_mut().resource_id = Some(rid.to_string());
+            }
+            Change::Upsert(view)
+        };
+        Observation {
+            key: ClusterKey::Id(cluster_id.to_string()),
+            hop: self.hop,
+            via: self.via,
+            object: self.object.to_string(),
+            change,
+        }
+    }
 }
 
 /// What a deadline waits for.
@@ -606,12 +662,9 @@ impl Fleet {
             ClusterKey::ArmResourceId(rid) => {
                 let rid = rid.to_ascii_lowercase();
                 match &observation.change {
-                    Change::Upsert(_) => {
-                        let reading = RpReading {
-                            observation: observation.clone(),
-                            initial,
-                            observed_at,
-                        };
+                    Change::Upsert(view) => {
+                        let reading =
+                            RpReading::new(&rid, &observation, view, initial, observed_at);
                         match self.rp_latest.get_mut(rid.as_str()) {
                             Some(latest) => *latest = reading,
                             None => {
@@ -700,7 +753,7 @@ impl Fleet {
             // Another shard tracked the provisional timeline and counted it
             // late if it passed the target before this join; decide the same
             // from the same upstream times instead of counting it again.
-            carried = provisional_verdict(&reading.observation, self.config.creation_target, now);
+            carried = provisional_verdict(&reading.view, self.config.creation_target, now);
         }
         if let Some(verdict) = carried
             && let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut)
@@ -709,17 +762,14 @@ impl Fleet {
             timeline.slo = Some(verdict);
             result.changed.insert(cluster_id.to_string());
         }
-        let observation = Observation {
-            key: ClusterKey::Id(cluster_id.to_string()),
-            ..reading.observation
-        };
+        let observation = reading.observation(rid, cluster_id, false);
         // A move, not news: silent unless both readings are news.
         let silent = reading.initial || initial;
         self.apply_to_cluster(
             cluster_id,
             observation,
             silent,
-            reading.observed_at,
+            reading.observed_at.timestamp(),
             now,
             result,
         );
@@ -738,21 +788,15 @@ impl Fleet {
         let Some(reading) = self.rp_latest.get(rid).cloned() else {
             return;
         };
+        let observed_at = reading.observed_at.timestamp();
         if self.in_shard(cluster_id) {
-            let gone = Observation {
-                key: ClusterKey::Id(cluster_id.to_string()),
-                change: Change::Gone,
-                ..reading.observation.clone()
-            };
-            self.apply_to_cluster(cluster_id, gone, true, reading.observed_at, now, result);
+            let gone = reading.observation(rid, cluster_id, true);
+            self.apply_to_cluster(cluster_id, gone, true, observed_at, now, result);
         }
         let provisional = provisional_cluster_id(rid);
         if self.in_shard(&provisional) {
-            let moved = Observation {
-                key: ClusterKey::Id(provisional.clone()),
-                ..reading.observation
-            };
-            self.apply_to_cluster(&provisional, moved, true, reading.observed_at, now, result);
+            let moved = reading.observation(rid, &provisional, false);
+            self.apply_to_cluster(&provisional, moved, true, observed_at, now, result);
         }
     }
 
@@ -943,13 +987,10 @@ pub fn join_of(timeline: &Timeline, rp_in_scope: bool) -> Option<Join> {
 /// The verdict a provisional timeline got before its join: late when its
 /// RP creation time passed the target before `joined_at`.
 fn provisional_verdict(
-    observation: &Observation,
+    view: &HopView,
     target: Duration,
     joined_at: Timestamp,
 ) -> Option<SloOutcome> {
-    let Change::Upsert(view) = &observation.change else {
-        return None;
-    };
     let created = view.created_at?;
     (after(created, target) <= joined_at).then_some(SloOutcome::Late)
 }
@@ -1252,5 +1293,39 @@ mod tests {
         assert_eq!(id, "c1");
         assert!(Arc::ptr_eq(latest, joined));
         assert!(Arc::ptr_eq(latest, &fleet.resource_id_of["c1"]));
+    }
+
+    #[test]
+    fn a_kept_rp_reading_gets_its_resource_id_back_from_its_key() {
+        let at: Timestamp = "2026-06-10T23:00:00Z".parse().unwrap_or_default();
+        let rid = "/subscriptions/s/resourcegroups/g/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a";
+        let mut fleet = Fleet::new(ModelConfig::default());
+        let cs = || {
+            obs("c1", Hop::ClustersService)
+                .state("installing", Phase::Progressing)
+                .resource_id(rid)
+        };
+        let reading = rp(rid)
+            .state("Accepted", Phase::Pending)
+            .resource_id(rid)
+            .name("a");
+        fleet.apply(batch(false, at, vec![reading, cs()]), at);
+        let kept = &fleet.rp_latest[rid];
+        assert_eq!(
+            kept.view.identity().resource_id,
+            None,
+            "held once, as the key"
+        );
+        assert_eq!(kept.view.identity().name.as_deref(), Some("a"));
+
+        // Clusters Service lets the cluster go; the RP resource moves back
+        // under its provisional id, whole.
+        fleet.apply(batch(false, at, vec![cs().gone()]), at);
+        let back = fleet
+            .get(&provisional_cluster_id(rid))
+            .expect("the provisional timeline");
+        assert_eq!(back.identity.resource_id, rid);
+        assert_eq!(back.identity.name, "a");
+        assert_eq!(back.phase(Hop::RpFrontend), Some(Phase::Pending));
     }
 }
