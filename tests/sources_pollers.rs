@@ -205,7 +205,6 @@ async fn rp_list_follows_next_link_and_relists_remove_vanished() {
             .all(|o| matches!(&o.key, ClusterKey::ArmResourceId(id) if id == &id.to_lowercase()))
     );
     assert_eq!(h.up(), 1);
-    assert!(rp.endpoints().read().len() == 3);
 
     *round.lock() = 1;
     assert!(rp.poll_all().await);
@@ -214,7 +213,6 @@ async fn rp_list_follows_next_link_and_relists_remove_vanished() {
     let gone = gone_keys(&batches);
     assert_eq!(gone.len(), 1);
     assert!(matches!(&gone[0].0, ClusterKey::ArmResourceId(id) if id.ends_with("/c")));
-    assert_eq!(rp.endpoints().read().len(), 2);
 }
 
 #[tokio::test]

@@ -23,10 +23,8 @@
 //!   [`RpFrontendSource::poll_all`]), where all are.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::RwLock;
 use serde::Deserialize;
 use tracing::Instrument;
 
@@ -95,12 +93,6 @@ pub struct ClusterProperties {
     pub provisioning_state: Option<String>,
     #[serde(default)]
     pub version: Option<VersionProfile>,
-    #[serde(default)]
-    pub dns: Option<DnsProfile>,
-    #[serde(default)]
-    pub api: Option<UrlProfile>,
-    #[serde(default)]
-    pub console: Option<UrlProfile>,
     /// Only from api-version 2026-06-30-preview on.
     #[serde(default)]
     pub status: Option<ResourceStatus>,
@@ -113,43 +105,17 @@ pub struct VersionProfile {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DnsProfile {
-    #[serde(default)]
-    pub base_domain: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct UrlProfile {
-    #[serde(default)]
-    pub url: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
 pub struct ResourceStatus {
     #[serde(default, deserialize_with = "null_default")]
     pub conditions: Vec<WireCondition>,
 }
 
-/// Where an SRE reaches the cluster, as the RP reports it. Not a label (free
-/// text); kept for the JSON API.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClusterEndpoints {
-    pub api_url: Option<String>,
-    pub console_url: Option<String>,
-    pub base_domain: Option<String>,
-}
-
-/// Endpoints by lower-cased ARM resource id, shared with whoever exposes them.
-pub type EndpointsByResourceId = Arc<RwLock<HashMap<String, ClusterEndpoints>>>;
-
-/// One resource read: its observation and endpoints.
+/// One resource read: its observation.
 #[derive(Debug)]
 pub struct ParsedCluster {
     /// Lower-cased ARM resource id (the owner key and the join key).
     pub resource_id: String,
     pub observation: Observation,
-    pub endpoints: ClusterEndpoints,
     /// The phase, to schedule the next poll.
     pub phase: Phase,
 }
@@ -238,11 +204,6 @@ pub fn parse_cluster(
             object: String::new(),
             change: Change::Upsert(Box::new(view)),
         },
-        endpoints: ClusterEndpoints {
-            api_url: props.api.and_then(|a| a.url),
-            console_url: props.console.and_then(|c| c.url),
-            base_domain: props.dns.and_then(|d| d.base_domain),
-        },
         resource_id,
         phase,
     }
@@ -302,7 +263,6 @@ pub struct RpFrontendSource {
     tracker: Tracker,
     targets: Vec<Target>,
     explicit_owners: HashSet<String>,
-    endpoints: EndpointsByResourceId,
     /// One per subscription: each list is a relist of its subscription.
     guards: HashMap<String, MassDeletionGuard>,
     /// What each subscription's last list showed. A relist forgets what its
@@ -354,16 +314,9 @@ impl RpFrontendSource {
             tracker: Tracker::default(),
             targets,
             explicit_owners,
-            endpoints: EndpointsByResourceId::default(),
             guards: HashMap::new(),
             listed_under: HashMap::new(),
         }
-    }
-
-    /// The API/console URLs and base domains read so far, kept up to date
-    /// while the poller runs.
-    pub fn endpoints(&self) -> EndpointsByResourceId {
-        self.endpoints.clone()
     }
 
     /// Poll forever. Abort the task to stop.
@@ -527,7 +480,6 @@ impl RpFrontendSource {
         self.listed_under.insert(sub_lower, still_listed);
         for owner in vanished {
             self.tracker.remove(&owner, out);
-            self.endpoints.write().remove(&owner);
         }
         let mut any_in_flight = false;
         for cluster in clusters {
@@ -554,7 +506,6 @@ impl RpFrontendSource {
             .await?
         else {
             self.tracker.remove(owner, out);
-            self.endpoints.write().remove(owner);
             return Ok(false);
         };
         let parsed = parse_cluster(&cluster, unknown);
@@ -564,9 +515,6 @@ impl RpFrontendSource {
     }
 
     fn accept(&mut self, cluster: ParsedCluster, send_all: bool, out: &mut Vec<Observation>) {
-        self.endpoints
-            .write()
-            .insert(cluster.resource_id.clone(), cluster.endpoints);
         let mode = UpdateMode {
             send_all,
             partial: false,
