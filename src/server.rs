@@ -51,32 +51,38 @@ pub async fn serve_router(
 }
 
 /// Bytes per chunk of a streamed `/metrics` body.
-const CHUNK_BYTES: usize = 256 * 1024;
+pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Chunks assembled ahead of the socket: what a slow scraper can cost.
 const CHUNKS_AHEAD: usize = 4;
 
 type Chunk = Result<bytes::Bytes, std::io::Error>;
 
-/// `io::Write` that hands the body to the response in chunks as it is
-/// written, waiting while [`CHUNKS_AHEAD`] are unsent.
-struct ChunkWriter {
+/// `io::Write` that hands the body on in chunks as it is written: `send`
+/// is the response's channel, waiting while [`CHUNKS_AHEAD`] are unsent
+/// (the bench's drops them, to time the assembly alone).
+pub struct ChunkWriter<F> {
     buf: Vec<u8>,
-    tx: tokio::sync::mpsc::Sender<Chunk>,
+    send: F,
 }
 
-impl ChunkWriter {
+impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> ChunkWriter<F> {
+    pub fn new(send: F) -> Self {
+        ChunkWriter {
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            send,
+        }
+    }
+
     fn send(&mut self) -> std::io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
         let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
-        self.tx
-            .blocking_send(Ok(chunk.into()))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the scraper left"))
+        (self.send)(chunk)
     }
 }
 
-impl std::io::Write for ChunkWriter {
+impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> std::io::Write for ChunkWriter<F> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         // Sent before it would outgrow its capacity: a chunk that went just
         // past it would double to twice the memory for the same bytes.
@@ -111,10 +117,11 @@ async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Respons
     // Assembling (and compressing) is CPU work on cached text; keep it off
     // the async workers.
     tokio::task::spawn_blocking(move || {
-        let writer = ChunkWriter {
-            buf: Vec::with_capacity(CHUNK_BYTES),
-            tx,
-        };
+        let writer = ChunkWriter::new(move |chunk: Vec<u8>| {
+            tx.blocking_send(Ok(chunk.into())).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the scraper left")
+            })
+        });
         let result = if gzip {
             // A cluster's lines arrive in pieces of tens of bytes
             // (docs/design.md §5.5); the encoder is handed them in blocks.
