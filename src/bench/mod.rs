@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::metrics::exposition::{Format, WriteSink};
+use crate::metrics::exposition::Format;
 use crate::metrics::fleet::RenderConfig;
 use crate::model::testing::{Obs, batch, obs, rp};
 use crate::model::{ConditionStatus, Hop, ModelConfig, Phase, Via};
@@ -232,7 +232,7 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
                     Ok(())
                 });
                 let result = store
-                    .scrape_to(Format::OpenMetrics, &mut WriteSink(&mut writer))
+                    .scrape_to(Format::OpenMetrics, &mut writer)
                     .and_then(|()| writer.flush());
                 let took = start.elapsed();
                 drop(writer);
