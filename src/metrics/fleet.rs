@@ -313,10 +313,16 @@ impl RenderedCluster {
             return;
         };
         let id_label = self.id_label();
-        for line in rest.split_inclusive('\n') {
+        // Newlines found as bytes: `str::split_inclusive` compares each
+        // match it finds again, which took a third of the assembly's time.
+        // Just past a newline is a char boundary, so `get` never fails.
+        let mut start = 0;
+        while let Some(tail) = rest.as_bytes().get(start..).filter(|t| !t.is_empty()) {
+            let end = memchr::memchr(b'\n', tail).map_or(rest.len(), |at| start + at + 1);
             put(def.name);
             put(id_label);
-            put(line);
+            put(rest.get(start..end).unwrap_or_default());
+            start = end;
         }
     }
 
