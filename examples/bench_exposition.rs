@@ -7,7 +7,7 @@ fn main() {
         .unwrap_or(10_000);
     let f = hcp_flow::bench::exposition(clusters, 50);
     println!(
-        "clusters={} series={} bytes={} ({:.1} MiB) fill={:.0}ms om p50={:.1}ms p99={:.1}ms text p50={:.1}ms p99={:.1}ms rss before={:?} after={:?} MiB",
+        "clusters={} series={} bytes={} ({:.1} MiB) fill={:.0}ms om p50={:.1}ms p99={:.1}ms text p50={:.1}ms p99={:.1}ms chunked p50={:.1}ms p99={:.1}ms memcpy p50={:.1}ms rss before={:?} after={:?} MiB",
         f.clusters,
         f.series,
         f.bytes,
@@ -17,6 +17,9 @@ fn main() {
         hcp_flow::bench::ms(f.openmetrics.p99),
         hcp_flow::bench::ms(f.text.p50),
         hcp_flow::bench::ms(f.text.p99),
+        hcp_flow::bench::ms(f.chunked.p50),
+        hcp_flow::bench::ms(f.chunked.p99),
+        hcp_flow::bench::ms(f.memcpy.p50),
         f.rss_before.map(hcp_flow::bench::mib),
         f.rss_after.map(hcp_flow::bench::mib),
     );

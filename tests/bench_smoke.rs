@@ -20,6 +20,9 @@ fn exposition_figures_are_consistent_at_small_scale() {
     );
     assert_eq!(figures.gzip.samples, 3);
     assert_eq!(figures.memcpy.samples, 3);
+    // The chunked assembly hands on the whole body, once.
+    assert_eq!(figures.chunked.samples, 3);
+    assert_eq!(figures.chunked_bytes, figures.bytes);
 }
 
 /// The yardstick renders every sample the exporter served.

@@ -11,6 +11,7 @@ pub mod baseline;
 pub mod pin;
 pub mod soak;
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,11 @@ pub struct ExpositionFigures {
     /// that asks for gzip.
     pub gzip: Latency,
     pub gzip_bytes: usize,
+    /// OpenMetrics assembled as a plain HTTP body is, through the server's
+    /// chunk writer, the chunks dropped instead of sent: the assembly alone.
+    pub chunked: Latency,
+    /// What the chunk writer handed on, per scrape.
+    pub chunked_bytes: usize,
     /// Copying the same number of bytes: the floor any exposition pays.
     pub memcpy: Latency,
     /// The same samples rendered by prometheus-client's generic encoder
@@ -214,6 +220,27 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
             })
             .collect(),
     );
+    let mut chunked_bytes = 0;
+    let chunked = Latency::from_samples(
+        (0..scrapes.max(1))
+            .map(|_| {
+                let mut sent = 0;
+                let start = Instant::now();
+                let mut writer = crate::server::ChunkWriter::new(|chunk: Vec<u8>| {
+                    sent += chunk.len();
+                    std::hint::black_box(chunk);
+                    Ok(())
+                });
+                let result = store
+                    .scrape_to(Format::OpenMetrics, &mut writer)
+                    .and_then(|()| writer.flush());
+                let took = start.elapsed();
+                drop(writer);
+                chunked_bytes = if result.is_ok() { sent } else { 0 };
+                took
+            })
+            .collect(),
+    );
     let source = vec![b'x'; bytes];
     let memcpy = Latency::from_samples(
         (0..scrapes.max(1))
@@ -252,6 +279,8 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
         text,
         gzip,
         gzip_bytes,
+        chunked,
+        chunked_bytes,
         memcpy,
         generic_encoder,
         generic_encoder_samples,
@@ -724,6 +753,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
          | scrape OpenMetrics p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
          | scrape text 0.0.4 p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
          | scrape OpenMetrics + gzip (level 1) p50 / p99 | {:.1} / {:.1} ms, {} bytes ({:.1} MiB, {:.1}× smaller) |\n\
+         | assembly as a plain HTTP body (chunk writer, chunks dropped) p50 / p99 | {:.1} / {:.1} ms |\n\
          | memcpy of the same bytes p50 (floor) | {:.2} ms; scrape p50 is {:.0}× it |\n\
          | prometheus-client's generic encoder, same samples, p50 / p99 | {:.1} / {:.1} ms ({} samples); our scrape p50 is {:.2}× it |\n\
          | resident memory after fill and scrapes | {} |\n\n",
@@ -743,6 +773,8 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         exposition.gzip_bytes,
         exposition.gzip_bytes as f64 / 1048576.0,
         exposition.bytes as f64 / exposition.gzip_bytes.max(1) as f64,
+        ms(exposition.chunked.p50),
+        ms(exposition.chunked.p99),
         ms(exposition.memcpy.p50),
         exposition.openmetrics.p50.as_secs_f64() / exposition.memcpy.p50.as_secs_f64().max(1e-9),
         ms(exposition.generic_encoder.p50),

@@ -54,11 +54,40 @@ impl Format {
 /// streams it out in chunks as it is assembled.
 pub trait Sink {
     fn put(&mut self, text: &str) -> std::io::Result<()>;
+
+    /// Family `index` of `cluster`'s lines. By default put together in
+    /// `scratch` and handed on in one [`put`](Self::put); a sink that owns
+    /// its buffer makes room for [`RenderedCluster::family_len`] bytes once
+    /// and takes the pieces straight into it, saving a copy of the body
+    /// (docs/design.md §5.5).
+    fn put_family(
+        &mut self,
+        cluster: &RenderedCluster,
+        index: usize,
+        scratch: &mut String,
+    ) -> std::io::Result<()> {
+        let lines = cluster.family_lines(index, scratch);
+        if lines.is_empty() {
+            return Ok(());
+        }
+        self.put(lines)
+    }
 }
 
 impl Sink for String {
     fn put(&mut self, text: &str) -> std::io::Result<()> {
         self.push_str(text);
+        Ok(())
+    }
+
+    fn put_family(
+        &mut self,
+        cluster: &RenderedCluster,
+        index: usize,
+        _scratch: &mut String,
+    ) -> std::io::Result<()> {
+        self.reserve(cluster.family_len(index));
+        cluster.write_family(index, self);
         Ok(())
     }
 }
@@ -97,10 +126,7 @@ pub fn render_to(
         write_header(&mut header, family);
         out.put(&header)?;
         for cluster in clusters {
-            let lines = cluster.family_lines(index, &mut scratch);
-            if !lines.is_empty() {
-                out.put(lines)?;
-            }
+            out.put_family(cluster, index, &mut scratch)?;
         }
     }
     let mut registry_text = String::new();
