@@ -456,28 +456,38 @@ impl RpFrontendSource {
             }
         }
         // Only now, with every page read, is the list complete.
-        let seen: HashSet<String> = clusters.iter().map(|c| c.resource_id.clone()).collect();
+        let seen: HashSet<&str> = clusters.iter().map(|c| c.resource_id.as_str()).collect();
         let sub_lower = sub.to_lowercase();
-        let listed = self.listed_under.remove(&sub_lower).unwrap_or_default();
+        let mut listed = self.listed_under.remove(&sub_lower).unwrap_or_default();
         let known = listed.len();
         let missing: Vec<String> = listed
-            .into_iter()
-            .filter(|owner| !seen.contains(owner) && !self.explicit_owners.contains(owner))
+            .iter()
+            .filter(|owner| {
+                !seen.contains(owner.as_str()) && !self.explicit_owners.contains(*owner)
+            })
+            .cloned()
             .collect();
-        let vanished = self.guards.entry(sub_lower.clone()).or_default().filter(
-            &self.ctx,
-            sub,
-            known,
-            missing.clone(),
-        );
-        // Held back by the guard: still known, missing again next relist.
-        let mut still_listed = seen;
-        still_listed.extend(
-            missing
-                .into_iter()
-                .filter(|owner| !vanished.contains(owner)),
-        );
-        self.listed_under.insert(sub_lower, still_listed);
+        let vanished: HashSet<String> = self
+            .guards
+            .entry(sub_lower.clone())
+            .or_default()
+            .filter(&self.ctx, sub, known, missing.clone())
+            .into_iter()
+            .collect();
+        // What this list shows, and what the guard held back (still known,
+        // missing again next relist). Updated in place, not rebuilt: a relist
+        // of ten thousand resources would otherwise copy every id again,
+        // long-lived memory made anew among each list's garbage.
+        let missing: HashSet<String> = missing.into_iter().collect();
+        listed.retain(|owner| {
+            seen.contains(owner.as_str()) || (missing.contains(owner) && !vanished.contains(owner))
+        });
+        for owner in &seen {
+            if !listed.contains(*owner) {
+                listed.insert((*owner).to_string());
+            }
+        }
+        self.listed_under.insert(sub_lower, listed);
         for owner in vanished {
             self.tracker.remove(&owner, out);
         }

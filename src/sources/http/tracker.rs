@@ -73,11 +73,14 @@ struct Sent {
 }
 
 /// Send `obs` unless it repeats what was sent before (same object, same
-/// fingerprint, same kind of reading), and record it in `current`.
+/// fingerprint, same kind of reading), and record it in `current`. A repeat
+/// keeps its record: a poll that changes nothing allocates nothing that
+/// lives on, so the long-lived records are not made anew among each list's
+/// garbage (docs/performance.md).
 fn send(
     obs: Observation,
     fallback: bool,
-    previous: &[Sent],
+    previous: &mut Vec<Sent>,
     current: &mut Vec<Sent>,
     mode: UpdateMode,
     out: &mut Vec<Observation>,
@@ -87,16 +90,19 @@ fn send(
         return;
     };
     let print = view.fingerprint();
-    let unchanged = previous
+    let repeat = previous
         .iter()
-        .any(|p| p.key.is(&obs) && p.print == print && p.fallback == fallback);
-    let key = SentKey::of(&obs, previous.iter().chain(current.iter()));
-    current.push(Sent {
-        key,
-        print,
-        fallback,
-    });
-    if mode.send_all || !unchanged {
+        .position(|p| p.key.is(&obs) && p.print == print && p.fallback == fallback);
+    let sent = match repeat {
+        Some(i) => previous.swap_remove(i),
+        None => Sent {
+            key: SentKey::of(&obs, previous.iter().chain(current.iter())),
+            print,
+            fallback,
+        },
+    };
+    current.push(sent);
+    if mode.send_all || repeat.is_none() {
         out.push(obs);
     }
 }
@@ -147,10 +153,13 @@ impl Tracker {
         mode: UpdateMode,
         out: &mut Vec<Observation>,
     ) {
-        let mut previous = self.owners.remove(owner).unwrap_or_default();
+        let (owner_key, mut previous) = self
+            .owners
+            .remove_entry(owner)
+            .unwrap_or_else(|| (owner.to_string(), Vec::new()));
         let mut current: Vec<Sent> = Vec::with_capacity(observations.len() + fallbacks.len());
         for obs in observations {
-            send(obs, false, &previous, &mut current, mode, out);
+            send(obs, false, &mut previous, &mut current, mode, out);
         }
         for obs in fallbacks {
             if current.iter().any(|c| c.key.is(&obs)) {
@@ -160,7 +169,7 @@ impl Tracker {
             match last_good {
                 // Kept as it was, whatever the mode: unreadable is not gone.
                 Some(i) => current.push(previous.swap_remove(i)),
-                None => send(obs, true, &previous, &mut current, mode, out),
+                None => send(obs, true, &mut previous, &mut current, mode, out),
             }
         }
         for sent in previous {
@@ -174,7 +183,7 @@ impl Tracker {
             }
         }
         if !current.is_empty() {
-            self.owners.insert(owner.to_string(), current);
+            self.owners.insert(owner_key, current);
         }
     }
 
@@ -357,6 +366,31 @@ mod tests {
         // The next reading keeps the same copy.
         t.update("bundle", shown, UpdateMode::default(), &mut out);
         assert!(Arc::ptr_eq(&t.owners["bundle"][2].key.cluster, &first));
+    }
+
+    #[test]
+    fn a_poll_that_changes_nothing_keeps_the_records_it_had() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let shown = vec![
+            upsert("c", Hop::NodePool, "a", "x"),
+            upsert("c", Hop::NodePool, "b", "x"),
+        ];
+        t.update("bundle", shown.clone(), UpdateMode::default(), &mut out);
+        let (key, sent) = t.owners.get_key_value("bundle").expect("the owner");
+        let key_at = key.as_ptr();
+        let names_at: Vec<*const u8> = sent.iter().map(|s| s.key.object.as_ptr()).collect();
+
+        out.clear();
+        t.update("bundle", shown, UpdateMode::default(), &mut out);
+        assert!(out.is_empty(), "nothing changed, nothing sent");
+        let (key, sent) = t.owners.get_key_value("bundle").expect("the owner");
+        assert_eq!(key.as_ptr(), key_at, "the owner's key is the one it had");
+        let mut now: Vec<*const u8> = sent.iter().map(|s| s.key.object.as_ptr()).collect();
+        let mut then = names_at;
+        now.sort();
+        then.sort();
+        assert_eq!(now, then, "each object's record is the one it had");
     }
 
     #[test]
