@@ -310,19 +310,22 @@ async fn timed_scrape(
     Ok((took, String::from_utf8_lossy(&body).into_owned()))
 }
 
-/// Send `request` and time it until its whole body has arrived.
+/// Send `request` and time it until its whole body has arrived. The chunks
+/// are kept as they come and joined after the clock stops: a scraper parses
+/// as it reads (Prometheus does), and joining 50 MB into one buffer at the
+/// end would add some 10 ms of the client's own copying to the exporter's
+/// figure (docs/performance.md).
 async fn timed_body(
     request: reqwest::RequestBuilder,
 ) -> Result<(Duration, bytes::Bytes), BenchError> {
     let start = Instant::now();
-    let body = request
-        .send()
-        .await
-        .map_err(BenchError::Scrape)?
-        .bytes()
-        .await
-        .map_err(BenchError::Scrape)?;
-    Ok((start.elapsed(), body))
+    let mut response = request.send().await.map_err(BenchError::Scrape)?;
+    let mut chunks = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BenchError::Scrape)? {
+        chunks.push(chunk);
+    }
+    let took = start.elapsed();
+    Ok((took, chunks.concat().into()))
 }
 
 /// Scrapes as Prometheus makes them, asking for gzip: the time until the
