@@ -320,14 +320,32 @@ mod tests {
     use crate::metrics::exposition::{Format, WriteSink, render, render_to};
     use crate::metrics::fleet::{FAMILY_COUNT, RenderConfig, RenderedCluster, render_cluster};
     use crate::model::testing::{batch, obs};
-    use crate::model::{Fleet, Hop, ModelConfig, Phase};
+    use crate::model::{ConditionStatus, Fleet, Hop, ModelConfig, Phase};
 
-    /// Enough clusters for several chunks, and one with a failed hop so
+    /// Enough clusters for several chunks (built here: the bench's fixtures
+    /// would make the server depend on the bench), and one with a failed hop so
     /// families empty for most clusters are not empty for all.
     fn clusters() -> Vec<Arc<RenderedCluster>> {
         let at = jiff::Timestamp::from_second(1_800_000_000).unwrap();
-        let mut observations: Vec<_> = (0..300)
-            .flat_map(|i| crate::bench::synthetic_cluster(i, at))
+        let mut observations: Vec<_> = (0..1500)
+            .flat_map(|i| {
+                let id = format!("2c4f{i:028x}");
+                [
+                    obs(&id, Hop::ClustersService)
+                        .state("installing", Phase::Progressing)
+                        .name(&format!("cluster-{i}"))
+                        .created(at),
+                    obs(&id, Hop::MaestroBundle)
+                        .object("b")
+                        .state("Applied", Phase::Ready)
+                        .created(at),
+                    obs(&id, Hop::HostedCluster)
+                        .state("Available", Phase::Ready)
+                        .condition("Available", ConditionStatus::True, "AsExpected", at)
+                        .condition("Degraded", ConditionStatus::False, "AsExpected", at)
+                        .since(at),
+                ]
+            })
             .collect();
         observations.push(
             obs("failed", Hop::MaestroBundle)
