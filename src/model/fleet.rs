@@ -872,18 +872,13 @@ impl Fleet {
                     queue(&mut self.deadlines, late_at, cluster_id, Due::Late);
                     changed = true;
                 }
-                // Decided now when already due, else queued: the same view
-                // read again compares equal to the stored, decided one.
-                if !fail_if_due(&mut view, budget, now)
-                    && let Some(deadline) = budget_deadline(&view, budget)
-                {
-                    let due = Due::Budget {
-                        hop,
-                        via,
-                        object: object.clone(),
-                    };
-                    queue(&mut self.deadlines, deadline, cluster_id, due);
-                }
+                // Decided now when already due, else queued below: the same
+                // view read again compares equal to the stored, decided one.
+                let deadline = if fail_if_due(&mut view, budget, now) {
+                    None
+                } else {
+                    budget_deadline(&view, budget)
+                };
                 let hop_state = timeline.hops.get_or_insert_with(hop, || {
                     let mut fresh = HopTimeline::empty(TimeMark::observed(observed_at));
                     // History (first readiness, an end already reported)
@@ -913,6 +908,19 @@ impl Fleet {
                     // slack the parsed list was pushed into.
                     let mut view = *view;
                     view.conditions.shrink_to_fit();
+                    // Queued when the stored view changes, never for a view
+                    // read again unchanged: its deadline already waits (or
+                    // has failed it), and every relist of a fleet in flight
+                    // would otherwise add one more copy that lives until
+                    // the budget runs out (docs/design.md §3.4).
+                    if let Some(deadline) = deadline {
+                        let due = Due::Budget {
+                            hop,
+                            via,
+                            object: key.1.clone(),
+                        };
+                        queue(&mut self.deadlines, deadline, cluster_id, due);
+                    }
                     hop_state.objects.insert(key, ObjectState { view, since });
                     changed = true;
                 }

@@ -603,6 +603,42 @@ fn a_budget_deadline_whose_object_recovered_is_dropped() {
 }
 
 #[test]
+fn an_object_read_again_unchanged_queues_no_second_deadline() {
+    let mut f = fleet();
+    f.apply(batch(false, t(3), vec![degraded("c1")]), t(3));
+    assert_eq!(
+        f.pending_deadlines(),
+        2,
+        "late at the target, failed at the budget"
+    );
+    // Every full relist reads it again, unchanged, until its budget runs out.
+    for minute in 4..10 {
+        f.apply(batch(false, t(minute), vec![degraded("c1")]), t(minute));
+    }
+    assert_eq!(
+        f.pending_deadlines(),
+        2,
+        "one entry per thing that can come due"
+    );
+    // A new budget clock (Degraded again since later) is a new deadline.
+    let later = obs("c1", Hop::HostedCluster)
+        .state("Degraded", Phase::Progressing)
+        .created(t(0))
+        .fails_after_budget(t(5), "ComponentsNotAvailable");
+    f.apply(batch(false, t(10), vec![later]), t(10));
+    assert_eq!(f.pending_deadlines(), 3);
+    // The first budget's entry is dropped when due (the object reads
+    // otherwise), the second fails it at its own time.
+    assert!(f.tick(t(17)).events.is_empty());
+    assert_eq!(
+        hop_phase(&f, "c1", Hop::HostedCluster),
+        Some(Phase::Progressing)
+    );
+    f.tick(t(20));
+    assert_eq!(hop_phase(&f, "c1", Hop::HostedCluster), Some(Phase::Failed));
+}
+
+#[test]
 fn a_first_sync_past_the_budget_loads_failed_silently() {
     let mut f = fleet();
     let r = f.apply(batch(true, t(30), vec![degraded("c1")]), t(30));
