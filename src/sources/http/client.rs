@@ -604,7 +604,15 @@ impl HttpClient {
         {
             return Err(too_large());
         }
-        let mut body = Vec::new();
+        // Sized once from the announced length: growing by doubling copies
+        // a large page several times and leaves each abandoned size behind
+        // in the allocator, among the model's long-lived records.
+        let mut body = Vec::with_capacity(
+            response
+                .content_length()
+                .map_or(0, |len| len as usize)
+                .min(self.body_limit),
+        );
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() + chunk.len() > self.body_limit {
                 return Err(too_large());
