@@ -196,8 +196,15 @@ async fn rp_list_follows_next_link_and_relists_remove_vanished() {
     assert!(rp.poll_all().await);
     assert_eq!(mock.take().len(), 2, "one request per page");
     let batches = h.sink.take();
-    assert_eq!(batches.len(), 1);
-    assert!(batches[0].initial);
+    assert_eq!(
+        batches
+            .iter()
+            .map(|b| b.observations.len())
+            .collect::<Vec<_>>(),
+        vec![2, 1],
+        "each page delivered as it is read"
+    );
+    assert!(batches.iter().all(|b| b.initial));
     let obs = upserts(&batches);
     assert_eq!(obs.len(), 3);
     assert!(
@@ -218,16 +225,45 @@ async fn rp_list_follows_next_link_and_relists_remove_vanished() {
 #[tokio::test]
 async fn rp_refuses_a_next_link_to_another_origin() {
     let h = harness("rp_frontend");
-    let mock = Mock::start(|_| {
-        (200, json!({"value": [arm_cluster("a", "Succeeded")], "nextLink": "https://elsewhere.invalid/a"}).to_string())
+    let leads_away = Arc::new(Mutex::new(false));
+    let away = leads_away.clone();
+    let mock = Mock::start(move |_| {
+        if *away.lock() {
+            (200, json!({"value": [arm_cluster("a", "Provisioning")], "nextLink": "https://elsewhere.invalid/a"}).to_string())
+        } else {
+            (200, json!({"value": [arm_cluster("a", "Provisioning"), arm_cluster("b", "Succeeded")]}).to_string())
+        }
     })
     .await;
     let mut rp = RpFrontendSource::new(rp_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(rp.poll_all().await);
+    assert_eq!(upserts(&h.sink.take()).len(), 2);
+    mock.take();
+
+    *leads_away.lock() = true;
     assert!(!rp.poll_all().await);
-    assert_eq!(mock.requests().len(), 1);
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "the link elsewhere is not followed"
+    );
     assert_eq!(h.up(), 0);
     assert_eq!(h.errors(RequestErrorKind::other), 1);
-    assert!(h.sink.take().is_empty(), "an incomplete list sends nothing");
+    let batches = h.sink.take();
+    // What the first page said is what upstream said; what the list did not
+    // reach is not gone.
+    let read: Vec<&str> = upserts(&batches)
+        .iter()
+        .map(|o| match &o.key {
+            ClusterKey::ArmResourceId(id) => id.rsplit('/').next().unwrap_or(""),
+            ClusterKey::Id(id) => id.as_str(),
+        })
+        .collect();
+    assert_eq!(read, vec!["a"]);
+    assert!(
+        gone_keys(&batches).is_empty(),
+        "an incomplete list removes nothing"
+    );
 }
 
 #[tokio::test]

@@ -16,6 +16,8 @@
 //!   a configured resource id, which its own GET decides). A 404 on a GET by
 //!   id is `Gone`.
 //! - Batches are `initial: true` until every target has succeeded once.
+//! - Each page of a list is delivered as soon as it is read; only a list
+//!   read to its end declares what it no longer shows gone.
 //! - A failed target keeps its last state (nothing is declared gone), marks
 //!   the sync failed (`hcpflow_source_up` 0) and retries with backoff.
 //! - Only observations whose view changed are sent, except on a target's
@@ -364,6 +366,7 @@ impl RpFrontendSource {
         let mut unknown = Vec::new();
         let mut ok = true;
         let mut failure = None;
+        let mut delivered = false;
         for i in 0..self.targets.len() {
             if !all && self.targets[i].next_due > now {
                 continue;
@@ -374,8 +377,15 @@ impl RpFrontendSource {
             let send_all = all || relist_due || !self.targets[i].succeeded_once;
             let result = match &kind {
                 TargetKind::Subscription(sub) => {
-                    self.read_subscription(sub, send_all, &mut out, &mut unknown)
-                        .await
+                    let delivery = PageDelivery {
+                        initial,
+                        observed_at,
+                    };
+                    let listed = self
+                        .read_subscription(sub, send_all, delivery, &mut out)
+                        .await;
+                    delivered |= listed.delivered;
+                    listed.result
                 }
                 TargetKind::Resource { id, owner } => {
                     self.read_resource(id, owner, send_all, &mut out, &mut unknown)
@@ -410,8 +420,12 @@ impl RpFrontendSource {
         }
         // A poll where nothing was read delivers nothing: an empty initial
         // batch would claim a first sync that did not happen.
-        let initial = initial && (ok || !out.is_empty());
-        http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+        let initial = initial && (ok || delivered || !out.is_empty());
+        // Pages already went out as they were read; an empty batch after
+        // them would say nothing.
+        if !out.is_empty() || !unknown.is_empty() || !delivered {
+            http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+        }
         // Up only when every subscription's last read succeeded.
         let all_ok = self.targets.iter().all(|t| t.backoff.failures() == 0);
         match &failure {
@@ -422,21 +436,52 @@ impl RpFrontendSource {
         ok
     }
 
-    /// List one subscription (all pages) and relist it in the tracker.
-    /// Returns whether one of its clusters is in flight.
+    /// List one subscription page by page and relist it in the tracker.
+    /// Each page is delivered as soon as it is read, so a list of ten
+    /// thousand resources never sits in memory at once; only a complete
+    /// list tells what is gone (docs/design.md §9.3). Says whether one of
+    /// its clusters is in flight, and whether any page was delivered.
     async fn read_subscription(
         &mut self,
         sub: &str,
         send_all: bool,
+        delivery: PageDelivery,
         out: &mut Vec<Observation>,
-        unknown: &mut Vec<UnknownValue>,
-    ) -> Result<bool, SourceError> {
+    ) -> Listed {
+        let mut seen = HashSet::new();
+        let mut any_in_flight = false;
+        let mut delivered = false;
+        let result = self
+            .read_pages(
+                sub,
+                send_all,
+                delivery,
+                &mut seen,
+                &mut any_in_flight,
+                &mut delivered,
+            )
+            .await;
+        let result = result.map(|()| {
+            self.relist(sub, &seen, out);
+            any_in_flight
+        });
+        Listed { result, delivered }
+    }
+
+    async fn read_pages(
+        &mut self,
+        sub: &str,
+        send_all: bool,
+        delivery: PageDelivery,
+        seen: &mut HashSet<String>,
+        any_in_flight: &mut bool,
+        delivered: &mut bool,
+    ) -> Result<(), SourceError> {
         let mut url = self
             .client
             .url(&format!("/subscriptions/{sub}{PROVIDER_PATH}"))?;
         url.query_pairs_mut()
             .append_pair("api-version", &self.cfg.api_version);
-        let mut clusters = Vec::new();
         for page_index in 0..MAX_PAGES {
             let page: ArmList = http::get_page(
                 &self.client,
@@ -447,24 +492,44 @@ impl RpFrontendSource {
             )
             .await?;
             let next = page.next_link.clone().filter(|l| !l.is_empty());
-            let (parsed, page_unknown) = parse_list(page);
-            clusters.extend(parsed);
-            unknown.extend(page_unknown);
+            let (parsed, unknown) = parse_list(page);
+            let mut out = Vec::new();
+            for cluster in parsed {
+                *any_in_flight |= in_flight(cluster.phase);
+                let ParsedCluster {
+                    resource_id,
+                    observation,
+                    ..
+                } = cluster;
+                self.accept(&resource_id, observation, send_all, &mut out);
+                seen.insert(resource_id);
+            }
+            *delivered |= !out.is_empty();
+            http::deliver(
+                &self.ctx,
+                delivery.initial && !out.is_empty(),
+                delivery.observed_at,
+                out,
+                &unknown,
+            );
             match next {
                 Some(link) => url = self.client.same_origin(&link)?,
                 None => break,
             }
         }
-        // Only now, with every page read, is the list complete.
-        let seen: HashSet<&str> = clusters.iter().map(|c| c.resource_id.as_str()).collect();
+        Ok(())
+    }
+
+    /// With every page read, the list is complete: what the subscription's
+    /// previous list showed and this one does not is gone (through the
+    /// mass-deletion guard).
+    fn relist(&mut self, sub: &str, seen: &HashSet<String>, out: &mut Vec<Observation>) {
         let sub_lower = sub.to_lowercase();
         let mut listed = self.listed_under.remove(&sub_lower).unwrap_or_default();
         let known = listed.len();
         let missing: Vec<String> = listed
             .iter()
-            .filter(|owner| {
-                !seen.contains(owner.as_str()) && !self.explicit_owners.contains(*owner)
-            })
+            .filter(|owner| !seen.contains(*owner) && !self.explicit_owners.contains(*owner))
             .cloned()
             .collect();
         let vanished: HashSet<String> = self
@@ -480,23 +545,17 @@ impl RpFrontendSource {
         // long-lived memory made anew among each list's garbage.
         let missing: HashSet<String> = missing.into_iter().collect();
         listed.retain(|owner| {
-            seen.contains(owner.as_str()) || (missing.contains(owner) && !vanished.contains(owner))
+            seen.contains(owner) || (missing.contains(owner) && !vanished.contains(owner))
         });
-        for owner in &seen {
-            if !listed.contains(*owner) {
-                listed.insert((*owner).to_string());
+        for owner in seen {
+            if !listed.contains(owner) {
+                listed.insert(owner.clone());
             }
         }
         self.listed_under.insert(sub_lower, listed);
         for owner in vanished {
             self.tracker.remove(&owner, out);
         }
-        let mut any_in_flight = false;
-        for cluster in clusters {
-            any_in_flight |= in_flight(cluster.phase);
-            self.accept(cluster, send_all, out);
-        }
-        Ok(any_in_flight)
     }
 
     async fn read_resource(
@@ -520,16 +579,37 @@ impl RpFrontendSource {
         };
         let parsed = parse_cluster(&cluster, unknown);
         let flight = in_flight(parsed.phase);
-        self.accept(parsed, send_all, out);
+        self.accept(&parsed.resource_id, parsed.observation, send_all, out);
         Ok(flight)
     }
 
-    fn accept(&mut self, cluster: ParsedCluster, send_all: bool, out: &mut Vec<Observation>) {
+    fn accept(
+        &mut self,
+        resource_id: &str,
+        observation: Observation,
+        send_all: bool,
+        out: &mut Vec<Observation>,
+    ) {
         let mode = UpdateMode {
             send_all,
             partial: false,
         };
         self.tracker
-            .update(&cluster.resource_id, vec![cluster.observation], mode, out);
+            .update(resource_id, vec![observation], mode, out);
     }
+}
+
+/// How the pages of one poll are delivered: all as the same poll.
+#[derive(Clone, Copy)]
+struct PageDelivery {
+    initial: bool,
+    observed_at: jiff::Timestamp,
+}
+
+/// What listing one subscription came to.
+struct Listed {
+    /// Whether one of its clusters is in flight, or why the list failed.
+    result: Result<bool, SourceError>,
+    /// Whether some page was delivered before the list ended or failed.
+    delivered: bool,
 }
