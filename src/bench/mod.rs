@@ -481,8 +481,6 @@ struct Serving {
     time_to_ready: Duration,
 }
 
-/// Write `config` to `path`, start `hcp-flow serve --config path` (this very
-/// binary) and wait up to ten minutes for it to be ready.
 /// How long a fleet of `clusters` may take to become ready: at Maestro's
 /// own list speed (4.7 ms per bundle, about 2.5 bundles per cluster) one
 /// full list takes about 12 ms per cluster, so 50,000 clusters need ten
@@ -492,6 +490,8 @@ pub fn ready_deadline(clusters: usize) -> Duration {
     Duration::from_secs(600).max(Duration::from_millis(25 * clusters as u64))
 }
 
+/// Write `config` to `path`, start `hcp-flow serve --config path` (this very
+/// binary) and wait up to `ready_within` for it to be ready.
 async fn serve_child(
     config: &crate::config::Config,
     path: &std::path::Path,
