@@ -222,12 +222,14 @@ impl RpReading {
         observed_at: Timestamp,
     ) -> RpReading {
         let mut view = Box::new(view.clone());
-        let rid_in_identity = view
-            .identity
-            .as_mut()
-            .filter(|identity| identity.resource_id.as_deref() == Some(rid))
-            .map(|identity| identity.resource_id = None)
-            .is_some();
+        // The key says the resource id; kept once there, not again here.
+        let mut rid_in_identity = false;
+        if let Some(identity) = view.identity.as_mut()
+            && identity.resource_id.as_deref() == Some(rid)
+        {
+            identity.resource_id = None;
+            rid_in_identity = true;
+        }
         RpReading {
             hop: observation.hop,
             via: observation.via,
