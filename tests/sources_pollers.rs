@@ -1148,6 +1148,58 @@ async fn connection_refused_is_its_own_error_kind() {
 
 // ------------------------------------------------------------------ run loops
 
+/// A full relist delivers each page as it is read, so ten thousand
+/// clusters' observations are never held at once; a relist that fails on a
+/// later page has delivered what it read and declares nothing gone.
+#[tokio::test]
+async fn cs_relist_delivers_page_by_page_and_a_failed_page_removes_nothing() {
+    let h = harness("clusters_service");
+    let second_page_fails = Arc::new(Mutex::new(false));
+    let fails = second_page_fails.clone();
+    let mock = Mock::start(move |req| {
+        if req.path.ends_with("/provision_shard") {
+            return (200, shard());
+        }
+        if *fails.lock() && req.query.get("page").map(String::as_str) == Some("2") {
+            return (503, "upstream overloaded".into());
+        }
+        let clusters: Vec<Value> = ["c1", "c2", "c3"]
+            .iter()
+            .map(|id| cs_cluster(id, "ready"))
+            .collect();
+        cs_list(req, &clusters)
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(cs.poll(PollKind::Full).await);
+    let batches = h.sink.take();
+    assert_eq!(
+        batches
+            .iter()
+            .map(|b| b.observations.len())
+            .collect::<Vec<_>>(),
+        vec![2, 1],
+        "one batch per page of two"
+    );
+    assert!(batches.iter().all(|b| b.initial));
+
+    *second_page_fails.lock() = true;
+    assert!(!cs.poll(PollKind::Full).await);
+    assert_eq!(h.up(), 0);
+    let batches = h.sink.take();
+    let read: Vec<ClusterKey> = upserts(&batches).iter().map(|o| o.key.clone()).collect();
+    assert_eq!(
+        read,
+        vec![ClusterKey::Id("c1".into()), ClusterKey::Id("c2".into())],
+        "the first page, as read"
+    );
+    assert!(batches.iter().all(|b| !b.initial));
+    assert!(
+        gone_keys(&batches).is_empty(),
+        "c3 was not reached, not gone"
+    );
+}
+
 /// Wait until `mock` has seen `n` requests (or fail after a few seconds).
 async fn wait_for_requests(mock: &Mock, n: usize) -> Vec<Request> {
     for _ in 0..200 {

@@ -20,13 +20,15 @@
 //! - Slow poll (`slow_poll_interval`): the settled clusters,
 //!   `search=state in ('ready','hibernating','error')`.
 //! - The first full sync is delivered with `initial: true`.
+//! - A full relist delivers each page as soon as it is read; fast and slow
+//!   polls deliver when they end.
 //! - Any failed request fails the sync (`hcpflow_source_up` 0): nothing from
 //!   an incomplete list is used to declare a cluster gone, and the poller
 //!   retries with backoff.
 //! - Only clusters whose view changed are sent, except on full relists.
 //! - The management cluster comes from the cluster's provision shard, read
-//!   once per cluster (a bounded number per poll, in-flight clusters first)
-//!   and cached; a failed read is retried after a while.
+//!   once per cluster (a bounded number per poll, in-flight clusters first
+//!   within each page) and cached; a failed read is retried after a while.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -498,17 +500,24 @@ impl ClustersServiceSource {
         let initial = !self.synced;
         let mut out = Vec::new();
         let mut unknown = Vec::new();
-        let failure = match self.read(kind, &mut out, &mut unknown).await {
+        let failure = match self
+            .read(kind, initial, observed_at, &mut out, &mut unknown)
+            .await
+        {
             Ok(shards_ok) => {
                 if kind == PollKind::Full {
                     self.synced = true;
                 }
-                http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+                // A full relist's pages went out as they were read; what is
+                // left (clusters read by id, deletions) may be nothing.
+                if kind != PollKind::Full || !out.is_empty() || !unknown.is_empty() {
+                    http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+                }
                 self.last_poll_began = Some(observed_at);
                 (!shards_ok).then(|| "a search of clusters in flight failed".to_string())
             }
-            // Nothing is delivered from an incomplete read: it cannot tell
-            // what is gone, and an initial batch must be a complete picture.
+            // A failed fast or slow poll delivers nothing; a full relist has
+            // delivered the pages it read. Neither tells what is gone.
             Err(err) => {
                 tracing::debug!(source = %self.ctx.name, poll = ?kind, error = %err, "Clusters Service poll failed");
                 Some(cause_chain(&err))
@@ -554,14 +563,20 @@ impl ClustersServiceSource {
     async fn read(
         &mut self,
         kind: PollKind,
+        initial: bool,
+        observed_at: jiff::Timestamp,
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) -> Result<bool, SourceError> {
         let mut vanished = Vec::new();
+        let mut shard_reads = SHARD_READS_PER_POLL;
+        let mut shards_ok = true;
         let reads = match kind {
             PollKind::Full => {
-                let mut reads = self.list(None, unknown).await?;
-                let seen: HashSet<String> = reads.iter().map(|r| r.id.clone()).collect();
+                let delivery = (initial, observed_at);
+                let seen = self
+                    .relist_pages(delivery, &mut shard_reads, &mut shards_ok)
+                    .await?;
                 let mut missing: Vec<String> = self
                     .tracker
                     .owners()
@@ -576,6 +591,7 @@ impl ClustersServiceSource {
                 // query), the list is believed, as before the check.
                 missing.sort();
                 let mut confirmed = Vec::new();
+                let mut reads = Vec::new();
                 for chunk in missing.chunks(IDS_PER_QUERY) {
                     let search = ids_search(chunk.iter().map(String::as_str));
                     let found = match self.list(Some(&search), unknown).await {
@@ -594,6 +610,9 @@ impl ClustersServiceSource {
                     );
                     reads.extend(found.into_iter().filter(|r| !seen.contains(&r.id)));
                 }
+                // In flight is what this relist shows in flight: the pages
+                // above and the clusters read by id below.
+                self.in_flight.retain(|id| seen.contains(id));
                 vanished = self
                     .guard
                     .filter(&self.ctx, "clusters", self.tracker.len(), confirmed);
@@ -637,9 +656,66 @@ impl ClustersServiceSource {
             self.in_flight.remove(id);
             self.shards.remove(id);
         }
-        if kind == PollKind::Full {
-            self.in_flight.clear();
+        let send_all = kind == PollKind::Full;
+        shards_ok &= self
+            .take_in(reads, send_all, &mut shard_reads, out, unknown)
+            .await;
+        Ok(shards_ok)
+    }
+
+    /// Every page of the full list, each delivered as soon as it is read
+    /// (docs/design.md §9.4): ten thousand clusters' reads and observations
+    /// are never held at once. Returns the ids the list showed; only a list
+    /// read to its end gets here, so only it tells what is gone.
+    async fn relist_pages(
+        &mut self,
+        (initial, observed_at): (bool, jiff::Timestamp),
+        shard_reads: &mut usize,
+        shards_ok: &mut bool,
+    ) -> Result<HashSet<String>, SourceError> {
+        let search = scoped_search(None, self.cfg.search_scope.as_deref());
+        let params: Vec<(&str, &str)> = search
+            .as_deref()
+            .map(|s| ("search", s))
+            .into_iter()
+            .collect();
+        let path = self.clusters_path();
+        let mut pager = http::Pager::new(&path, &params, LIST_KIND, self.cfg.http.page_size);
+        let mut seen = HashSet::new();
+        while let Some(items) = pager.next(&self.client).await? {
+            let mut unknown = Vec::new();
+            let reads: Vec<CsCluster> = items
+                .iter()
+                .filter_map(|item| decode_cluster(item, &mut unknown))
+                .collect();
+            drop(items);
+            seen.extend(reads.iter().map(|r| r.id.clone()));
+            let mut out = Vec::new();
+            *shards_ok &= self
+                .take_in(reads, true, shard_reads, &mut out, &mut unknown)
+                .await;
+            http::deliver(
+                &self.ctx,
+                initial && !out.is_empty(),
+                observed_at,
+                out,
+                &unknown,
+            );
         }
+        Ok(seen)
+    }
+
+    /// Take clusters read into the in-flight set, the shard cache (at most
+    /// `shard_reads` more reads this poll) and the tracker. Returns whether
+    /// every shard read succeeded.
+    async fn take_in(
+        &mut self,
+        reads: Vec<CsCluster>,
+        send_all: bool,
+        shard_reads: &mut usize,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> bool {
         for cluster in &reads {
             if is_in_flight(cluster) {
                 self.in_flight.insert(cluster.id.clone());
@@ -647,9 +723,9 @@ impl ClustersServiceSource {
                 self.in_flight.remove(&cluster.id);
             }
         }
-        let shards_ok = self.read_shards(&reads).await;
+        let shards_ok = self.read_shards(&reads, shard_reads).await;
         let mode = UpdateMode {
-            send_all: kind == PollKind::Full,
+            send_all,
             partial: false,
         };
         for cluster in reads {
@@ -660,12 +736,13 @@ impl ClustersServiceSource {
             let obs = parse_cluster(&cluster, self.cfg.api, mgmt, unknown);
             self.tracker.update(&cluster.id, vec![obs], mode, out);
         }
-        Ok(shards_ok)
+        shards_ok
     }
 
     /// Read the provision shard of clusters that do not have one cached,
-    /// in-flight clusters first, at most [`SHARD_READS_PER_POLL`].
-    async fn read_shards(&mut self, reads: &[CsCluster]) -> bool {
+    /// in-flight clusters first, at most `budget` (what is left of
+    /// [`SHARD_READS_PER_POLL`] this poll).
+    async fn read_shards(&mut self, reads: &[CsCluster], budget: &mut usize) -> bool {
         let now = Instant::now();
         let mut wanted: Vec<(&str, bool)> = reads
             .iter()
@@ -677,7 +754,8 @@ impl ClustersServiceSource {
             .map(|r| (r.id.as_str(), is_in_flight(r)))
             .collect();
         wanted.sort_by_key(|(_, flight)| !flight);
-        wanted.truncate(SHARD_READS_PER_POLL);
+        wanted.truncate(*budget);
+        *budget -= wanted.len();
         let mut ok = true;
         for (id, _) in wanted {
             let entry = match self.read_shard(id).await {
