@@ -81,26 +81,19 @@ impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> ChunkWriter<F> {
         let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
         (self.send)(chunk)
     }
-
-    /// Put `len` bytes into the chunk with `fill`. The chunk is sent before
-    /// it would outgrow its capacity (a chunk just past it would double to
-    /// twice the memory for the same bytes), and as soon as it is full.
-    fn append(&mut self, len: usize, fill: impl FnOnce(&mut Vec<u8>)) -> std::io::Result<()> {
-        if self.buf.len() + len > CHUNK_BYTES {
-            self.send()?;
-        }
-        self.buf.reserve(len);
-        fill(&mut self.buf);
-        if self.buf.len() >= CHUNK_BYTES {
-            self.send()?;
-        }
-        Ok(())
-    }
 }
 
 impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> std::io::Write for ChunkWriter<F> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.append(data.len(), |buf| buf.extend_from_slice(data))?;
+        // Sent before it would outgrow its capacity: a chunk that went just
+        // past it would double to twice the memory for the same bytes.
+        if self.buf.len() + data.len() > CHUNK_BYTES {
+            self.send()?;
+        }
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= CHUNK_BYTES {
+            self.send()?;
+        }
         Ok(data.len())
     }
 
@@ -133,7 +126,15 @@ impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> Sink for ChunkWriter<F> {
             // Larger than a chunk: `write` sends it on its own.
             return self.put(cluster.family_lines(index, scratch));
         }
-        self.append(len, |buf| cluster.write_family_bytes(index, buf))
+        if self.buf.len() + len > CHUNK_BYTES {
+            self.send()?;
+        }
+        self.buf.reserve(len);
+        cluster.write_family_bytes(index, &mut self.buf);
+        if self.buf.len() >= CHUNK_BYTES {
+            self.send()?;
+        }
+        Ok(())
     }
 }
 
