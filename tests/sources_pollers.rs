@@ -698,6 +698,67 @@ async fn maestro_incremental_rereads_what_changed_during_the_previous_poll() {
     );
 }
 
+/// When bundles change faster than Maestro lists them, each incremental
+/// pass is longer than the last; one that delivered at its end would show
+/// nothing new. Each page goes out as it is read.
+#[tokio::test]
+async fn maestro_incremental_pass_delivers_each_page_as_it_is_read() {
+    let h = harness("maestro");
+    let world = Arc::new(Mutex::new(vec![maestro_bundle(
+        "b0",
+        "c0",
+        "2026-06-10T23:00:00Z",
+        "True",
+    )]));
+    let w = world.clone();
+    let mock = Mock::start(move |req| maestro_list(req, &w.lock())).await;
+    let mut http = http_config(&mock.base);
+    http.page_size = 2;
+    let mut m = maestro_source_with(http, h.ctx.clone());
+    assert!(m.poll(maestro::PollKind::Full).await);
+    h.sink.take();
+    mock.take();
+
+    world.lock().extend((1..=4).map(|i| {
+        maestro_bundle(
+            &format!("b{i}"),
+            &format!("c{i}"),
+            "2026-06-10T23:30:00Z",
+            "True",
+        )
+    }));
+    assert!(m.poll(maestro::PollKind::Incremental).await);
+    let pages = mock
+        .take()
+        .iter()
+        .filter(|r| {
+            r.query
+                .get("search")
+                .is_some_and(|s| s.starts_with("updated_at"))
+        })
+        .count();
+    assert_eq!(
+        pages, 3,
+        "b0 again (the overlap), then b1 to b4, two a page"
+    );
+    let clusters_per_batch: Vec<Vec<ClusterKey>> = h
+        .sink
+        .take()
+        .iter()
+        .map(|b| {
+            let mut keys: Vec<ClusterKey> = b.observations.iter().map(|o| o.key.clone()).collect();
+            keys.dedup();
+            keys
+        })
+        .collect();
+    let id = |c: &str| ClusterKey::Id(c.into());
+    assert_eq!(
+        clusters_per_batch,
+        vec![vec![id("c1")], vec![id("c2"), id("c3")], vec![id("c4")]],
+        "one batch per page; b0 read again unchanged sends nothing"
+    );
+}
+
 #[tokio::test]
 async fn maestro_full_then_incremental_then_relist() {
     let h = harness("maestro");

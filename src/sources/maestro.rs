@@ -732,10 +732,10 @@ impl MaestroSource {
 
     /// The incremental pass: the bundles updated since the last pass began
     /// (or the newest update seen, when earlier), then, by id, the bundles
-    /// being deleted that it did not show. Delivers what it read, also when
-    /// a request failed: the pages read before the failure already moved
-    /// the change tracker, and would otherwise count as sent. Returns the
-    /// bundles it saw.
+    /// being deleted that it did not show. Delivers each page as it is read,
+    /// also when a later request fails: the pages read before the failure
+    /// already moved the change tracker, and would otherwise count as sent.
+    /// Returns the bundles it saw.
     async fn incremental_pass(
         &mut self,
         observed_at: Timestamp,
@@ -754,7 +754,20 @@ impl MaestroSource {
         let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
         let listed = loop {
             match pager.next(&self.client).await {
-                Ok(Some(items)) => self.accept_page(items, mode, &mut seen, &mut out, &mut unknown),
+                Ok(Some(items)) => {
+                    self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
+                    // Each page goes out as it is read, as in a relist: when
+                    // bundles change faster than Maestro lists them, a pass
+                    // grows with every round, and one that delivered at its
+                    // end showed nothing new at all (docs/design.md §9.5).
+                    http::deliver(
+                        &self.ctx,
+                        false,
+                        observed_at,
+                        std::mem::take(&mut out),
+                        &std::mem::take(&mut unknown),
+                    );
+                }
                 Ok(None) => break Ok(()),
                 Err(err) => break Err(err),
             }
