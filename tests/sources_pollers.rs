@@ -1261,6 +1261,45 @@ async fn cs_relist_delivers_page_by_page_and_a_failed_page_removes_nothing() {
     );
 }
 
+/// The slow poll lists every settled cluster, nearly the fleet: page by
+/// page, like a relist, sending only what changed.
+#[tokio::test]
+async fn cs_slow_poll_delivers_page_by_page() {
+    let h = harness("clusters_service");
+    let states = Arc::new(Mutex::new(["ready", "ready", "ready", "ready"]));
+    let s = states.clone();
+    let mock = Mock::start(move |req| {
+        if req.path.ends_with("/provision_shard") {
+            return (200, shard());
+        }
+        let clusters: Vec<Value> = s
+            .lock()
+            .iter()
+            .enumerate()
+            .map(|(i, state)| cs_cluster(&format!("c{i}"), state))
+            .collect();
+        cs_list(req, &clusters)
+    })
+    .await;
+    let mut cs = ClustersServiceSource::new(cs_config(&mock.base), h.ctx.clone()).unwrap();
+    assert!(cs.poll(PollKind::Full).await);
+    h.sink.take();
+    *states.lock() = ["error", "ready", "ready", "hibernating"];
+    assert!(cs.poll(PollKind::Slow).await);
+    let id = |c: &str| ClusterKey::Id(c.into());
+    let per_batch: Vec<Vec<ClusterKey>> = h
+        .sink
+        .take()
+        .iter()
+        .map(|b| b.observations.iter().map(|o| o.key.clone()).collect())
+        .collect();
+    assert_eq!(
+        per_batch,
+        vec![vec![id("c0")], vec![id("c3")]],
+        "one batch per page of two, each with what changed on it"
+    );
+}
+
 /// Wait until `mock` has seen `n` requests (or fail after a few seconds).
 async fn wait_for_requests(mock: &Mock, n: usize) -> Vec<Request> {
     for _ in 0..200 {

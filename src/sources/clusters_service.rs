@@ -20,8 +20,8 @@
 //! - Slow poll (`slow_poll_interval`): the settled clusters,
 //!   `search=state in ('ready','hibernating','error')`.
 //! - The first full sync is delivered with `initial: true`.
-//! - A full relist delivers each page as soon as it is read; fast and slow
-//!   polls deliver when they end.
+//! - A full relist and a slow poll (nearly the fleet) deliver each page as
+//!   soon as it is read; a fast poll delivers when it ends.
 //! - Any failed request fails the sync (`hcpflow_source_up` 0): nothing from
 //!   an incomplete list is used to declare a cluster gone, and the poller
 //!   retries with backoff.
@@ -510,7 +510,7 @@ impl ClustersServiceSource {
                 }
                 // A full relist's pages went out as they were read; what is
                 // left (clusters read by id, deletions) may be nothing.
-                if kind != PollKind::Full || !out.is_empty() || !unknown.is_empty() {
+                if kind == PollKind::Fast || !out.is_empty() || !unknown.is_empty() {
                     http::deliver(&self.ctx, initial, observed_at, out, &unknown);
                 }
                 self.last_poll_began = Some(observed_at);
@@ -573,9 +573,13 @@ impl ClustersServiceSource {
         let mut shards_ok = true;
         let reads = match kind {
             PollKind::Full => {
-                let delivery = (initial, observed_at);
                 let seen = self
-                    .relist_pages(delivery, &mut shard_reads, &mut shards_ok)
+                    .list_pages(
+                        None,
+                        (initial, observed_at),
+                        &mut shard_reads,
+                        &mut shards_ok,
+                    )
                     .await?;
                 let mut missing: Vec<String> = self
                     .tracker
@@ -649,7 +653,14 @@ impl ClustersServiceSource {
                 }
                 reads
             }
-            PollKind::Slow => self.list(Some(&settled_search()), unknown).await?,
+            // Every settled cluster: nearly the fleet, so page by page too.
+            PollKind::Slow => {
+                let search = settled_search();
+                let delivery = (false, observed_at);
+                self.list_pages(Some(&search), delivery, &mut shard_reads, &mut shards_ok)
+                    .await?;
+                Vec::new()
+            }
         };
         for id in &vanished {
             self.tracker.remove(id, out);
@@ -663,17 +674,21 @@ impl ClustersServiceSource {
         Ok(shards_ok)
     }
 
-    /// Every page of the full list, each delivered as soon as it is read
+    /// Every page of a list of nearly the fleet (all clusters with no
+    /// `search`: a full relist, sending all; the settled ones: a slow poll,
+    /// sending changes), each delivered as soon as it is read
     /// (docs/design.md §9.4): ten thousand clusters' reads and observations
     /// are never held at once. Returns the ids the list showed; only a list
     /// read to its end gets here, so only it tells what is gone.
-    async fn relist_pages(
+    async fn list_pages(
         &mut self,
+        search: Option<&str>,
         (initial, observed_at): (bool, jiff::Timestamp),
         shard_reads: &mut usize,
         shards_ok: &mut bool,
     ) -> Result<HashSet<String>, SourceError> {
-        let search = scoped_search(None, self.cfg.search_scope.as_deref());
+        let send_all = search.is_none();
+        let search = scoped_search(search, self.cfg.search_scope.as_deref());
         let params: Vec<(&str, &str)> = search
             .as_deref()
             .map(|s| ("search", s))
@@ -692,7 +707,7 @@ impl ClustersServiceSource {
             seen.extend(reads.iter().map(|r| r.id.clone()));
             let mut out = Vec::new();
             *shards_ok &= self
-                .take_in(reads, true, shard_reads, &mut out, &mut unknown)
+                .take_in(reads, send_all, shard_reads, &mut out, &mut unknown)
                 .await;
             http::deliver(
                 &self.ctx,
