@@ -21,6 +21,7 @@ pub mod sources;
 pub mod state_store;
 pub mod store;
 pub mod supervise;
+pub mod tcp;
 pub mod telemetry;
 pub mod traces;
 pub mod ui;

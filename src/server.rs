@@ -46,7 +46,7 @@ pub async fn serve_router(
     routes: Router,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, routes)
+    axum::serve(crate::tcp::no_delay(listener), routes)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -122,7 +122,7 @@ impl KubeApiHandle {
             let stopped = async move {
                 let _ = rx.wait_for(|s| *s).await;
             };
-            if let Err(e) = axum::serve(listener, app)
+            if let Err(e) = axum::serve(crate::tcp::no_delay(listener), app)
                 .with_graceful_shutdown(stopped)
                 .await
             {

@@ -86,7 +86,7 @@ async fn run(listener: TcpListener, addr: SocketAddr, router: Router, ctl: Arc<A
         let shutdown = async move {
             let _ = down.wait_for(|down| *down).await;
         };
-        if let Err(e) = axum::serve(l, router.clone())
+        if let Err(e) = axum::serve(crate::tcp::no_delay(l), router.clone())
             .with_graceful_shutdown(shutdown)
             .await
         {
