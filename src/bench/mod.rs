@@ -290,63 +290,66 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
     }
 }
 
-/// One scrape with Prometheus's `Accept`, timed until the whole body has
-/// arrived; decoding it as text comes after the clock stops, as the
-/// client's own handling is not the exporter's cost (curl and reqwest
-/// differed by tens of milliseconds on 50 MiB).
-/// A GET of `/metrics` with Prometheus's `Accept` header.
-fn scrape_request(client: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
-    client.get(url).header(
-        reqwest::header::ACCEPT,
-        "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
-    )
+/// A scraper that reads as Prometheus does: with Prometheus's `Accept`
+/// header, the whole body into one buffer kept from scrape to scrape
+/// (Prometheus takes it from a pool sized by its last scrape of the
+/// target). The clock stops when the last byte has arrived; reading the
+/// text comes after it, as the scraper's own parsing is not the exporter's
+/// cost. A buffer new to every scrape cost the scraping core some 15 % of
+/// its time in page faults on 48 MiB (docs/performance.md).
+pub struct Scraper {
+    client: reqwest::Client,
+    url: String,
+    body: Vec<u8>,
 }
 
-async fn timed_scrape(
-    client: &reqwest::Client,
-    url: &str,
-) -> Result<(Duration, String), BenchError> {
-    let (took, body) = timed_body(scrape_request(client, url)).await?;
-    Ok((took, String::from_utf8_lossy(&body).into_owned()))
-}
-
-/// Send `request` and time it until its whole body has arrived. The chunks
-/// are kept as they come and joined after the clock stops: a scraper parses
-/// as it reads (Prometheus does), and joining 50 MB into one buffer at the
-/// end would add some 10 ms of the client's own copying to the exporter's
-/// figure (docs/performance.md).
-async fn timed_body(
-    request: reqwest::RequestBuilder,
-) -> Result<(Duration, bytes::Bytes), BenchError> {
-    let start = Instant::now();
-    let mut response = request.send().await.map_err(BenchError::Scrape)?;
-    let mut chunks = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(BenchError::Scrape)? {
-        chunks.push(chunk);
+impl Scraper {
+    pub fn new(client: reqwest::Client, url: String) -> Scraper {
+        Scraper {
+            client,
+            url,
+            body: Vec::new(),
+        }
     }
-    let took = start.elapsed();
-    Ok((took, chunks.concat().into()))
-}
 
-/// Scrapes as Prometheus makes them, asking for gzip: the time until the
-/// compressed body has arrived, and its size. Undecoded, as a scraper on
-/// another host would receive it.
-async fn gzip_scrapes(
-    client: &reqwest::Client,
-    url: &str,
-    scrapes: usize,
-) -> Result<(Latency, usize), BenchError> {
-    let mut samples = Vec::with_capacity(scrapes);
-    let mut bytes = 0;
-    for _ in 0..scrapes.max(1) {
-        let (took, body) = timed_body(
-            scrape_request(client, url).header(reqwest::header::ACCEPT_ENCODING, "gzip"),
-        )
-        .await?;
-        samples.push(took);
-        bytes = body.len();
+    /// One scrape of the plain text, timed until its last byte; its text is
+    /// then [`Scraper::text`].
+    pub async fn scrape(&mut self) -> Result<Duration, BenchError> {
+        self.read(None).await
     }
-    Ok((Latency::from_samples(samples), bytes))
+
+    /// The last scrape's body as text.
+    pub fn text(&self) -> Result<&str, BenchError> {
+        std::str::from_utf8(&self.body).map_err(BenchError::NotText)
+    }
+
+    /// Scrapes as Prometheus makes them by default, asking for gzip: the
+    /// time until the compressed body has arrived, and its size. Undecoded,
+    /// as a scraper on another host would receive it.
+    pub async fn gzip(&mut self, scrapes: usize) -> Result<(Latency, usize), BenchError> {
+        let mut samples = Vec::with_capacity(scrapes);
+        for _ in 0..scrapes.max(1) {
+            samples.push(self.read(Some("gzip")).await?);
+        }
+        Ok((Latency::from_samples(samples), self.body.len()))
+    }
+
+    async fn read(&mut self, encoding: Option<&str>) -> Result<Duration, BenchError> {
+        let mut request = self.client.get(&self.url).header(
+            reqwest::header::ACCEPT,
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+        );
+        if let Some(encoding) = encoding {
+            request = request.header(reqwest::header::ACCEPT_ENCODING, encoding);
+        }
+        self.body.clear();
+        let start = Instant::now();
+        let mut response = request.send().await.map_err(BenchError::Scrape)?;
+        while let Some(chunk) = response.chunk().await.map_err(BenchError::Scrape)? {
+            self.body.extend_from_slice(&chunk);
+        }
+        Ok(start.elapsed())
+    }
 }
 
 /// A loopback port nothing listens on, for the exporter the bench starts.
@@ -416,6 +419,8 @@ pub enum BenchError {
     NotReady(Duration),
     #[error("scraping the exporter failed")]
     Scrape(#[source] reqwest::Error),
+    #[error("the exporter's /metrics is not UTF-8 text")]
+    NotText(#[source] std::str::Utf8Error),
     #[error("the exposition benchmark did not finish: {0}")]
     Aborted(String),
     #[error("the simulated Kubernetes API server refused an object")]
@@ -599,18 +604,19 @@ pub async fn end_to_end(
     } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
 
-    let metrics = format!("{base}/metrics");
+    let mut scraper = Scraper::new(client, format!("{base}/metrics"));
 
-    let (_, before) = timed_scrape(&client, &metrics).await?;
-    let tracked = tracked_clusters(&before);
+    scraper.scrape().await?;
+    let before = scraper.text()?;
+    let tracked = tracked_clusters(before);
+    let requests_before = counter_by_source(before, "hcpflow_source_requests_total");
     let cycles = 3u32;
     // The cycles over which requests are counted are also watched: bundles
     // that turn Available in them, timed until /metrics shows them.
     let watching = Instant::now();
     let (maestro_to_metrics, maestro_not_shown) = maestro_change_latency(
         &world,
-        &client,
-        &metrics,
+        &mut scraper,
         cycle * cycles,
         cycle * 2,
         shards.max(1),
@@ -618,15 +624,17 @@ pub async fn end_to_end(
     .await?;
     let watched = watching.elapsed();
     let mut samples = Vec::new();
-    let mut last = String::new();
     for _ in 0..scrapes.max(1) {
-        let (took, body) = timed_scrape(&client, &metrics).await?;
-        samples.push(took);
-        last = body;
+        samples.push(scraper.scrape().await?);
     }
-    let (scrape_gzip, gzip_bytes) = gzip_scrapes(&client, &metrics, scrapes).await?;
-    let requests_before = counter_by_source(&before, "hcpflow_source_requests_total");
-    let requests_after = counter_by_source(&last, "hcpflow_source_requests_total");
+    let last = scraper.text()?;
+    let requests_after = counter_by_source(last, "hcpflow_source_requests_total");
+    let bytes = last.len();
+    let series = last
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count();
+    let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
     let elapsed_cycles = (watched.as_secs_f64() / cycle.as_secs_f64()).max(1.0);
     let requests_per_cycle = requests_after
         .iter()
@@ -639,10 +647,6 @@ pub async fn end_to_end(
             (source.clone(), (after - before) / elapsed_cycles)
         })
         .collect();
-    let series = last
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .count();
     let rss = resident_memory_of(&pid);
     drop(child);
     let _ = std::fs::remove_file(&path);
@@ -652,7 +656,7 @@ pub async fn end_to_end(
         scrape: Latency::from_samples(samples),
         scrape_gzip,
         gzip_bytes,
-        bytes: last.len(),
+        bytes,
         series,
         rss,
         rss_at_ready,
@@ -676,8 +680,7 @@ pub async fn end_to_end(
 /// scrape of delay. Returns the latencies and how many were never shown.
 async fn maestro_change_latency(
     world: &crate::sim::World,
-    client: &reqwest::Client,
-    metrics: &str,
+    scraper: &mut Scraper,
     window: Duration,
     grace: Duration,
     shards: u32,
@@ -708,16 +711,16 @@ async fn maestro_change_latency(
             }
         }
         checked = now;
-        let (_, body) = timed_scrape(client, metrics).await?;
-        time_shown(&body, world.now_ms(), &mut waiting, &mut latencies);
+        scraper.scrape().await?;
+        time_shown(scraper.text()?, world.now_ms(), &mut waiting, &mut latencies);
     }
     // A bundle that turned in the watch's last seconds has had less than a
     // poll to show: it is given `grace` before it counts as not shown, and
     // no new bundle is taken meanwhile.
     let closing = Instant::now();
     while !waiting.is_empty() && closing.elapsed() < grace {
-        let (_, body) = timed_scrape(client, metrics).await?;
-        time_shown(&body, world.now_ms(), &mut waiting, &mut latencies);
+        scraper.scrape().await?;
+        time_shown(scraper.text()?, world.now_ms(), &mut waiting, &mut latencies);
     }
     Ok((Latency::from_samples(latencies), waiting.len()))
 }
@@ -984,10 +987,7 @@ pub async fn kube(
         time_to_ready,
     } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
-    let get = |client: reqwest::Client, url: String| async move {
-        timed_scrape(&client, &url).await.map(|(_, body)| body)
-    };
-    let metrics = format!("{base}/metrics");
+    let mut scraper = Scraper::new(client, format!("{base}/metrics"));
 
     // Each change: one NodePool's desired replicas, 2 → 3 or back, spread
     // over the fleet; timed from the API server's write to the first scrape
@@ -1017,9 +1017,9 @@ pub async fn kube(
         let applied = Instant::now();
         api.apply(changed.clone()).map_err(BenchError::KubeObject)?;
         loop {
-            let body = get(client.clone(), metrics.clone()).await?;
+            scraper.scrape().await?;
             if has_sample(
-                &body,
+                scraper.text()?,
                 "hcpflow_node_pool_replicas",
                 &labels,
                 &desired.to_string(),
@@ -1037,17 +1037,16 @@ pub async fn kube(
     }
 
     let mut samples = Vec::with_capacity(scrapes);
-    let mut last = String::new();
     for _ in 0..scrapes.max(1) {
-        let (took, body) = timed_scrape(&client, &metrics).await?;
-        samples.push(took);
-        last = body;
+        samples.push(scraper.scrape().await?);
     }
-    let (scrape_gzip, gzip_bytes) = gzip_scrapes(&client, &metrics, scrapes).await?;
+    let last = scraper.text()?;
+    let bytes = last.len();
     let series = last
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .count();
+    let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
     let rss = resident_memory_of(&pid);
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
@@ -1059,7 +1058,7 @@ pub async fn kube(
         scrape: Latency::from_samples(samples),
         scrape_gzip,
         gzip_bytes,
-        bytes: last.len(),
+        bytes,
         series,
         rss_at_ready,
         rss,

@@ -164,8 +164,9 @@ pub async fn soak(
         .into_iter()
         .map(|c| c.cluster_id)
         .collect();
-    let (_, body) = super::timed_scrape(&client, &format!("{base}/metrics")).await?;
-    let (extra_by_hops, missing) = reconcile(&body, &world_ids);
+    let mut scraper = super::Scraper::new(client, format!("{base}/metrics"));
+    scraper.scrape().await?;
+    let (extra_by_hops, missing) = reconcile(scraper.text()?, &world_ids);
     drop(child);
     Ok(SoakFigures {
         extra_by_hops,
