@@ -295,8 +295,8 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
 /// (Prometheus takes it from a pool sized by its last scrape of the
 /// target). The clock stops when the last byte has arrived; reading the
 /// text comes after it, as the scraper's own parsing is not the exporter's
-/// cost. A buffer new to every scrape cost the scraping core some 15 % of
-/// its time in page faults on 48 MiB (docs/performance.md).
+/// cost. A buffer new to every scrape cost the scraping core a tenth or
+/// more of its time in page faults on 48 MiB (docs/performance.md).
 pub struct Scraper {
     client: reqwest::Client,
     url: String,
@@ -712,7 +712,12 @@ async fn maestro_change_latency(
         }
         checked = now;
         scraper.scrape().await?;
-        time_shown(scraper.text()?, world.now_ms(), &mut waiting, &mut latencies);
+        time_shown(
+            scraper.text()?,
+            world.now_ms(),
+            &mut waiting,
+            &mut latencies,
+        );
     }
     // A bundle that turned in the watch's last seconds has had less than a
     // poll to show: it is given `grace` before it counts as not shown, and
@@ -720,7 +725,12 @@ async fn maestro_change_latency(
     let closing = Instant::now();
     while !waiting.is_empty() && closing.elapsed() < grace {
         scraper.scrape().await?;
-        time_shown(scraper.text()?, world.now_ms(), &mut waiting, &mut latencies);
+        time_shown(
+            scraper.text()?,
+            world.now_ms(),
+            &mut waiting,
+            &mut latencies,
+        );
     }
     Ok((Latency::from_samples(latencies), waiting.len()))
 }
