@@ -186,11 +186,7 @@ pub fn exposition(clusters: usize, scrapes: usize) -> ExpositionFigures {
     let store = synthetic_store(clusters);
     let fill = started.elapsed();
     let body = store.scrape(Format::OpenMetrics);
-    let bytes = body.len();
-    let series = body
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .count();
+    let (bytes, series) = (body.len(), series_in(&body));
     drop(body);
     let time = |format: Format| {
         let samples = (0..scrapes.max(1))
@@ -321,6 +317,16 @@ impl Scraper {
     /// The last scrape's body as text.
     pub fn text(&self) -> Result<&str, BenchError> {
         std::str::from_utf8(&self.body).map_err(BenchError::NotText)
+    }
+
+    /// `scrapes` plain scrapes in a row: their times; the last one's body
+    /// stays in [`Scraper::text`].
+    pub async fn timed(&mut self, scrapes: usize) -> Result<Latency, BenchError> {
+        let mut samples = Vec::with_capacity(scrapes);
+        for _ in 0..scrapes.max(1) {
+            samples.push(self.scrape().await?);
+        }
+        Ok(Latency::from_samples(samples))
     }
 
     /// Scrapes as Prometheus makes them by default, asking for gzip: the
@@ -623,17 +629,10 @@ pub async fn end_to_end(
     )
     .await?;
     let watched = watching.elapsed();
-    let mut samples = Vec::new();
-    for _ in 0..scrapes.max(1) {
-        samples.push(scraper.scrape().await?);
-    }
+    let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
     let requests_after = counter_by_source(last, "hcpflow_source_requests_total");
-    let bytes = last.len();
-    let series = last
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .count();
+    let (bytes, series) = (last.len(), series_in(last));
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
     let elapsed_cycles = (watched.as_secs_f64() / cycle.as_secs_f64()).max(1.0);
     let requests_per_cycle = requests_after
@@ -653,7 +652,7 @@ pub async fn end_to_end(
     Ok(EndToEndFigures {
         clusters,
         time_to_ready,
-        scrape: Latency::from_samples(samples),
+        scrape,
         scrape_gzip,
         gzip_bytes,
         bytes,
@@ -711,28 +710,28 @@ async fn maestro_change_latency(
             }
         }
         checked = now;
-        scraper.scrape().await?;
-        time_shown(
-            scraper.text()?,
-            world.now_ms(),
-            &mut waiting,
-            &mut latencies,
-        );
+        scrape_and_time(scraper, world, &mut waiting, &mut latencies).await?;
     }
     // A bundle that turned in the watch's last seconds has had less than a
     // poll to show: it is given `grace` before it counts as not shown, and
     // no new bundle is taken meanwhile.
     let closing = Instant::now();
     while !waiting.is_empty() && closing.elapsed() < grace {
-        scraper.scrape().await?;
-        time_shown(
-            scraper.text()?,
-            world.now_ms(),
-            &mut waiting,
-            &mut latencies,
-        );
+        scrape_and_time(scraper, world, &mut waiting, &mut latencies).await?;
     }
     Ok((Latency::from_samples(latencies), waiting.len()))
+}
+
+/// One scrape, and what it shows timed by [`time_shown`].
+async fn scrape_and_time(
+    scraper: &mut Scraper,
+    world: &crate::sim::World,
+    waiting: &mut std::collections::HashMap<String, i64>,
+    latencies: &mut Vec<Duration>,
+) -> Result<(), BenchError> {
+    scraper.scrape().await?;
+    time_shown(scraper.text()?, world.now_ms(), waiting, latencies);
+    Ok(())
 }
 
 /// Moves the bundles a scrape shows Available from `waiting` (name → the
@@ -753,6 +752,13 @@ fn time_shown(
             true
         }
     });
+}
+
+/// Samples in an exposition: its lines that are neither comments nor empty.
+fn series_in(body: &str) -> usize {
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .count()
 }
 
 /// Clusters an exporter tracks, from a scrape (`hcpflow_cluster_info` has
@@ -1046,16 +1052,9 @@ pub async fn kube(
         }
     }
 
-    let mut samples = Vec::with_capacity(scrapes);
-    for _ in 0..scrapes.max(1) {
-        samples.push(scraper.scrape().await?);
-    }
+    let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
-    let bytes = last.len();
-    let series = last
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .count();
+    let (bytes, series) = (last.len(), series_in(last));
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
     let rss = resident_memory_of(&pid);
     drop(child);
@@ -1065,7 +1064,7 @@ pub async fn kube(
         objects,
         time_to_ready,
         event_to_metrics: Latency::from_samples(latencies),
-        scrape: Latency::from_samples(samples),
+        scrape,
         scrape_gzip,
         gzip_bytes,
         bytes,
