@@ -4,9 +4,8 @@
 //! Go's net/http turns Nagle's algorithm off on every connection, so
 //! Prometheus' own exporters and every real upstream (the RP frontend,
 //! Clusters Service, Maestro, a kube-apiserver) answer that way. Left on, a
-//! response's last short segment waits for the scraper's ACK, which the
-//! scraper's kernel delays by up to 40 ms: about one scrape of a 48 MiB body
-//! in ten took 40 ms longer on loopback (docs/design.md §5.5).
+//! response's last short segment or a watch event waits for the peer's ACK,
+//! which its kernel delays by up to 40 ms (docs/design.md §5.5).
 
 use std::net::SocketAddr;
 
@@ -27,10 +26,16 @@ pub fn no_delay(listener: TcpListener) -> impl Listener<Io = TcpStream, Addr = S
 mod tests {
     use super::*;
 
+    /// Whether a connection accepted on a loopback listener, as `wrap`
+    /// makes it, has `TCP_NODELAY` set.
     async fn accepted_nodelay<L: Listener<Io = TcpStream>>(
-        mut listener: L,
-        at: SocketAddr,
+        wrap: impl FnOnce(TcpListener) -> L,
     ) -> bool {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let at = listener.local_addr().expect("local address");
+        let mut listener = wrap(listener);
         let _client = TcpStream::connect(at).await.expect("connect on loopback");
         let (stream, _) = listener.accept().await;
         stream.nodelay().expect("read TCP_NODELAY")
@@ -38,21 +43,13 @@ mod tests {
 
     #[tokio::test]
     async fn accepted_connections_send_without_delay() {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind loopback");
-        let at = listener.local_addr().expect("local address");
-        assert!(accepted_nodelay(no_delay(listener), at).await);
+        assert!(accepted_nodelay(no_delay).await);
     }
 
     /// The kernel's default, which the wrapper exists to change: were it on
     /// already, the test above would prove nothing.
     #[tokio::test]
     async fn a_plain_listener_keeps_nagle_on() {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind loopback");
-        let at = listener.local_addr().expect("local address");
-        assert!(!accepted_nodelay(listener, at).await);
+        assert!(!accepted_nodelay(|listener| listener).await);
     }
 }

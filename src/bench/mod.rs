@@ -322,22 +322,27 @@ impl Scraper {
     /// `scrapes` plain scrapes in a row: their times; the last one's body
     /// stays in [`Scraper::text`].
     pub async fn timed(&mut self, scrapes: usize) -> Result<Latency, BenchError> {
-        let mut samples = Vec::with_capacity(scrapes);
-        for _ in 0..scrapes.max(1) {
-            samples.push(self.scrape().await?);
-        }
-        Ok(Latency::from_samples(samples))
+        self.repeat(scrapes, None).await
     }
 
     /// Scrapes as Prometheus makes them by default, asking for gzip: the
     /// time until the compressed body has arrived, and its size. Undecoded,
     /// as a scraper on another host would receive it.
     pub async fn gzip(&mut self, scrapes: usize) -> Result<(Latency, usize), BenchError> {
+        let latency = self.repeat(scrapes, Some("gzip")).await?;
+        Ok((latency, self.body.len()))
+    }
+
+    async fn repeat(
+        &mut self,
+        scrapes: usize,
+        encoding: Option<&str>,
+    ) -> Result<Latency, BenchError> {
         let mut samples = Vec::with_capacity(scrapes);
         for _ in 0..scrapes.max(1) {
-            samples.push(self.read(Some("gzip")).await?);
+            samples.push(self.read(encoding).await?);
         }
-        Ok((Latency::from_samples(samples), self.body.len()))
+        Ok(Latency::from_samples(samples))
     }
 
     async fn read(&mut self, encoding: Option<&str>) -> Result<Duration, BenchError> {
