@@ -101,6 +101,12 @@ impl<W: std::io::Write> Sink for WriteSink<W> {
     }
 }
 
+/// How many clusters ahead of the one being written a scrape asks the CPU
+/// for the text it will read: far enough for a load from memory to arrive,
+/// near enough for it to stay in the first-level cache until it is used
+/// (docs/performance.md).
+const PREFETCH_AHEAD: usize = 4;
+
 /// The whole body: fleet families first (each header once, then every
 /// cluster's lines), then the registry's families, then `# EOF` for OpenMetrics.
 pub fn render(format: Format, clusters: &[Arc<RenderedCluster>], registry: &Registry) -> String {
@@ -125,7 +131,16 @@ pub fn render_to(
         header.clear();
         write_header(&mut header, family);
         out.put(&header)?;
-        for cluster in clusters {
+        for (at, cluster) in clusters.iter().enumerate() {
+            // Each cluster's fields and text are somewhere else in memory:
+            // its fields are asked for two steps ahead of its text, as the
+            // fields say where the text is (docs/design.md §5.5).
+            if let Some(ahead) = clusters.get(at + 2 * PREFETCH_AHEAD) {
+                ahead.prefetch_fields(index);
+            }
+            if let Some(ahead) = clusters.get(at + PREFETCH_AHEAD) {
+                ahead.prefetch_family(index);
+            }
             out.put_family(cluster, index, &mut scratch)?;
         }
     }

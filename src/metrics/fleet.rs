@@ -283,6 +283,50 @@ impl RenderedCluster {
             .unwrap_or_default()
     }
 
+    /// Ask the CPU to start loading what [`family_len`](Self::family_len)
+    /// and [`write_family`](Self::write_family) read of this cluster's own
+    /// fields. A scrape walks the fleet family by family, so every family
+    /// of every cluster is a jump to memory not touched since the last
+    /// family, which the hardware cannot foresee (docs/design.md §5.5).
+    #[inline(always)]
+    pub fn prefetch_fields(&self, index: usize) {
+        prefetch(&self.text);
+        prefetch(&self.id_end);
+        if let (Some(end), Some(lines)) = (self.ends.get(index), self.lines.get(index)) {
+            prefetch(end);
+            prefetch(lines);
+        }
+    }
+
+    /// Ask the CPU to start loading the text of family `index` and the id
+    /// label: the fields must be in cache already
+    /// ([`prefetch_fields`](Self::prefetch_fields) a few clusters earlier),
+    /// as their values say where the text is.
+    #[inline(always)]
+    pub fn prefetch_family(&self, index: usize) {
+        let text = self.text.as_bytes();
+        if let Some(first) = text.first() {
+            prefetch(first);
+        }
+        let start = match index {
+            0 => self.id_end,
+            i => self.ends.get(i - 1).copied().unwrap_or_default(),
+        };
+        let end = self.ends.get(index).copied().unwrap_or_default();
+        let Some(family) = text.get(start as usize..end as usize) else {
+            return;
+        };
+        // One hint per cache line, and one for the line the last byte is
+        // in; a family larger than that (a cluster with hundreds of node
+        // pools) is read ahead by the hardware once it is under way.
+        for byte in family.iter().step_by(CACHE_LINE).take(PREFETCH_LINES) {
+            prefetch(byte);
+        }
+        if let Some(last) = family.last() {
+            prefetch(last);
+        }
+    }
+
     /// The length of family `index`'s lines as the exposition shows them.
     pub fn family_len(&self, index: usize) -> usize {
         let (Some(def), Some(lines)) = (FAMILIES.get(index), self.lines.get(index)) else {
@@ -364,6 +408,27 @@ impl RenderedCluster {
     pub fn series(&self) -> usize {
         self.text.bytes().filter(|b| *b == b'\n').count()
     }
+}
+
+const CACHE_LINE: usize = 64;
+/// Cache lines of one family that a scrape asks for ahead: 2 KiB, more than
+/// a family of a cluster with a few node pools holds.
+const PREFETCH_LINES: usize = 32;
+
+/// A hint that `at` is about to be read: the CPU starts loading its cache
+/// line and goes on. It changes no value, so a wrong hint costs time only.
+#[inline(always)]
+fn prefetch<T>(at: &T) {
+    #[cfg(all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse"
+    ))]
+    safe_arch::prefetch_t0(at);
+    #[cfg(not(all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse"
+    )))]
+    let _ = at;
 }
 
 /// Render one cluster. Pure: same timeline, same text.
@@ -644,6 +709,29 @@ mod tests {
             rendered.len()
         );
         assert_eq!(rendered.text().len(), rendered.len());
+    }
+
+    #[test]
+    fn read_ahead_hints_stay_within_the_cluster_for_any_family_index() {
+        let mut fleet = Fleet::new(ModelConfig::default());
+        fleet.apply(
+            batch(false, t(0), vec![bundle("a", Phase::Ready, 1)]),
+            t(30),
+        );
+        let rendered = render_cluster(fleet.get("c").unwrap(), &RenderConfig::default());
+        // An index past the families, and a cluster with no text at all:
+        // a hint is asked for only where there are bytes, never panics.
+        for cluster in [&rendered, &RenderedCluster::default()] {
+            for index in 0..FAMILY_COUNT + 2 {
+                cluster.prefetch_fields(index);
+                cluster.prefetch_family(index);
+            }
+        }
+        let mut scratch = String::new();
+        let written: String = (0..FAMILY_COUNT)
+            .map(|i| rendered.family_lines(i, &mut scratch).to_string())
+            .collect();
+        assert_eq!(written, rendered.text());
     }
 
     #[test]
