@@ -375,6 +375,14 @@ pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// Resident memory for a report, to a tenth of a MiB: the target, 150 MB,
+/// is 143.05 MiB, and a side that holds 142.6 or 143.4 MiB reads "143" either way.
+fn rss_text(bytes: Option<u64>) -> String {
+    bytes
+        .map(|b| format!("{:.1} MiB", mib(b)))
+        .unwrap_or_else(|| "n/a".into())
+}
+
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -794,10 +802,6 @@ fn available_bundles(body: &str) -> std::collections::HashSet<&str> {
 
 /// The markdown report `hcp-flow bench` prints (or writes to `--output`).
 pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> String {
-    let rss = |v: Option<u64>| {
-        v.map(|b| format!("{:.0} MiB", mib(b)))
-            .unwrap_or_else(|| "n/a".into())
-    };
     let mut out = String::new();
     out.push_str(&format!(
         "## Exposition path ({} synthetic clusters, in process)\n\n\
@@ -836,7 +840,7 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         exposition.generic_encoder_samples,
         exposition.openmetrics.p50.as_secs_f64()
             / exposition.generic_encoder.p50.as_secs_f64().max(1e-9),
-        rss(exposition.rss_after),
+        rss_text(exposition.rss_after),
     ));
     out.push_str(&format!(
         "## End to end (`hcp-flow serve` against the simulated world, {} clusters, realistic upstream latency)\n\n\
@@ -869,8 +873,8 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ms(end_to_end.scrape_gzip.max),
         end_to_end.gzip_bytes,
         end_to_end.gzip_bytes as f64 / 1048576.0,
-        rss(end_to_end.rss_at_ready),
-        rss(end_to_end.rss),
+        rss_text(end_to_end.rss_at_ready),
+        rss_text(end_to_end.rss),
         end_to_end.pinning,
     ));
     out.push_str(&format!(
@@ -1083,10 +1087,6 @@ pub async fn kube(
 
 /// The markdown `hcp-flow bench --kube` prints.
 pub fn report_kube(k: &KubeFigures) -> String {
-    let rss = |v: Option<u64>| {
-        v.map(|b| format!("{:.0} MiB", mib(b)))
-            .unwrap_or_else(|| "n/a".into())
-    };
     format!(
         "## Management side (`hcp-flow serve` watching a simulated Kubernetes API server, {} HostedClusters, {} objects)\n\n\
          | figure | value |\n|---|---|\n\
@@ -1116,8 +1116,8 @@ pub fn report_kube(k: &KubeFigures) -> String {
         ms(k.scrape_gzip.max),
         k.gzip_bytes,
         k.gzip_bytes as f64 / 1048576.0,
-        rss(k.rss_at_ready),
-        rss(k.rss),
+        rss_text(k.rss_at_ready),
+        rss_text(k.rss),
         k.pinning,
     )
 }
@@ -1155,5 +1155,14 @@ mod tests {
             found,
             ["bundle-0", "bundle-1", "bundle-2"].into_iter().collect()
         );
+    }
+
+    /// Either side of the 150 MB target (143.05 MiB) reads differently.
+    #[test]
+    fn resident_memory_is_reported_to_a_tenth_of_a_mib() {
+        assert_eq!(rss_text(Some(150_000_000)), "143.1 MiB");
+        assert_eq!(rss_text(Some(149_500_000)), "142.6 MiB");
+        assert_eq!(rss_text(Some(150_400_000)), "143.4 MiB");
+        assert_eq!(rss_text(None), "n/a");
     }
 }
