@@ -1126,6 +1126,14 @@ fn containerfile_is_multi_stage_non_root_with_the_documented_entrypoint() {
     assert!(runtime.contains(&r#"ENTRYPOINT ["hcp-flow"]"#));
     assert!(runtime.contains(&r#"CMD ["serve", "--config", "/etc/hcp-flow/config.yaml"]"#));
     assert!(runtime.iter().any(|l| l.starts_with("EXPOSE 9464")));
+    // The bench measures the exporter with the image's allocator settings.
+    for (name, value) in hcp_flow::bench::SHIPPED_ALLOCATOR_ENV {
+        let line = format!("ENV {name}={value}");
+        assert!(
+            runtime.contains(&line.as_str()),
+            "{line} in the runtime stage"
+        );
+    }
     let ignore = std::fs::read_to_string(Path::new(ROOT).join(".dockerignore")).unwrap();
     assert!(
         ignore

@@ -514,6 +514,35 @@ pub fn ready_deadline(clusters: usize) -> Duration {
     Duration::from_secs(600).max(Duration::from_millis(25 * clusters as u64))
 }
 
+/// The allocator settings the image gives the exporter (Containerfile): the
+/// bench runs it as it ships. glibc gives a thread that allocates while
+/// another holds an arena an arena of its own, up to eight per core, and
+/// each keeps what was freed in it; two arenas hold the management side's
+/// memory some 2 MB lower and steadier at 10,000 clusters, at no cost to a
+/// scrape (docs/performance.md).
+pub const SHIPPED_ALLOCATOR_ENV: &[(&str, &str)] = &[("MALLOC_ARENA_MAX", "2")];
+
+/// `hcp-flow serve --config path` as the bench starts it: this very binary,
+/// pinned as `pinning` says, with the image's allocator settings unless
+/// the bench's own environment sets them otherwise.
+fn serve_command(
+    pinning: &pin::Pinning,
+    exe: &std::path::Path,
+    path: &std::path::Path,
+) -> std::process::Command {
+    let mut command = pinning.command(exe);
+    command
+        .args(["serve", "--config"])
+        .arg(path)
+        .env("RUST_LOG", "warn");
+    for (name, value) in SHIPPED_ALLOCATOR_ENV {
+        if std::env::var_os(name).is_none() {
+            command.env(name, value);
+        }
+    }
+    command
+}
+
 /// Write `config` to `path`, start `hcp-flow serve --config path` (this very
 /// binary) and wait up to `ready_within` for it to be ready.
 async fn serve_child(
@@ -530,11 +559,7 @@ async fn serve_child(
     let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
     let started = Instant::now();
     let child = Child(
-        pinning
-            .command(&exe)
-            .args(["serve", "--config"])
-            .arg(path)
-            .env("RUST_LOG", "warn")
+        serve_command(pinning, &exe, path)
             .spawn()
             .map_err(BenchError::Spawn)?,
     );
@@ -1155,6 +1180,28 @@ mod tests {
             found,
             ["bundle-0", "bundle-1", "bundle-2"].into_iter().collect()
         );
+    }
+
+    /// The exporter the bench measures gets the image's allocator
+    /// settings, and the configuration it was given.
+    #[test]
+    fn the_bench_starts_the_exporter_with_the_images_allocator_settings() {
+        let pinning = pin::Pinning::Shared("test".into());
+        let command = serve_command(
+            &pinning,
+            std::path::Path::new("hcp-flow"),
+            std::path::Path::new("bench.yaml"),
+        );
+        let envs: Vec<_> = command.get_envs().collect();
+        for (name, value) in SHIPPED_ALLOCATOR_ENV {
+            let given = std::env::var_os(name).unwrap_or_else(|| std::ffi::OsString::from(value));
+            assert!(
+                envs.contains(&(std::ffi::OsStr::new(name), Some(given.as_os_str()))),
+                "{name} in {envs:?}"
+            );
+        }
+        let args: Vec<_> = command.get_args().collect();
+        assert_eq!(args, ["serve", "--config", "bench.yaml"]);
     }
 
     /// Either side of the 150 MB target (143.05 MiB) reads differently.
