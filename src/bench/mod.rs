@@ -383,6 +383,11 @@ fn rss_text(bytes: Option<u64>) -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
+/// How many times `of`'s median `time` takes.
+fn p50_ratio(time: &Latency, of: &Latency) -> f64 {
+    time.p50.as_secs_f64() / of.p50.as_secs_f64().max(1e-9)
+}
+
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -858,13 +863,12 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         ms(exposition.chunked.p50),
         ms(exposition.chunked.p99),
         ms(exposition.memcpy.p50),
-        exposition.openmetrics.p50.as_secs_f64() / exposition.memcpy.p50.as_secs_f64().max(1e-9),
-        exposition.chunked.p50.as_secs_f64() / exposition.memcpy.p50.as_secs_f64().max(1e-9),
+        p50_ratio(&exposition.openmetrics, &exposition.memcpy),
+        p50_ratio(&exposition.chunked, &exposition.memcpy),
         ms(exposition.generic_encoder.p50),
         ms(exposition.generic_encoder.p99),
         exposition.generic_encoder_samples,
-        exposition.openmetrics.p50.as_secs_f64()
-            / exposition.generic_encoder.p50.as_secs_f64().max(1e-9),
+        p50_ratio(&exposition.openmetrics, &exposition.generic_encoder),
         rss_text(exposition.rss_after),
     ));
     out.push_str(&format!(

@@ -274,13 +274,19 @@ impl RenderedCluster {
     /// The lines of family `index` (an index into [`FAMILIES`]), each from
     /// what follows the cluster id on.
     fn family_rest(&self, index: usize) -> &str {
+        self.text.get(self.family_range(index)).unwrap_or_default()
+    }
+
+    /// Where family `index`'s lines are in `text`: empty past the last family.
+    fn family_range(&self, index: usize) -> std::ops::Range<usize> {
         let start = match index {
-            0 => self.id_end,
-            i => self.ends[i - 1],
+            0 => Some(self.id_end),
+            i => self.ends.get(i - 1).copied(),
         };
-        self.text
-            .get(start as usize..self.ends[index] as usize)
-            .unwrap_or_default()
+        match (start, self.ends.get(index)) {
+            (Some(start), Some(end)) => start as usize..*end as usize,
+            _ => 0..0,
+        }
     }
 
     /// Ask the CPU to start loading what [`family_len`](Self::family_len)
@@ -308,12 +314,7 @@ impl RenderedCluster {
         if let Some(first) = text.first() {
             prefetch(first);
         }
-        let start = match index {
-            0 => self.id_end,
-            i => self.ends.get(i - 1).copied().unwrap_or_default(),
-        };
-        let end = self.ends.get(index).copied().unwrap_or_default();
-        let Some(family) = text.get(start as usize..end as usize) else {
+        let Some(family) = text.get(self.family_range(index)) else {
             return;
         };
         // One hint per cache line, and one for the line the last byte is
