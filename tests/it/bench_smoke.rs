@@ -1,0 +1,188 @@
+//! The benchmark's exposition mode at a small scale, so it cannot rot
+//! between the runs that produce docs/performance.md. It checks what the
+//! figures must satisfy whatever the machine, never how fast.
+
+#[test]
+fn exposition_figures_are_consistent_at_small_scale() {
+    let _machine = crate::common::load::share();
+    let figures = hcp_flow::bench::exposition(200, 3);
+    assert_eq!(figures.clusters, 200);
+    // At least one hop series per cluster.
+    assert!(figures.series > 200, "{}", figures.series);
+    // gzip shrinks the repetitive text many times over.
+    assert!(figures.gzip_bytes > 0);
+    assert!(
+        figures.gzip_bytes * 5 < figures.bytes,
+        "{} of {}",
+        figures.gzip_bytes,
+        figures.bytes
+    );
+    assert_eq!(figures.gzip.samples, 3);
+    assert_eq!(figures.memcpy.samples, 3);
+    // The chunked assembly hands on the whole body, once.
+    assert_eq!(figures.chunked.samples, 3);
+    assert_eq!(figures.chunked_bytes, figures.bytes);
+}
+
+/// The yardstick renders every sample the exporter served.
+#[test]
+fn the_generic_encoder_baseline_renders_every_sample() {
+    let _machine = crate::common::load::share();
+    let figures = hcp_flow::bench::exposition(50, 2);
+    assert_eq!(figures.generic_encoder_samples, figures.series);
+    assert_eq!(figures.generic_encoder.samples, 2);
+}
+
+/// Where the bench runs the exporter: under `taskset -c 0` when the
+/// machine has two CPUs and taskset works, itself otherwise; the report
+/// says which.
+#[test]
+fn the_exporter_command_is_pinned_only_when_pinning_worked() {
+    let _machine = crate::common::load::share();
+    use hcp_flow::bench::pin::Pinning;
+    let exe = std::path::Path::new("/bin/true");
+    let pinned = Pinning::Pinned {
+        exporter: 0,
+        others: 1,
+    };
+    let command = pinned.command(exe);
+    assert_eq!(command.get_program(), "taskset");
+    let args: Vec<_> = command.get_args().collect();
+    assert_eq!(args, ["-c", "0", "/bin/true"]);
+    assert!(pinned.describe().contains("CPU 0"));
+    let shared = Pinning::Shared("1 CPU".into());
+    assert_eq!(shared.command(exe).get_program(), "/bin/true");
+    assert!(shared.describe().contains("not pinned (1 CPU)"));
+}
+
+/// The soak mode end to end at a tiny scale: the binary starts both sides
+/// of a churning world and `hcp-flow serve`, scrapes it, samples its memory
+/// and prints the curve with its verdict. Whether 40 s is flat says
+/// nothing, so only the exit codes the check allows are accepted.
+#[test]
+fn the_soak_runs_both_sides_and_prints_its_memory_curve() {
+    let _machine = crate::common::load::share();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hcp-flow"))
+        .args([
+            "bench",
+            "--soak",
+            "40s",
+            "--clusters",
+            "30",
+            "--speed",
+            "10",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?}: {report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("## Soak (30 clusters"), "{report}");
+    assert!(report.contains("| scrapes (failed) | "), "{report}");
+    assert!(report.contains("| 0:00 | "), "{report}");
+    // Each sample reads memory against the world's population and what the
+    // exporter tracks; churn keeps the world at its size.
+    let samples: Vec<Vec<&str>> = report
+        .lines()
+        .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|cells| cells.len() == 6 && cells[2].ends_with(" MiB"))
+        .collect();
+    assert!(samples.len() >= 3, "{report}");
+    for cells in &samples {
+        assert_eq!(cells[3], "30", "the world's population: {report}");
+        assert!(cells[4].parse::<usize>().is_ok(), "tracked: {report}");
+    }
+    assert!(
+        report.contains("flat:") || report.contains("GROWING:"),
+        "no verdict: {report}"
+    );
+}
+
+/// Run `hcp-flow bench` with `args` and return its report.
+fn bench_report(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hcp-flow"))
+        .arg("bench")
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{:?}: {report}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    report
+}
+
+/// The figure in the report row that starts with `row`, as a number (its
+/// first cell after the name).
+fn first_number(report: &str, row: &str) -> f64 {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(row))
+        .unwrap_or_else(|| panic!("no row {row:?} in {report}"));
+    line[row.len()..]
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|s| !s.is_empty())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no number in {line:?}"))
+}
+
+/// The management-side bench at small scale, so it cannot rot: it reads
+/// the exporter's body both plain and gzipped, and the gzipped one is
+/// smaller than the text.
+#[test]
+fn the_kube_bench_runs_and_reports_both_encodings() {
+    let _machine = crate::common::load::share();
+    let report = bench_report(&["--kube", "--clusters", "30", "--scrapes", "3"]);
+    let bytes = first_number(&report, "| bytes |");
+    let gzip = report
+        .lines()
+        .find(|l| l.starts_with("| scrape over HTTP asking for gzip"))
+        .unwrap_or_else(|| panic!("{report}"));
+    let gzip_bytes: f64 = gzip
+        .split("ms, ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{gzip}"));
+    assert!(bytes > 10_000.0, "{report}");
+    assert!(gzip_bytes > 0.0 && gzip_bytes * 3.0 < bytes, "{report}");
+    assert!(first_number(&report, "| series |") > 30.0, "{report}");
+}
+
+/// The service-side end-to-end bench at small scale.
+#[test]
+fn the_end_to_end_bench_runs_at_small_scale() {
+    let _machine = crate::common::load::share();
+    // As one shard of two: the figures are that shard's, over its part of
+    // the fleet (tests/it/shards.rs shows the split is exact).
+    let report = bench_report(&["--clusters", "30", "--scrapes", "3", "--shards", "2"]);
+    assert!(report.contains("## End to end"), "{report}");
+    let tracked = report
+        .lines()
+        .find_map(|l| l.strip_prefix("| shard | 0 of 2 (`--shard 0 --total-shards 2`): "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no shard row: {report}"));
+    assert!(
+        (1..30).contains(&tracked),
+        "shard 0 of 2 tracked {tracked} of 30: {report}"
+    );
+    assert!(first_number(&report, "| time to /readyz") > 0.0, "{report}");
+    assert!(
+        report.contains("| scrape over HTTP asking for gzip"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| Maestro bundle Available → shown in /metrics p50 / p99 / max | "),
+        "{report}"
+    );
+}

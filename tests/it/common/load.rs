@@ -1,0 +1,84 @@
+//! Headroom for timing-sensitive tests. Every test of this crate runs in one
+//! process, several at a time (`RUST_TEST_THREADS` in `.cargo/config.toml`):
+//! most of them wait on a world's sped-up clock and use little CPU. What
+//! does use it — a simulated world, an exporter, a child process — holds a
+//! [`share`] of the machine, and a test that measures how fast something
+//! shows up under load (an alert within its budget plus seconds) holds a
+//! [`heavy`] one, so the machine's two cores are never promised twice over.
+//! Shares are granted first come, first served: a heavy test waiting is
+//! not overtaken by lighter ones.
+
+use std::cell::Cell;
+
+use parking_lot::{Condvar, Mutex};
+
+/// What the machine holds at once, in units of "one world and its exporter".
+const CAPACITY: u32 = 4;
+/// A timing-sensitive test: two of them at once at most, as when each ran
+/// in its own test binary beside its sibling.
+const HEAVY: u32 = 2;
+
+struct Ledger {
+    used: u32,
+    /// The ticket handed out next, and the one served next.
+    next: u64,
+    serving: u64,
+}
+
+static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
+    used: 0,
+    next: 0,
+    serving: 0,
+});
+static CHANGED: Condvar = Condvar::new();
+
+thread_local! {
+    /// Units this thread's test holds: its later shares (the exporter over
+    /// its world) are covered by the first.
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Units of the machine, given back when dropped.
+pub struct Share {
+    units: u32,
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        if self.units == 0 {
+            return;
+        }
+        HELD.with(|held| held.set(held.get().saturating_sub(self.units)));
+        LEDGER.lock().used -= self.units;
+        CHANGED.notify_all();
+    }
+}
+
+fn take(units: u32) -> Share {
+    if HELD.with(Cell::get) > 0 {
+        return Share { units: 0 };
+    }
+    let mut ledger = LEDGER.lock();
+    let ticket = ledger.next;
+    ledger.next += 1;
+    while ledger.serving != ticket || ledger.used + units > CAPACITY {
+        CHANGED.wait(&mut ledger);
+    }
+    ledger.serving += 1;
+    ledger.used += units;
+    drop(ledger);
+    CHANGED.notify_all();
+    HELD.with(|held| held.set(units));
+    Share { units }
+}
+
+/// One unit: a simulated world with its exporter, or a child exporter.
+pub fn share() -> Share {
+    take(1)
+}
+
+/// Half the machine, for a test whose assertions are latencies: taken
+/// before its world, which then runs inside it.
+pub fn heavy() -> Share {
+    take(HEAVY)
+}
