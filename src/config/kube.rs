@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod kinds;
+pub use kinds::WatchKind;
+
 /// How HostedClusters map to cluster ids (docs/design.md §4.2, §4.3).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -28,46 +31,6 @@ impl KubeMode {
         match self {
             KubeMode::Aro => "aro",
             KubeMode::SelfManaged => "self_managed",
-        }
-    }
-}
-
-/// The kinds a watcher set can watch.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "snake_case")]
-pub enum WatchKind {
-    ManifestWork,
-    HostedCluster,
-    NodePool,
-    HostedControlPlane,
-    ManagedCluster,
-    ControlPlanePod,
-    MultiClusterEngine,
-    Agent,
-}
-
-impl WatchKind {
-    pub const ALL: [WatchKind; 8] = [
-        WatchKind::ManifestWork,
-        WatchKind::HostedCluster,
-        WatchKind::NodePool,
-        WatchKind::HostedControlPlane,
-        WatchKind::ManagedCluster,
-        WatchKind::ControlPlanePod,
-        WatchKind::MultiClusterEngine,
-        WatchKind::Agent,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WatchKind::ManifestWork => "manifestwork",
-            WatchKind::HostedCluster => "hostedcluster",
-            WatchKind::NodePool => "nodepool",
-            WatchKind::HostedControlPlane => "hostedcontrolplane",
-            WatchKind::ManagedCluster => "managedcluster",
-            WatchKind::ControlPlanePod => "pod",
-            WatchKind::MultiClusterEngine => "multiclusterengine",
-            WatchKind::Agent => "agent",
         }
     }
 }
@@ -206,10 +169,8 @@ impl KubeSourceConfig {
         format!("kube/{}", self.mgmt_cluster)
     }
 
-    /// What this watcher set watches. ARO management clusters have
-    /// ManifestWorks but no MCE/Agent CRDs worth watching; self-managed hubs
-    /// have no ARO ManifestWorks, and their MCE and Agents are what the SRE
-    /// owns. Watching a kind whose CRD is absent would keep the source down.
+    /// What this watcher set watches: `watch`, else the mode's default
+    /// kinds ([`kinds::DefaultIn`]), narrowed to `scope` in `diagnose`.
     pub fn kinds(&self) -> Vec<WatchKind> {
         let mut kinds = self.configured_kinds();
         if let Some(scope) = &self.scope {
@@ -225,48 +186,20 @@ impl KubeSourceConfig {
             kinds.dedup();
             return kinds;
         }
-        let common = [
-            WatchKind::HostedCluster,
-            WatchKind::NodePool,
-            WatchKind::HostedControlPlane,
-            WatchKind::ManagedCluster,
-            WatchKind::ControlPlanePod,
-        ];
-        let mut kinds = common.to_vec();
-        match self.mode {
-            KubeMode::Aro => kinds.push(WatchKind::ManifestWork),
-            KubeMode::SelfManaged => {
-                kinds.extend([WatchKind::MultiClusterEngine, WatchKind::Agent]);
-            }
-        }
-        kinds.sort();
-        kinds
+        kinds::KINDS
+            .iter()
+            .filter(|spec| spec.default_in.includes(self.mode))
+            .map(|spec| spec.kind)
+            .collect()
     }
-}
 
-impl KubeSourceConfig {
     /// The hops this watcher set can report, in path order.
     pub fn observable_hops(&self) -> Vec<crate::model::Hop> {
-        use crate::model::Hop;
         let kinds = self.kinds();
-        let has = |k: WatchKind| kinds.contains(&k);
-        let mut hops = Vec::new();
-        if has(WatchKind::ManifestWork) {
-            hops.push(Hop::Manifestwork);
-        }
-        if has(WatchKind::HostedCluster) {
-            hops.push(Hop::HostedCluster);
-        }
-        if has(WatchKind::HostedControlPlane) || has(WatchKind::ControlPlanePod) {
-            hops.push(Hop::ControlPlane);
-        }
-        if has(WatchKind::ManagedCluster) {
-            hops.push(Hop::ManagedCluster);
-        }
-        if has(WatchKind::NodePool) {
-            hops.push(Hop::NodePool);
-        }
-        hops
+        crate::model::Hop::ALL
+            .into_iter()
+            .filter(|hop| kinds.iter().any(|k| k.spec().hop == Some(*hop)))
+            .collect()
     }
 
     /// Where the client's settings come from, for summaries and logs.

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::kube::kinds::{KINDS, Locate};
 use crate::config::kube::{KindScope, WatchKind};
 use crate::config::{Config, KubeMode, KubeSourceConfig};
 use crate::sources::clusters_service::ids_search;
@@ -194,9 +195,9 @@ pub fn scoped(config: &Config, known: &Known) -> Config {
 }
 
 /// The kinds of one management cluster's source and what each reads of
-/// the target; None when `known` cannot narrow it to the target. The
-/// MultiClusterEngine and Agents feed fleet-wide metrics, not a creation's
-/// timeline, so a walk leaves them out.
+/// the target; None when `known` cannot narrow it to the target. Where a
+/// kind's objects are is its entry's [`Locate`]; kinds that feed only
+/// fleet-wide metrics (the MultiClusterEngine, Agents) are left out.
 fn kube_scope(kube: &KubeSourceConfig, known: &Known) -> Option<BTreeMap<WatchKind, KindScope>> {
     if known
         .mgmt_cluster
@@ -205,62 +206,96 @@ fn kube_scope(kube: &KubeSourceConfig, known: &Known) -> Option<BTreeMap<WatchKi
     {
         return None;
     }
-    let in_namespace = |namespace: &str| KindScope {
-        namespace: Some(namespace.to_string()),
-        ..KindScope::default()
-    };
-    let by_name = |name: &str| KindScope {
-        fields: Some(format!("metadata.name={name}")),
-        ..KindScope::default()
-    };
-    let hosted_cluster = known.hosted_cluster.as_ref();
-    let mut scope = BTreeMap::new();
-    match (known.mgmt_cluster.as_ref(), kube.mode, &known.cluster_id) {
-        // The management cluster is still unknown: only a HostedCluster
-        // named by the target can be looked for, on every cluster.
+    let hosted_cluster = known
+        .hosted_cluster
+        .as_ref()
+        .map(|(namespace, name)| (namespace.as_str(), name.as_str()));
+    let narrow = match (known.mgmt_cluster.as_ref(), kube.mode, &known.cluster_id) {
         (None, _, _) => {
             let (namespace, name) = hosted_cluster?;
-            scope.insert(
-                WatchKind::HostedCluster,
-                KindScope {
-                    namespace: Some(namespace.clone()),
-                    ..by_name(name)
-                },
-            );
+            Narrow::HostedClusterOnly { namespace, name }
         }
-        (Some(_), KubeMode::Aro, Some(id)) => {
-            let by_id = KindScope {
-                labels: Some(format!("{}={id}", kube.manifestwork_label)),
-                ..KindScope::default()
-            };
-            scope.insert(WatchKind::ManifestWork, by_id.clone());
-            scope.insert(WatchKind::HostedCluster, by_id.clone());
-            scope.insert(WatchKind::NodePool, by_id);
-            scope.insert(WatchKind::ManagedCluster, by_name(id));
-        }
+        (Some(_), KubeMode::Aro, Some(id)) => Narrow::Aro {
+            id,
+            id_label: &kube.manifestwork_label,
+            hosted_cluster,
+        },
         (Some(_), KubeMode::SelfManaged, _) => {
             let (namespace, name) = hosted_cluster?;
-            scope.insert(
-                WatchKind::HostedCluster,
-                KindScope {
-                    namespace: Some(namespace.clone()),
-                    ..by_name(name)
-                },
-            );
-            scope.insert(WatchKind::NodePool, in_namespace(namespace));
-            scope.insert(WatchKind::ManagedCluster, by_name(name));
+            Narrow::SelfManaged { namespace, name }
         }
         (Some(_), KubeMode::Aro, None) => return None,
+    };
+    Some(
+        KINDS
+            .iter()
+            .filter_map(|spec| Some((spec.kind, narrow.scope(spec.locate)?)))
+            .collect(),
+    )
+}
+
+/// What a walk knows to narrow one management cluster's kinds by.
+enum Narrow<'a> {
+    /// The management cluster is still unknown: only a HostedCluster named
+    /// by the target can be looked for, on every cluster.
+    HostedClusterOnly { namespace: &'a str, name: &'a str },
+    /// The cluster id, and the HostedCluster once known.
+    Aro {
+        id: &'a str,
+        id_label: &'a str,
+        hosted_cluster: Option<(&'a str, &'a str)>,
+    },
+    /// A self-managed hub: the HostedCluster's namespace and name.
+    SelfManaged { namespace: &'a str, name: &'a str },
+}
+
+impl Narrow<'_> {
+    fn scope(&self, locate: Locate) -> Option<KindScope> {
+        let in_namespace = |namespace: &str| KindScope {
+            namespace: Some(namespace.to_string()),
+            ..KindScope::default()
+        };
+        let by_name = |name: &str| KindScope {
+            fields: Some(format!("metadata.name={name}")),
+            ..KindScope::default()
+        };
+        let named_in = |namespace: &str, name: &str| KindScope {
+            namespace: Some(namespace.to_string()),
+            ..by_name(name)
+        };
+        // The control plane lives in `<namespace>-<name>` of its HostedCluster.
+        let control_plane =
+            |namespace: &str, name: &str| in_namespace(&format!("{namespace}-{name}"));
+        match (self, locate) {
+            (_, Locate::FleetWide) => None,
+            (Narrow::HostedClusterOnly { namespace, name }, Locate::HostedCluster) => {
+                Some(named_in(namespace, name))
+            }
+            (Narrow::HostedClusterOnly { .. }, _) => None,
+            (
+                Narrow::Aro { id, id_label, .. },
+                Locate::HostedCluster | Locate::IdLabel | Locate::IdLabelOrHostedClusterNamespace,
+            ) => Some(KindScope {
+                labels: Some(format!("{id_label}={id}")),
+                ..KindScope::default()
+            }),
+            (Narrow::Aro { id, .. }, Locate::ClusterNamed) => Some(by_name(id)),
+            (Narrow::Aro { hosted_cluster, .. }, Locate::ControlPlaneNamespace) => {
+                hosted_cluster.map(|(namespace, name)| control_plane(namespace, name))
+            }
+            (Narrow::SelfManaged { namespace, name }, Locate::HostedCluster) => {
+                Some(named_in(namespace, name))
+            }
+            (Narrow::SelfManaged { .. }, Locate::IdLabel) => None,
+            (Narrow::SelfManaged { namespace, .. }, Locate::IdLabelOrHostedClusterNamespace) => {
+                Some(in_namespace(namespace))
+            }
+            (Narrow::SelfManaged { name, .. }, Locate::ClusterNamed) => Some(by_name(name)),
+            (Narrow::SelfManaged { namespace, name }, Locate::ControlPlaneNamespace) => {
+                Some(control_plane(namespace, name))
+            }
+        }
     }
-    // The control plane lives in `<namespace>-<name>` of its HostedCluster.
-    if known.mgmt_cluster.is_some()
-        && let Some((namespace, name)) = hosted_cluster
-    {
-        let control_plane = format!("{namespace}-{name}");
-        scope.insert(WatchKind::HostedControlPlane, in_namespace(&control_plane));
-        scope.insert(WatchKind::ControlPlanePod, in_namespace(&control_plane));
-    }
-    Some(scope)
 }
 
 #[cfg(test)]

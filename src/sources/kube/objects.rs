@@ -12,6 +12,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::core::Resource;
 use serde::Deserialize;
 
+use crate::config::kube::WatchKind;
 use crate::views::WireCondition;
 use crate::views::control_plane::HostedControlPlaneStatus;
 use crate::views::hosted_cluster::HostedClusterStatus;
@@ -19,23 +20,26 @@ use crate::views::managed_cluster::ManagedClusterStatus;
 use crate::views::node_pool::NodePoolStatus;
 use crate::views::work::WorkStatus;
 
+/// `Resource` from the kind's entry in the table of watched kinds. The
+/// scope is a type, so it is written here; the table's test checks the two
+/// agree.
 macro_rules! partial_resource {
-    ($ty:ident, $scope:ty, $group:literal, $version:literal, $kind:literal, $plural:literal) => {
+    ($ty:ident, $scope:ty, $kind:ident) => {
         impl Resource for $ty {
             type DynamicType = ();
             type Scope = $scope;
 
             fn kind(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($kind)
+                Cow::Borrowed(WatchKind::$kind.spec().api_kind)
             }
             fn group(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($group)
+                Cow::Borrowed(WatchKind::$kind.spec().group)
             }
             fn version(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($version)
+                Cow::Borrowed(WatchKind::$kind.spec().version)
             }
             fn plural(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed($plural)
+                Cow::Borrowed(WatchKind::$kind.spec().plural)
             }
             fn meta(&self) -> &ObjectMeta {
                 &self.metadata
@@ -53,14 +57,7 @@ pub struct ManifestWork {
     #[serde(default)]
     pub status: Option<WorkStatus>,
 }
-partial_resource!(
-    ManifestWork,
-    NamespaceResourceScope,
-    "work.open-cluster-management.io",
-    "v1",
-    "ManifestWork",
-    "manifestworks"
-);
+partial_resource!(ManifestWork, NamespaceResourceScope, ManifestWork);
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,14 +82,7 @@ pub struct HostedCluster {
     #[serde(default)]
     pub status: Option<HostedClusterStatus>,
 }
-partial_resource!(
-    HostedCluster,
-    NamespaceResourceScope,
-    "hypershift.openshift.io",
-    "v1beta1",
-    "HostedCluster",
-    "hostedclusters"
-);
+partial_resource!(HostedCluster, NamespaceResourceScope, HostedCluster);
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct AutoScaling {
@@ -119,14 +109,7 @@ pub struct NodePool {
     #[serde(default)]
     pub status: Option<NodePoolStatus>,
 }
-partial_resource!(
-    NodePool,
-    NamespaceResourceScope,
-    "hypershift.openshift.io",
-    "v1beta1",
-    "NodePool",
-    "nodepools"
-);
+partial_resource!(NodePool, NamespaceResourceScope, NodePool);
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct HostedControlPlane {
@@ -137,10 +120,7 @@ pub struct HostedControlPlane {
 partial_resource!(
     HostedControlPlane,
     NamespaceResourceScope,
-    "hypershift.openshift.io",
-    "v1beta1",
-    "HostedControlPlane",
-    "hostedcontrolplanes"
+    HostedControlPlane
 );
 
 #[derive(Clone, Debug, Deserialize)]
@@ -149,14 +129,7 @@ pub struct ManagedCluster {
     #[serde(default)]
     pub status: Option<ManagedClusterStatus>,
 }
-partial_resource!(
-    ManagedCluster,
-    ClusterResourceScope,
-    "cluster.open-cluster-management.io",
-    "v1",
-    "ManagedCluster",
-    "managedclusters"
-);
+partial_resource!(ManagedCluster, ClusterResourceScope, ManagedCluster);
 
 /// Pod status with only what decides readiness.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -174,14 +147,7 @@ pub struct ControlPlanePod {
     #[serde(default)]
     pub status: Option<PodStatus>,
 }
-partial_resource!(
-    ControlPlanePod,
-    NamespaceResourceScope,
-    "",
-    "v1",
-    "Pod",
-    "pods"
-);
+partial_resource!(ControlPlanePod, NamespaceResourceScope, ControlPlanePod);
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct MultiClusterEngineStatus {
@@ -195,14 +161,7 @@ pub struct MultiClusterEngine {
     #[serde(default)]
     pub status: Option<MultiClusterEngineStatus>,
 }
-partial_resource!(
-    MultiClusterEngine,
-    ClusterResourceScope,
-    "multicluster.openshift.io",
-    "v1",
-    "MultiClusterEngine",
-    "multiclusterengines"
-);
+partial_resource!(MultiClusterEngine, ClusterResourceScope, MultiClusterEngine);
 
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct ClusterReference {
@@ -242,11 +201,4 @@ pub struct Agent {
     #[serde(default)]
     pub status: Option<AgentStatus>,
 }
-partial_resource!(
-    Agent,
-    NamespaceResourceScope,
-    "agent-install.openshift.io",
-    "v1beta1",
-    "Agent",
-    "agents"
-);
+partial_resource!(Agent, NamespaceResourceScope, Agent);

@@ -1,32 +1,16 @@
 //! The exact RBAC the watchers need: list and watch of the watched kinds,
 //! nothing else. `docs/rbac.md` is generated from (and tested against) these rows.
 
-use super::config::WatchKind;
+use crate::config::kube::kinds::KINDS;
 
 pub const VERBS: [&str; 2] = ["list", "watch"];
 
-/// API group and resource of a watched kind (`""` is the core group).
-pub fn group_resource(kind: WatchKind) -> (&'static str, &'static str) {
-    match kind {
-        WatchKind::ManifestWork => ("work.open-cluster-management.io", "manifestworks"),
-        WatchKind::HostedCluster => ("hypershift.openshift.io", "hostedclusters"),
-        WatchKind::NodePool => ("hypershift.openshift.io", "nodepools"),
-        WatchKind::HostedControlPlane => ("hypershift.openshift.io", "hostedcontrolplanes"),
-        WatchKind::ManagedCluster => ("cluster.open-cluster-management.io", "managedclusters"),
-        WatchKind::ControlPlanePod => ("", "pods"),
-        WatchKind::MultiClusterEngine => ("multicluster.openshift.io", "multiclusterengines"),
-        WatchKind::Agent => ("agent-install.openshift.io", "agents"),
-    }
-}
-
-/// One row per (group, resource), every kind any mode watches.
+/// One row per (group, resource), every kind any mode watches, read from
+/// the table of watched kinds.
 pub fn rbac_rules() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
-    let mut rows: Vec<_> = WatchKind::ALL
+    let mut rows: Vec<_> = KINDS
         .iter()
-        .map(|k| {
-            let (group, resource) = group_resource(*k);
-            (group, resource, VERBS.to_vec())
-        })
+        .map(|spec| (spec.group, spec.plural, VERBS.to_vec()))
         .collect();
     rows.sort();
     rows

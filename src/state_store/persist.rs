@@ -1,25 +1,10 @@
-//! The state store: what only the exporter observed, kept across restarts
-//! (docs/design.md §3.8).
-//!
-//! Upstream times read the same after a restart; the times the exporter
-//! observed itself, first readiness and verdicts do not. The model says what
-//! those are for each cluster ([`ClusterMemory`]); this module keeps the live
-//! clusters' memory as one versioned, gzip-compressed JSON file in the state
-//! directory, replaced atomically (temporary file in the same directory,
-//! fsynced, renamed over the old one, directory fsynced), and reads it back
-//! at start, before any source runs.
-//!
-//! Reading never fails the exporter: a missing file is a first start, and a
-//! corrupt, unreadable or other-version file is logged, moved aside and
-//! ignored. A state directory that cannot be written is an error at start:
-//! the operator asked for restart-safe times and would silently not get them.
+//! Writing, loading and replacing the state file in its directory.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flate2::Compression;
@@ -27,20 +12,15 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use jiff::Timestamp;
 use parking_lot::Mutex;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
-use serde::{Deserialize, Serialize, Serializer};
 
+use super::format::{
+    Envelope, EnvelopeOut, FORMAT, Header, MAX_CLUSTERS, MAX_DECOMPRESSED_BYTES, VERSION,
+};
+use super::memory::MemorySnapshot;
+use super::metrics::{StateStoreMetrics, WriteResult, gauge_value};
+use super::{LoadError, Restored, StateStoreError};
 use crate::model::{ClusterMemory, Memory};
 
-/// The `format` field of the envelope: what the file is.
-pub const FORMAT: &str = "hcp-flow/state";
-/// The `version` field this exporter writes and reads. A file of another
-/// version is ignored (and set aside), never half-read.
-pub const VERSION: u32 = 1;
 /// The file in the state directory.
 pub const FILE_NAME: &str = "state.json.gz";
 /// Where a file that could not be read is moved, so it can be inspected and
@@ -49,395 +29,6 @@ pub const IGNORED_FILE_NAME: &str = "state.json.gz.ignored";
 const TEMP_FILE_NAME: &str = ".state.json.gz.tmp";
 /// How often the memory is written when it changed.
 pub const SAVE_INTERVAL: Duration = Duration::from_secs(15);
-/// At most this many clusters are written and read (docs/design.md §3.8):
-/// ten times the fleet one instance is sized for, so a runaway can neither
-/// fill the volume nor make a start take minutes.
-pub const MAX_CLUSTERS: usize = 100_000;
-/// A file that decompresses to more than this is not one this exporter
-/// wrote (about 1 KB per cluster, so about 100 MB at [`MAX_CLUSTERS`]).
-const MAX_DECOMPRESSED_BYTES: u64 = 512 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum StateStoreError {
-    #[error("the state directory {} cannot be created", dir.display())]
-    CreateDir {
-        dir: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
-    #[error("the state directory {} is not a directory", dir.display())]
-    NotADirectory { dir: PathBuf },
-    #[error(
-        "the state directory {} is not writable (the exporter keeps its observed times there; \
-         mount a writable volume or leave --state-dir unset)",
-        dir.display()
-    )]
-    NotWritable {
-        dir: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
-    #[error("cannot write the state file {}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
-}
-
-/// Why a state file was not restored.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read the state file {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
-    #[error("the state file {} is not gzip-compressed, or is cut short", path.display())]
-    Decompress {
-        path: PathBuf,
-        #[source]
-        cause: io::Error,
-    },
-    #[error("the state file {} is larger than {max} bytes decompressed", path.display())]
-    TooLarge { path: PathBuf, max: u64 },
-    #[error("the state file {} is not a readable hcp-flow state file", path.display())]
-    Corrupt {
-        path: PathBuf,
-        #[source]
-        cause: serde_json::Error,
-    },
-    #[error(
-        "the state file {} is {format:?} version {version}; this exporter reads {FORMAT:?} version {VERSION}",
-        path.display()
-    )]
-    OtherVersion {
-        path: PathBuf,
-        format: String,
-        version: u64,
-    },
-}
-
-/// What reading the state file at start gave.
-#[derive(Debug)]
-pub enum Restored {
-    /// No file: the first start with this directory.
-    Nothing,
-    /// The memory of `clusters` clusters, written at `written_at`;
-    /// `dropped` more were in the file beyond [`MAX_CLUSTERS`].
-    Loaded {
-        clusters: usize,
-        written_at: Timestamp,
-        dropped: usize,
-    },
-    /// The file could not be used; it was set aside as `moved_to` when
-    /// that worked.
-    Ignored {
-        error: LoadError,
-        moved_to: Option<PathBuf>,
-    },
-}
-
-impl std::fmt::Display for Restored {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Restored::Nothing => write!(f, "nothing (no state file yet)"),
-            Restored::Loaded {
-                clusters,
-                written_at,
-                dropped: 0,
-            } => write!(f, "{clusters} cluster(s) written at {written_at}"),
-            Restored::Loaded {
-                clusters,
-                written_at,
-                dropped,
-            } => write!(
-                f,
-                "{clusters} cluster(s) written at {written_at} ({dropped} more beyond the cap of {MAX_CLUSTERS} left out)"
-            ),
-            Restored::Ignored { error, .. } => {
-                write!(f, "nothing: {}", crate::sources::health::cause_chain(error))
-            }
-        }
-    }
-}
-
-/// The `result` label of `hcpflow_state_store_writes_total`.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types)]
-pub enum WriteResult {
-    ok,
-    error,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WriteLabels {
-    pub result: WriteResult,
-}
-
-/// The state store's self-metrics (docs/metrics.md).
-#[derive(Clone, Debug, Default)]
-pub struct StateStoreMetrics {
-    pub writes: Family<WriteLabels, Counter>,
-    pub last_write: Gauge<f64, AtomicU64>,
-    pub clusters: Gauge,
-}
-
-impl StateStoreMetrics {
-    pub fn register(registry: &mut Registry) -> StateStoreMetrics {
-        let metrics = StateStoreMetrics::default();
-        for result in [WriteResult::ok, WriteResult::error] {
-            let _ = metrics.writes.get_or_create(&WriteLabels { result });
-        }
-        registry.register(
-            "hcpflow_state_store_writes",
-            "Writes of the state file (the observed times kept across restarts), by result; none without a state directory",
-            metrics.writes.clone(),
-        );
-        registry.register(
-            "hcpflow_state_store_last_write_timestamp_seconds",
-            "Unix time of the last successful write of the state file; 0 before the first one",
-            metrics.last_write.clone(),
-        );
-        registry.register(
-            "hcpflow_state_store_clusters",
-            "Clusters whose memory the state file holds: restored at start, then as last written",
-            metrics.clusters.clone(),
-        );
-        metrics
-    }
-
-    fn count(&self, result: WriteResult) {
-        self.writes.get_or_create(&WriteLabels { result }).inc();
-    }
-
-    /// Writes with `result` so far.
-    pub fn writes(&self, result: WriteResult) -> u64 {
-        self.writes.get_or_create(&WriteLabels { result }).get()
-    }
-}
-
-/// The memory of the live clusters, kept by the store as clusters change:
-/// added or replaced when a cluster's remembered part changes, removed with
-/// the cluster. `generation` counts changes, so a write that raced with a
-/// change leaves the memory dirty.
-#[derive(Debug, Default)]
-pub struct Remembered {
-    clusters: BTreeMap<String, Arc<ClusterMemory>>,
-    generation: u64,
-    saved: u64,
-    /// Restored entries not yet confirmed by a first sync of every source
-    /// (see [`Remembered::forget_unseen`]).
-    unconfirmed: bool,
-    /// Kept only with a state store: without one nothing would read it.
-    enabled: bool,
-}
-
-/// The memory at one instant, cheap to take under the store's lock: the
-/// clusters' memory is shared, not copied.
-#[derive(Clone, Debug, Default)]
-pub struct MemorySnapshot {
-    pub generation: u64,
-    pub clusters: Vec<(String, Arc<ClusterMemory>)>,
-}
-
-impl MemorySnapshot {
-    pub fn len(&self) -> usize {
-        self.clusters.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.clusters.is_empty()
-    }
-
-    /// The owned form the model restores from.
-    pub fn to_memory(&self) -> Memory {
-        Memory {
-            clusters: self
-                .clusters
-                .iter()
-                .map(|(id, m)| (id.clone(), (**m).clone()))
-                .collect(),
-        }
-    }
-}
-
-impl Remembered {
-    /// Start keeping memory, seeded with what a previous run remembered. The
-    /// entries are kept until their cluster is read again (and replaced) or
-    /// until every source has synced without showing it (and forgotten).
-    pub fn restore(&mut self, memory: &Memory) {
-        self.enabled = true;
-        self.clusters = memory
-            .clusters
-            .iter()
-            .map(|(id, m)| (id.clone(), Arc::new(m.clone())))
-            .collect();
-        self.unconfirmed = !self.clusters.is_empty();
-        // What was just read is on disk already.
-        self.saved = self.generation;
-    }
-
-    /// A cluster changed: remember its new memory, or forget it when the
-    /// model no longer tracks it. Only a real difference makes it dirty.
-    pub fn update(&mut self, cluster_id: &str, memory: Option<ClusterMemory>) {
-        match memory {
-            Some(memory) => {
-                if self
-                    .clusters
-                    .get(cluster_id)
-                    .is_some_and(|old| **old == memory)
-                {
-                    return;
-                }
-                self.clusters
-                    .insert(cluster_id.to_string(), Arc::new(memory));
-                self.generation += 1;
-            }
-            None => self.forget(cluster_id),
-        }
-    }
-
-    /// A cluster was removed (deleted upstream, or gone from every list).
-    pub fn forget(&mut self, cluster_id: &str) {
-        if self.clusters.remove(cluster_id).is_some() {
-            self.generation += 1;
-        }
-    }
-
-    /// Whether memory is kept at all (a state store is configured).
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
-    /// Whether restored entries still wait for every source's first sync.
-    pub fn unconfirmed(&self) -> bool {
-        self.unconfirmed
-    }
-
-    /// Every source has synced once: a restored cluster the model does not
-    /// track now was deleted while the exporter was down (or belongs to
-    /// another shard). Forget those, so the file holds only live clusters.
-    /// Returns how many were forgotten.
-    pub fn forget_unseen(&mut self, tracked: impl Fn(&str) -> bool) -> usize {
-        self.unconfirmed = false;
-        let before = self.clusters.len();
-        self.clusters.retain(|id, _| tracked(id));
-        let forgotten = before - self.clusters.len();
-        if forgotten > 0 {
-            self.generation += 1;
-        }
-        forgotten
-    }
-
-    pub fn len(&self) -> usize {
-        self.clusters.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.clusters.is_empty()
-    }
-
-    pub fn get(&self, cluster_id: &str) -> Option<&ClusterMemory> {
-        self.clusters.get(cluster_id).map(|m| &**m)
-    }
-
-    /// Changed since the last successful write.
-    pub fn dirty(&self) -> bool {
-        self.generation != self.saved
-    }
-
-    pub fn snapshot(&self) -> MemorySnapshot {
-        MemorySnapshot {
-            generation: self.generation,
-            clusters: self
-                .clusters
-                .iter()
-                .map(|(id, m)| (id.clone(), m.clone()))
-                .collect(),
-        }
-    }
-
-    /// The snapshot of `generation` is on disk.
-    pub fn saved(&mut self, generation: u64) {
-        self.saved = self.saved.max(generation);
-    }
-}
-
-/// The envelope as written: borrowed, so a write copies nothing.
-#[derive(Serialize)]
-struct EnvelopeOut<'a> {
-    format: &'static str,
-    version: u32,
-    written_at: Timestamp,
-    exporter_version: &'static str,
-    #[serde(serialize_with = "clusters_map")]
-    clusters: &'a [(String, Arc<ClusterMemory>)],
-}
-
-fn clusters_map<S: Serializer>(
-    clusters: &&[(String, Arc<ClusterMemory>)],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_map(clusters.iter().map(|(id, m)| (id, &**m)))
-}
-
-/// The first read: what the file is, whatever else it holds.
-#[derive(Deserialize)]
-struct Header {
-    format: String,
-    version: u64,
-}
-
-/// The second read, once the version is known to be this one.
-#[derive(Deserialize)]
-struct Envelope {
-    written_at: Timestamp,
-    clusters: CappedClusters,
-}
-
-/// The clusters of a file, at most [`MAX_CLUSTERS`] of them parsed: the
-/// rest are skipped unparsed and only counted, so an oversized file cannot
-/// take the memory a full parse would.
-struct CappedClusters {
-    kept: BTreeMap<String, ClusterMemory>,
-    total: usize,
-}
-
-impl<'de> Deserialize<'de> for CappedClusters {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = CappedClusters;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a map of cluster ids to their memory")
-            }
-
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<CappedClusters, A::Error> {
-                let mut out = CappedClusters {
-                    kept: BTreeMap::new(),
-                    total: 0,
-                };
-                while let Some(id) = map.next_key::<String>()? {
-                    out.total += 1;
-                    if out.kept.len() < MAX_CLUSTERS {
-                        let memory = map.next_value::<ClusterMemory>()?;
-                        out.kept.insert(id, memory);
-                    } else {
-                        map.next_value::<serde::de::IgnoredAny>()?;
-                    }
-                }
-                Ok(out)
-            }
-        }
-        deserializer.deserialize_map(Visit)
-    }
-}
 
 /// One state directory and its file.
 #[derive(Debug)]
@@ -731,16 +322,13 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-fn gauge_value(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
     use crate::model::{Hop, HopMemory, ObjectMemory, Phase, SloOutcome, Via};
+    use crate::state_store::Remembered;
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + s).unwrap()

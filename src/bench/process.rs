@@ -1,0 +1,250 @@
+//! The exporter the benches measure, as a child process, and the scraper
+//! that reads it as Prometheus does.
+
+use std::time::{Duration, Instant};
+
+use super::BenchError;
+use super::figures::Latency;
+use super::pin;
+
+/// A scraper that reads as Prometheus does: with Prometheus's `Accept`
+/// header, the whole body into one buffer kept from scrape to scrape
+/// (Prometheus takes it from a pool sized by its last scrape of the
+/// target). The clock stops when the last byte has arrived; reading the
+/// text comes after it, as the scraper's own parsing is not the exporter's
+/// cost. A buffer new to every scrape cost the scraping core a tenth or
+/// more of its time in page faults on 48 MiB (docs/performance.md).
+pub struct Scraper {
+    client: reqwest::Client,
+    url: String,
+    body: Vec<u8>,
+}
+
+impl Scraper {
+    pub fn new(client: reqwest::Client, url: String) -> Scraper {
+        Scraper {
+            client,
+            url,
+            body: Vec::new(),
+        }
+    }
+
+    /// One scrape of the plain text, timed until its last byte; its text is
+    /// then [`Scraper::text`].
+    pub async fn scrape(&mut self) -> Result<Duration, BenchError> {
+        self.read(None).await
+    }
+
+    /// The last scrape's body as text.
+    pub fn text(&self) -> Result<&str, BenchError> {
+        std::str::from_utf8(&self.body).map_err(BenchError::NotText)
+    }
+
+    /// `scrapes` plain scrapes in a row: their times; the last one's body
+    /// stays in [`Scraper::text`].
+    pub async fn timed(&mut self, scrapes: usize) -> Result<Latency, BenchError> {
+        self.repeat(scrapes, None).await
+    }
+
+    /// Scrapes as Prometheus makes them by default, asking for gzip: the
+    /// time until the compressed body has arrived, and its size. Undecoded,
+    /// as a scraper on another host would receive it.
+    pub async fn gzip(&mut self, scrapes: usize) -> Result<(Latency, usize), BenchError> {
+        let latency = self.repeat(scrapes, Some("gzip")).await?;
+        Ok((latency, self.body.len()))
+    }
+
+    async fn repeat(
+        &mut self,
+        scrapes: usize,
+        encoding: Option<&str>,
+    ) -> Result<Latency, BenchError> {
+        let mut samples = Vec::with_capacity(scrapes);
+        for _ in 0..scrapes.max(1) {
+            samples.push(self.read(encoding).await?);
+        }
+        Ok(Latency::from_samples(samples))
+    }
+
+    async fn read(&mut self, encoding: Option<&str>) -> Result<Duration, BenchError> {
+        let mut request = self.client.get(&self.url).header(
+            reqwest::header::ACCEPT,
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+        );
+        if let Some(encoding) = encoding {
+            request = request.header(reqwest::header::ACCEPT_ENCODING, encoding);
+        }
+        self.body.clear();
+        let start = Instant::now();
+        let mut response = request.send().await.map_err(BenchError::Scrape)?;
+        while let Some(chunk) = response.chunk().await.map_err(BenchError::Scrape)? {
+            self.body.extend_from_slice(&chunk);
+        }
+        Ok(start.elapsed())
+    }
+}
+
+/// A loopback port nothing listens on, for the exporter the bench starts.
+pub(super) fn free_port() -> Result<u16, BenchError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(BenchError::World)
+}
+
+/// Threads for the simulated upstreams, below the scraper's priority. They
+/// share a core with the scraping client; in production the upstreams run
+/// elsewhere and a Prometheus does not wait for them, so on that core the
+/// scraper comes first (docs/performance.md). The world still gets all of
+/// the core between scrapes.
+pub fn upstream_threads() -> Result<crate::background::Background, BenchError> {
+    Ok(crate::background::Background::start()?)
+}
+
+/// Run `task` (which spawns servers) on `threads`, and wait for it.
+pub(super) async fn on_threads<T: Send + 'static>(
+    threads: &crate::background::Background,
+    task: impl std::future::Future<Output = T> + Send + 'static,
+) -> Result<T, BenchError> {
+    let handle = threads
+        .handle()
+        .ok_or_else(|| BenchError::World(std::io::Error::other("upstream threads stopped")))?;
+    handle
+        .spawn(task)
+        .await
+        .map_err(|e| BenchError::World(std::io::Error::other(e.to_string())))
+}
+
+/// The exporter as a child process, killed when dropped.
+pub(super) struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `hcp-flow serve` running as a child process on a configuration the
+/// benchmark wrote, ready (its `/readyz` answered 200).
+pub(super) struct Serving {
+    pub(super) child: Child,
+    pub(super) pid: String,
+    pub(super) base: String,
+    pub(super) client: reqwest::Client,
+    /// From spawning the child to its first ready `/readyz`.
+    pub(super) time_to_ready: Duration,
+}
+
+/// How long a fleet of `clusters` may take to become ready: at Maestro's
+/// own list speed (4.7 ms per bundle, about 2.5 bundles per cluster) one
+/// full list takes about 12 ms per cluster, so 50,000 clusters need ten
+/// minutes before anything else; twice that, and never less than ten
+/// minutes.
+pub fn ready_deadline(clusters: usize) -> Duration {
+    Duration::from_secs(600).max(Duration::from_millis(25 * clusters as u64))
+}
+
+/// The allocator settings the image gives the exporter (Containerfile): the
+/// bench runs it as it ships. glibc gives a thread that allocates while
+/// another holds an arena an arena of its own, up to eight per core, and
+/// each keeps what was freed in it; two arenas hold the management side's
+/// memory some 2 MB lower and steadier at 10,000 clusters, at no cost to a
+/// scrape (docs/performance.md).
+pub const SHIPPED_ALLOCATOR_ENV: &[(&str, &str)] = &[("MALLOC_ARENA_MAX", "2")];
+
+/// `hcp-flow serve --config path` as the bench starts it: this very binary,
+/// pinned as `pinning` says, with the image's allocator settings unless
+/// the bench's own environment sets them otherwise.
+pub(super) fn serve_command(
+    pinning: &pin::Pinning,
+    exe: &std::path::Path,
+    path: &std::path::Path,
+) -> std::process::Command {
+    let mut command = pinning.command(exe);
+    command
+        .args(["serve", "--config"])
+        .arg(path)
+        .env("RUST_LOG", "warn");
+    for (name, value) in SHIPPED_ALLOCATOR_ENV {
+        if std::env::var_os(name).is_none() {
+            command.env(name, value);
+        }
+    }
+    command
+}
+
+/// Write `config` to `path`, start `hcp-flow serve --config path` (this very
+/// binary) and wait up to `ready_within` for it to be ready.
+pub(super) async fn serve_child(
+    config: &crate::config::Config,
+    path: &std::path::Path,
+    pinning: &pin::Pinning,
+    ready_within: Duration,
+) -> Result<Serving, BenchError> {
+    let yaml = serde_saphyr::to_string(config).map_err(|e| BenchError::Serialise(e.to_string()))?;
+    std::fs::write(path, yaml).map_err(|cause| BenchError::Config {
+        path: path.display().to_string(),
+        cause,
+    })?;
+    let exe = std::env::current_exe().map_err(BenchError::Spawn)?;
+    let started = Instant::now();
+    let child = Child(
+        serve_command(pinning, &exe, path)
+            .spawn()
+            .map_err(BenchError::Spawn)?,
+    );
+    let pid = child.0.id().to_string();
+    let base = format!("http://{}", config.listen);
+    let client = reqwest::Client::new();
+    let limit = ready_within;
+    loop {
+        let ready = client
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .map(|r| r.status().is_success())
+            .unwrap_or(false);
+        if ready {
+            break;
+        }
+        if started.elapsed() > limit {
+            return Err(BenchError::NotReady(limit));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(Serving {
+        child,
+        pid,
+        base,
+        client,
+        time_to_ready: started.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exporter the bench measures gets the image's allocator
+    /// settings, and the configuration it was given.
+    #[test]
+    fn the_bench_starts_the_exporter_with_the_images_allocator_settings() {
+        let pinning = pin::Pinning::Shared("test".into());
+        let command = serve_command(
+            &pinning,
+            std::path::Path::new("hcp-flow"),
+            std::path::Path::new("bench.yaml"),
+        );
+        let envs: Vec<_> = command.get_envs().collect();
+        for (name, value) in SHIPPED_ALLOCATOR_ENV {
+            let given = std::env::var_os(name).unwrap_or_else(|| std::ffi::OsString::from(value));
+            assert!(
+                envs.contains(&(std::ffi::OsStr::new(name), Some(given.as_os_str()))),
+                "{name} in {envs:?}"
+            );
+        }
+        let args: Vec<_> = command.get_args().collect();
+        assert_eq!(args, ["serve", "--config", "bench.yaml"]);
+    }
+}
