@@ -63,9 +63,9 @@ use crate::config::MaestroConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, Observation, Stamp, Via};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode,
-    poll_span,
+    self, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode, poll_span,
 };
+use crate::sources::poll::{self, Cadence, Polled};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 use crate::views::hosted_cluster::{self, HostedClusterStatus};
 use crate::views::node_pool::{self, NodePoolStatus};
@@ -583,22 +583,7 @@ pub fn cluster_label_search(cluster_id: &str) -> String {
     )
 }
 
-/// Which list a poll reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PollKind {
-    Full,
-    Incremental,
-}
-
-impl PollKind {
-    /// The `poll_kind` attribute of the poll span.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PollKind::Full => "full",
-            PollKind::Incremental => "incremental",
-        }
-    }
-}
+pub use crate::sources::poll::PollKind;
 
 /// The Maestro poller.
 pub struct MaestroSource {
@@ -653,36 +638,24 @@ impl MaestroSource {
         self.newest_updated_at
     }
 
+    /// Full relists and, between them, incremental polls timed by the
+    /// polls themselves (docs/design.md §9.5); no slow poll.
+    pub fn cadence(&self) -> Cadence {
+        let http = &self.cfg.http;
+        Cadence::new(http, PollKind::Incremental)
+            .with_min_gap(MIN_POLL_GAP.min(http.fast_poll_interval))
+    }
+
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
         self.ctx.health.declare(&self.ctx.name, &[KIND]);
-        let cfg = self.cfg.http.clone();
-        let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
-        let mut next_full = Instant::now();
-        loop {
-            let kind = if !self.synced || Instant::now() >= next_full {
-                PollKind::Full
-            } else {
-                PollKind::Incremental
-            };
-            let wait = if self.poll(kind).await {
-                backoff.reset();
-                if kind == PollKind::Full {
-                    next_full = http::after(Instant::now(), cfg.full_relist_interval);
-                }
-                self.incremental_due
-                    .saturating_duration_since(Instant::now())
-                    .max(MIN_POLL_GAP.min(cfg.fast_poll_interval))
-                    .min(next_full.saturating_duration_since(Instant::now()))
-            } else {
-                backoff.next_delay()
-            };
-            tokio::time::sleep(wait).await;
-        }
+        let cadence = self.cadence();
+        poll::run(&mut self, cadence).await;
     }
 
-    /// One poll: read, deliver, record success. An incremental poll before
-    /// anything was seen is a full one. Returns whether it succeeded.
+    /// One poll: read, deliver, record success. Any poll but a full one is
+    /// incremental; an incremental poll before anything was seen is a full
+    /// one. Returns whether it succeeded.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
         // The poll span: every request of this poll is its child, and the
         // upstream sees it as the parent of its own spans (docs/design.md §7.6).
@@ -703,7 +676,9 @@ impl MaestroSource {
         // with `updated_at`), so every scoped poll reads the scope in full:
         // a few bundles, never the fleet (docs/design.md §12.4).
         let incremental_from = match (kind, self.newest_updated_at) {
-            (PollKind::Incremental, Some(newest)) if self.synced && scope.is_none() => Some(newest),
+            (kind, Some(newest)) if kind != PollKind::Full && self.synced && scope.is_none() => {
+                Some(newest)
+            }
             _ => None,
         };
         let kind = match incremental_from {
@@ -1020,6 +995,22 @@ impl MaestroSource {
             mode,
             out,
         );
+    }
+}
+
+impl Polled for MaestroSource {
+    fn synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Incremental polls are timed from when the last one began, not
+    /// ended (docs/design.md §9.5).
+    fn frequent_due(&self) -> Option<Instant> {
+        Some(self.incremental_due)
+    }
+
+    fn poll(&mut self, kind: PollKind) -> impl Future<Output = bool> + Send {
+        MaestroSource::poll(self, kind)
     }
 }
 

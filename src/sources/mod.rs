@@ -13,6 +13,7 @@ pub mod health;
 pub mod http;
 pub mod kube;
 pub mod maestro;
+pub mod poll;
 pub mod rp_frontend;
 
 /// Where sources deliver what they read (the fleet store in production, a
