@@ -11,13 +11,10 @@ use tokio::task::JoinHandle;
 use crate::config::{Config, HttpSourceConfig};
 use crate::metrics::fleet::RenderConfig;
 use crate::model::ModelConfig;
-use crate::sources::SourceContext;
-use crate::sources::clusters_service::ClustersServiceSource;
 use crate::sources::http::BuildError;
 use crate::sources::http::{HttpClient, RequestHook};
 use crate::sources::kube::{KubeMetrics, KubeSource, KubeSourceConfig};
-use crate::sources::maestro::MaestroSource;
-use crate::sources::rp_frontend::RpFrontendSource;
+use crate::sources::{HttpSource, SourceContext};
 use crate::state_store::{Restored, StateStore, StateStoreError, StateStoreMetrics};
 use crate::store::{Store, StoreConfig};
 use crate::supervise::{Restart, supervise};
@@ -127,16 +124,9 @@ impl Exporter {
         clock: crate::clock::Clock,
         creation_traces: bool,
     ) -> Result<Exporter, AppError> {
-        let mut source_names = Vec::new();
-        if config.sources.rp_frontend.is_some() {
-            source_names.push("rp_frontend".to_string());
-        }
-        if config.sources.clusters_service.is_some() {
-            source_names.push("clusters_service".to_string());
-        }
-        if config.sources.maestro.is_some() {
-            source_names.push("maestro".to_string());
-        }
+        let http_sources = HttpSource::configured(&config.sources);
+        let mut source_names: Vec<String> =
+            http_sources.iter().map(|s| s.name().to_string()).collect();
         // /readyz waits for every management cluster's first full list too.
         source_names.extend(config.sources.kube.iter().map(|k| k.source_name()));
         let shard = (config.shard.total > 1).then_some((config.shard.index, config.shard.total));
@@ -226,28 +216,11 @@ impl Exporter {
         let background = crate::background::Background::start()?;
         let mut tasks = Vec::new();
         let restart = Restart::default();
-        if let Some(cfg) = &config.sources.rp_frontend {
-            let ctx = ctx("rp_frontend");
-            let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            let cfg = cfg.clone();
+        for source in http_sources {
+            let ctx = ctx(source.name());
+            let http = client(&ctx.name, source.http(), ctx.metrics.clone())?;
             tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
-                RpFrontendSource::with_client(cfg.clone(), ctx, http.clone()).run()
-            })));
-        }
-        if let Some(cfg) = &config.sources.clusters_service {
-            let ctx = ctx("clusters_service");
-            let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            let cfg = cfg.clone();
-            tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
-                ClustersServiceSource::with_client(cfg.clone(), ctx, http.clone()).run()
-            })));
-        }
-        if let Some(cfg) = &config.sources.maestro {
-            let ctx = ctx("maestro");
-            let http = client(&ctx.name, &cfg.http, ctx.metrics.clone())?;
-            let cfg = cfg.clone();
-            tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
-                MaestroSource::with_client(cfg.clone(), ctx, http.clone()).run()
+                source.clone().run(ctx, http.clone())
             })));
         }
         for cfg in &config.sources.kube {

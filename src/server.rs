@@ -13,7 +13,7 @@ use axum::routing::get;
 use crate::api::timeline_json;
 use crate::config::UiConfig;
 use crate::metrics::exposition::{Format, Sink, WriteSink};
-use crate::metrics::fleet::RenderedCluster;
+use crate::metrics::fleet::{FamilyId, RenderedCluster};
 use crate::store::Store;
 
 pub fn router(store: Arc<Store>, ui: UiConfig) -> Router {
@@ -115,22 +115,22 @@ impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> Sink for ChunkWriter<F> {
     fn put_family(
         &mut self,
         cluster: &RenderedCluster,
-        index: usize,
+        family: FamilyId,
         scratch: &mut String,
     ) -> std::io::Result<()> {
-        let len = cluster.family_len(index);
+        let len = cluster.family_len(family);
         if len == 0 {
             return Ok(());
         }
         if len > CHUNK_BYTES {
             // Larger than a chunk: `write` sends it on its own.
-            return self.put(cluster.family_lines(index, scratch));
+            return self.put(cluster.family_lines(family, scratch));
         }
         if self.buf.len() + len > CHUNK_BYTES {
             self.send()?;
         }
         self.buf.reserve(len);
-        cluster.write_family_bytes(index, &mut self.buf);
+        cluster.write_family_bytes(family, &mut self.buf);
         if self.buf.len() >= CHUNK_BYTES {
             self.send()?;
         }
@@ -318,7 +318,7 @@ mod tests {
 
     use super::{CHUNK_BYTES, ChunkWriter, accepts_gzip};
     use crate::metrics::exposition::{Format, WriteSink, render, render_to};
-    use crate::metrics::fleet::{FAMILY_COUNT, RenderConfig, RenderedCluster, render_cluster};
+    use crate::metrics::fleet::{RenderConfig, RenderedCluster, all_families, render_cluster};
     use crate::model::testing::{batch, obs};
     use crate::model::{ConditionStatus, Fleet, Hop, ModelConfig, Phase};
 
@@ -385,8 +385,9 @@ mod tests {
     #[test]
     fn families_written_straight_into_chunks_are_the_same_bytes_in_the_same_chunks() {
         let clusters = clusters();
-        assert!((0..FAMILY_COUNT).any(|i| clusters.iter().all(|c| c.family_len(i) > 0)));
-        assert!((0..FAMILY_COUNT).any(|i| clusters.iter().any(|c| c.family_len(i) == 0)));
+        let families = || all_families().iter().map(|f| f.id);
+        assert!(families().any(|i| clusters.iter().all(|c| c.family_len(i) > 0)));
+        assert!(families().any(|i| clusters.iter().any(|c| c.family_len(i) == 0)));
         let direct = chunks(&clusters, true);
         let scratch = chunks(&clusters, false);
         assert!(direct.len() > 2, "{} chunks", direct.len());

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 
-use super::fleet::{FAMILIES, RenderedCluster, write_header};
+use super::fleet::{FamilyId, RenderedCluster, all_families, write_header};
 
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -55,7 +55,7 @@ impl Format {
 pub trait Sink {
     fn put(&mut self, text: &str) -> std::io::Result<()>;
 
-    /// Family `index` of `cluster`'s lines. By default put together in
+    /// `family` of `cluster`'s lines. By default put together in
     /// `scratch` and handed on in one [`put`](Self::put); a sink that owns
     /// its buffer makes room for [`RenderedCluster::family_len`] bytes once
     /// and takes the pieces straight into it, saving a copy of the body
@@ -63,10 +63,10 @@ pub trait Sink {
     fn put_family(
         &mut self,
         cluster: &RenderedCluster,
-        index: usize,
+        family: FamilyId,
         scratch: &mut String,
     ) -> std::io::Result<()> {
-        let lines = cluster.family_lines(index, scratch);
+        let lines = cluster.family_lines(family, scratch);
         if lines.is_empty() {
             return Ok(());
         }
@@ -83,11 +83,11 @@ impl Sink for String {
     fn put_family(
         &mut self,
         cluster: &RenderedCluster,
-        index: usize,
+        family: FamilyId,
         _scratch: &mut String,
     ) -> std::io::Result<()> {
-        self.reserve(cluster.family_len(index));
-        cluster.write_family(index, self);
+        self.reserve(cluster.family_len(family));
+        cluster.write_family(family, self);
         Ok(())
     }
 }
@@ -127,7 +127,8 @@ pub fn render_to(
 ) -> std::io::Result<()> {
     let mut header = String::new();
     let mut scratch = String::with_capacity(16 * 1024);
-    for (index, family) in FAMILIES.iter().enumerate() {
+    for family in all_families() {
+        let id = family.id;
         header.clear();
         write_header(&mut header, family);
         out.put(&header)?;
@@ -136,12 +137,12 @@ pub fn render_to(
             // its fields are asked for two steps ahead of its text, as the
             // fields say where the text is (docs/design.md §5.5).
             if let Some(ahead) = clusters.get(at + 2 * PREFETCH_AHEAD) {
-                ahead.prefetch_fields(index);
+                ahead.prefetch_fields(id);
             }
             if let Some(ahead) = clusters.get(at + PREFETCH_AHEAD) {
-                ahead.prefetch_family(index);
+                ahead.prefetch_family(id);
             }
-            out.put_family(cluster, index, &mut scratch)?;
+            out.put_family(cluster, id, &mut scratch)?;
         }
     }
     let mut registry_text = String::new();

@@ -14,104 +14,209 @@ use jiff::Timestamp;
 use crate::model::{Hop, HopTimeline, Phase, Timeline};
 use crate::views::work::FeedbackError;
 
-/// A per-cluster family: name, type and help, in exposition order.
+/// The type a family is declared with in its `# TYPE` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FamilyKind {
+    Gauge,
+}
+
+impl FamilyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FamilyKind::Gauge => "gauge",
+        }
+    }
+}
+
+/// Which per-cluster family, by its place in exposition order. Only the
+/// declarations below make one, so every id names a family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FamilyId(u8);
+
+impl FamilyId {
+    fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+/// A per-cluster family with `N` labels after `cluster_id`: every line of
+/// every per-cluster family starts with `cluster_id`, which the layout of
+/// [`RenderedCluster`] relies on, so it is not declared again. A sample is
+/// written with exactly `N` label values, so a line whose labels disagree
+/// with the declaration does not compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family<const N: usize> {
+    id: FamilyId,
+    pub name: &'static str,
+    pub kind: FamilyKind,
+    pub help: &'static str,
+    /// The labels after `cluster_id`, in the order every line writes them.
+    pub labels: &'static [&'static str; N],
+}
+
+impl<const N: usize> Family<N> {
+    const fn gauge(
+        id: u8,
+        name: &'static str,
+        help: &'static str,
+        labels: &'static [&'static str; N],
+    ) -> Self {
+        Family {
+            id: FamilyId(id),
+            name,
+            kind: FamilyKind::Gauge,
+            help,
+            labels,
+        }
+    }
+
+    pub const fn def(&self) -> FamilyDef {
+        FamilyDef {
+            id: self.id,
+            name: self.name,
+            kind: self.kind,
+            help: self.help,
+            labels: self.labels,
+        }
+    }
+}
+
+/// A family with its label count forgotten: what a scrape and the
+/// documentation check iterate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FamilyDef {
+    pub id: FamilyId,
     pub name: &'static str,
+    pub kind: FamilyKind,
     pub help: &'static str,
+    /// The labels after `cluster_id`.
     pub labels: &'static [&'static str],
 }
 
-pub const CLUSTER_INFO: usize = 0;
-pub const HOP_PHASE: usize = 1;
-pub const HOP_CONDITION: usize = 2;
-pub const HOP_PHASE_SINCE: usize = 3;
-pub const HOP_STATUS_UPDATED: usize = 4;
-pub const HOP_FAILURE_INFO: usize = 5;
-pub const CLUSTER_CREATED: usize = 6;
-pub const CREATION_COMPLETED: usize = 7;
-pub const NODE_POOL_REPLICAS: usize = 8;
-pub const CONTROL_PLANE_PODS: usize = 9;
-pub const HOP_FEEDBACK_ERROR: usize = 10;
-pub const FAMILY_COUNT: usize = 11;
+impl FamilyDef {
+    /// Every label name a line of the family can carry, `cluster_id` first.
+    pub fn label_names(&self) -> impl Iterator<Item = &'static str> + use<> {
+        std::iter::once("cluster_id").chain(self.labels.iter().copied())
+    }
+}
 
-/// Every per-cluster family is a gauge; the list is the single source of the
-/// names, helps and label sets (docs/metrics.md is checked against a scrape).
-pub const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
-    FamilyDef {
-        name: "hcpflow_cluster_info",
-        help: "Identities of one cluster (value 1). Cached state refreshed in the background",
-        labels: &[
-            "cluster_id",
-            "name",
-            "resource_id",
-            "subscription_id",
-            "resource_group",
-            "mgmt_cluster",
-            "namespace",
-            "platform",
-            "version",
-        ],
-    },
-    FamilyDef {
-        name: "hcpflow_hop_phase",
-        help: "Current phase and raw upstream state of each hop of a cluster (value 1; a transition replaces the series). Cached state refreshed in the background",
-        labels: &["cluster_id", "hop", "phase", "state", "via"],
-    },
-    FamilyDef {
-        name: "hcpflow_hop_condition",
-        help: "Current status of each allow-listed condition of a hop's object (value 1); reason allow-listed, else other; object (maestro_bundle, manifestwork) or node_pool names the object on hops that hold several. Cached state refreshed in the background",
-        labels: &[
-            "cluster_id",
-            "hop",
-            "condition",
-            "status",
-            "reason",
-            "object",
-            "node_pool",
-        ],
-    },
-    FamilyDef {
-        name: "hcpflow_hop_phase_since_timestamp_seconds",
-        help: "Unix time the hop's current phase was entered (upstream time when known). Cached state refreshed in the background",
-        labels: &["cluster_id", "hop"],
-    },
-    FamilyDef {
-        name: "hcpflow_hop_status_updated_timestamp_seconds",
-        help: "Unix time upstream last updated the hop's status (Maestro bundle updated_at): of a cluster's bundles, the oldest update among those not ready, else the newest. Cached state refreshed in the background",
-        labels: &["cluster_id", "hop"],
-    },
-    FamilyDef {
-        name: "hcpflow_hop_failure_info",
-        help: "Why a hop is failed (value 1, only while failed): provision error code or condition reason. Cached state refreshed in the background",
-        labels: &["cluster_id", "hop", "code"],
-    },
-    FamilyDef {
-        name: "hcpflow_cluster_created_timestamp_seconds",
-        help: "Unix time the cluster's creation started (earliest upstream creation time). Cached state refreshed in the background",
-        labels: &["cluster_id"],
-    },
-    FamilyDef {
-        name: "hcpflow_cluster_creation_completed_timestamp_seconds",
-        help: "Unix time the cluster's creation completed (absent while in flight or failed). Cached state refreshed in the background",
-        labels: &["cluster_id"],
-    },
-    FamilyDef {
-        name: "hcpflow_node_pool_replicas",
-        help: "Node counts of each node pool by kind (desired, current, ready). Cached state refreshed in the background",
-        labels: &["cluster_id", "node_pool", "kind"],
-    },
-    FamilyDef {
-        name: "hcpflow_control_plane_pods",
-        help: "Control-plane pods of the cluster by readiness. Cached state refreshed in the background",
-        labels: &["cluster_id", "state"],
-    },
-    FamilyDef {
-        name: "hcpflow_hop_feedback_error_info",
-        help: "A Maestro bundle whose status feedback is absent (code no_status) or unreadable (code feedback_unreadable), value 1, while it is. Cached state refreshed in the background",
-        labels: &["cluster_id", "hop", "object", "code"],
-    },
+pub const CLUSTER_INFO: Family<8> = Family::gauge(
+    0,
+    "hcpflow_cluster_info",
+    "Identities of one cluster (value 1). Cached state refreshed in the background",
+    &[
+        "name",
+        "resource_id",
+        "subscription_id",
+        "resource_group",
+        "mgmt_cluster",
+        "namespace",
+        "platform",
+        "version",
+    ],
+);
+pub const HOP_PHASE: Family<4> = Family::gauge(
+    1,
+    "hcpflow_hop_phase",
+    "Current phase and raw upstream state of each hop of a cluster (value 1; a transition replaces the series). Cached state refreshed in the background",
+    &["hop", "phase", "state", "via"],
+);
+/// `object` only on hops that hold several objects, `node_pool` only on the
+/// node-pool hop: the one family whose lines leave labels out.
+pub const HOP_CONDITION: Family<6> = Family::gauge(
+    2,
+    "hcpflow_hop_condition",
+    "Current status of each allow-listed condition of a hop's object (value 1); reason allow-listed, else other; object (maestro_bundle, manifestwork) or node_pool names the object on hops that hold several. Cached state refreshed in the background",
+    &[
+        "hop",
+        "condition",
+        "status",
+        "reason",
+        "object",
+        "node_pool",
+    ],
+);
+pub const HOP_PHASE_SINCE: Family<1> = Family::gauge(
+    3,
+    "hcpflow_hop_phase_since_timestamp_seconds",
+    "Unix time the hop's current phase was entered (upstream time when known). Cached state refreshed in the background",
+    &["hop"],
+);
+pub const HOP_STATUS_UPDATED: Family<1> = Family::gauge(
+    4,
+    "hcpflow_hop_status_updated_timestamp_seconds",
+    "Unix time upstream last updated the hop's status (Maestro bundle updated_at): of a cluster's bundles, the oldest update among those not ready, else the newest. Cached state refreshed in the background",
+    &["hop"],
+);
+pub const HOP_FAILURE_INFO: Family<2> = Family::gauge(
+    5,
+    "hcpflow_hop_failure_info",
+    "Why a hop is failed (value 1, only while failed): provision error code or condition reason. Cached state refreshed in the background",
+    &["hop", "code"],
+);
+pub const CLUSTER_CREATED: Family<0> = Family::gauge(
+    6,
+    "hcpflow_cluster_created_timestamp_seconds",
+    "Unix time the cluster's creation started (earliest upstream creation time). Cached state refreshed in the background",
+    &[],
+);
+pub const CREATION_COMPLETED: Family<0> = Family::gauge(
+    7,
+    "hcpflow_cluster_creation_completed_timestamp_seconds",
+    "Unix time the cluster's creation completed (absent while in flight or failed). Cached state refreshed in the background",
+    &[],
+);
+pub const NODE_POOL_REPLICAS: Family<2> = Family::gauge(
+    8,
+    "hcpflow_node_pool_replicas",
+    "Node counts of each node pool by kind (desired, current, ready). Cached state refreshed in the background",
+    &["node_pool", "kind"],
+);
+pub const CONTROL_PLANE_PODS: Family<1> = Family::gauge(
+    9,
+    "hcpflow_control_plane_pods",
+    "Control-plane pods of the cluster by readiness. Cached state refreshed in the background",
+    &["state"],
+);
+pub const HOP_FEEDBACK_ERROR: Family<3> = Family::gauge(
+    10,
+    "hcpflow_hop_feedback_error_info",
+    "A Maestro bundle whose status feedback is absent (code no_status) or unreadable (code feedback_unreadable), value 1, while it is. Cached state refreshed in the background",
+    &["hop", "object", "code"],
+);
+
+const FAMILY_COUNT: usize = 11;
+
+/// Every per-cluster family in exposition order: the single source of the
+/// names, types, helps and label sets (docs/metrics.md is checked against it).
+const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
+    CLUSTER_INFO.def(),
+    HOP_PHASE.def(),
+    HOP_CONDITION.def(),
+    HOP_PHASE_SINCE.def(),
+    HOP_STATUS_UPDATED.def(),
+    HOP_FAILURE_INFO.def(),
+    CLUSTER_CREATED.def(),
+    CREATION_COMPLETED.def(),
+    NODE_POOL_REPLICAS.def(),
+    CONTROL_PLANE_PODS.def(),
+    HOP_FEEDBACK_ERROR.def(),
 ];
+
+// Each family's id is its place in the list: the per-cluster layout is
+// indexed by it.
+const _: () = {
+    let mut at = 0;
+    while at < FAMILY_COUNT {
+        assert!(FAMILIES[at].id.0 as usize == at);
+        at += 1;
+    }
+};
+
+/// Every per-cluster family, in exposition order.
+pub fn all_families() -> &'static [FamilyDef] {
+    &FAMILIES
+}
 
 /// Which conditions and reasons become label values (the rest: not emitted,
 /// or reason `other`). Bounded lists keep the series budget (docs/design.md §5.4).
@@ -232,6 +337,32 @@ struct Families {
     families: [String; FAMILY_COUNT],
 }
 
+impl Families {
+    /// One line of `family`: a value for each of its labels, in its order.
+    fn sample<const N: usize>(&mut self, family: &Family<N>, values: [&str; N], value: &str) {
+        self.sample_some(family, values.map(Some), value);
+    }
+
+    /// One line of `family` that leaves out the labels whose value is
+    /// `None`.
+    fn sample_some<const N: usize>(
+        &mut self,
+        family: &Family<N>,
+        values: [Option<&str>; N],
+        value: &str,
+    ) {
+        let Some(out) = self.families.get_mut(family.id.index()) else {
+            return;
+        };
+        let labels = family
+            .labels
+            .iter()
+            .zip(values)
+            .filter_map(|(key, val)| Some((*key, val?)));
+        sample(out, labels, value);
+    }
+}
+
 impl RenderedCluster {
     fn pack(cluster_id: &str, families: [String; FAMILY_COUNT]) -> RenderedCluster {
         let rest: usize = families.iter().map(String::len).sum();
@@ -271,8 +402,8 @@ impl RenderedCluster {
         self.text.get(..self.id_end as usize).unwrap_or_default()
     }
 
-    /// The lines of family `index` (an index into [`FAMILIES`]), each from
-    /// what follows the cluster id on.
+    /// The lines of the family at `index` in [`FAMILIES`], each from what
+    /// follows the cluster id on.
     fn family_rest(&self, index: usize) -> &str {
         self.text.get(self.family_range(index)).unwrap_or_default()
     }
@@ -295,7 +426,8 @@ impl RenderedCluster {
     /// of every cluster is a jump to memory not touched since the last
     /// family, which the hardware cannot foresee (docs/design.md §5.5).
     #[inline(always)]
-    pub fn prefetch_fields(&self, index: usize) {
+    pub fn prefetch_fields(&self, family: FamilyId) {
+        let index = family.index();
         prefetch(&self.text);
         prefetch(&self.id_end);
         if let (Some(end), Some(lines)) = (self.ends.get(index), self.lines.get(index)) {
@@ -304,17 +436,17 @@ impl RenderedCluster {
         }
     }
 
-    /// Ask the CPU to start loading the text of family `index` and the id
+    /// Ask the CPU to start loading the text of `family` and the id
     /// label: the fields must be in cache already
     /// ([`prefetch_fields`](Self::prefetch_fields) a few clusters earlier),
     /// as their values say where the text is.
     #[inline(always)]
-    pub fn prefetch_family(&self, index: usize) {
+    pub fn prefetch_family(&self, family: FamilyId) {
         let text = self.text.as_bytes();
         if let Some(first) = text.first() {
             prefetch(first);
         }
-        let Some(family) = text.get(self.family_range(index)) else {
+        let Some(family) = text.get(self.family_range(family.index())) else {
             return;
         };
         // One hint per cache line, and one for the line the last byte is
@@ -328,27 +460,30 @@ impl RenderedCluster {
         }
     }
 
-    /// The length of family `index`'s lines as the exposition shows them.
-    pub fn family_len(&self, index: usize) -> usize {
+    /// The length of `family`'s lines as the exposition shows them.
+    pub fn family_len(&self, family: FamilyId) -> usize {
+        let index = family.index();
         let (Some(def), Some(lines)) = (FAMILIES.get(index), self.lines.get(index)) else {
             return 0;
         };
         self.family_rest(index).len() + *lines as usize * (def.name.len() + self.id_end as usize)
     }
 
-    /// The lines of family `index`, as the exposition shows them, appended
+    /// The lines of `family`, as the exposition shows them, appended
     /// to `out` piece by piece (name, id label, rest of the line): the
     /// pieces go straight into the body, with no buffer in between, when
     /// the body is a buffer with room for [`family_len`](Self::family_len)
     /// bytes (docs/design.md §5.5).
-    pub fn write_family(&self, index: usize, out: &mut String) {
-        self.for_each_piece(index, |piece| out.push_str(piece));
+    pub fn write_family(&self, family: FamilyId, out: &mut String) {
+        self.for_each_piece(family.index(), |piece| out.push_str(piece));
     }
 
     /// [`write_family`](Self::write_family) into bytes (a chunk of a
     /// streamed body).
-    pub fn write_family_bytes(&self, index: usize, out: &mut Vec<u8>) {
-        self.for_each_piece(index, |piece| out.extend_from_slice(piece.as_bytes()));
+    pub fn write_family_bytes(&self, family: FamilyId, out: &mut Vec<u8>) {
+        self.for_each_piece(family.index(), |piece| {
+            out.extend_from_slice(piece.as_bytes())
+        });
     }
 
     #[inline(always)]
@@ -371,23 +506,23 @@ impl RenderedCluster {
         }
     }
 
-    /// The lines of family `index`, as the exposition shows them, put
+    /// The lines of `family`, as the exposition shows them, put
     /// together in `scratch` (a few kilobytes, reused from cluster to
     /// cluster, so it stays in cache) for the caller to hand on at once: for
     /// a sink that cannot take the pieces into a buffer of its own (a gzip
     /// encoder), three small writes per line cost more than the extra copy
     /// (docs/design.md §5.5).
-    pub fn family_lines<'a>(&self, index: usize, scratch: &'a mut String) -> &'a str {
+    pub fn family_lines<'a>(&self, family: FamilyId, scratch: &'a mut String) -> &'a str {
         scratch.clear();
-        self.write_family(index, scratch);
+        self.write_family(family, scratch);
         scratch
     }
 
     /// Every family's lines, in family order, as the exposition shows them.
     pub fn text(&self) -> String {
         let mut out = String::with_capacity(self.len());
-        for index in 0..FAMILY_COUNT {
-            self.write_family(index, &mut out);
+        for family in &FAMILIES {
+            self.write_family(family.id, &mut out);
         }
         out
     }
@@ -438,54 +573,42 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
     let id = timeline.cluster_id.as_str();
     let ident = &timeline.identity;
 
-    sample(
-        &mut out.families[CLUSTER_INFO],
-        &[
-            ("name", &ident.name),
-            ("resource_id", &ident.resource_id),
-            ("subscription_id", &ident.subscription_id),
-            ("resource_group", &ident.resource_group),
-            ("mgmt_cluster", &ident.mgmt_cluster),
-            ("namespace", &ident.namespace),
-            ("platform", &ident.platform),
-            ("version", &ident.version),
+    out.sample(
+        &CLUSTER_INFO,
+        [
+            &ident.name,
+            &ident.resource_id,
+            &ident.subscription_id,
+            &ident.resource_group,
+            &ident.mgmt_cluster,
+            &ident.namespace,
+            &ident.platform,
+            &ident.version,
         ],
         "1",
     );
-    sample(
-        &mut out.families[CLUSTER_CREATED],
-        &[],
-        &seconds(timeline.created_at.at),
-    );
+    out.sample(&CLUSTER_CREATED, [], &seconds(timeline.created_at.at));
     if let Some(done) = timeline.completed_at {
-        sample(&mut out.families[CREATION_COMPLETED], &[], &seconds(done));
+        out.sample(&CREATION_COMPLETED, [], &seconds(done));
     }
 
     for (hop, state) in &timeline.hops {
         let hop_name = hop.as_str();
-        sample(
-            &mut out.families[HOP_PHASE],
-            &[
-                ("hop", hop_name),
-                ("phase", state.phase.as_str()),
-                ("state", &state.state),
-                ("via", state.via.as_str()),
+        out.sample(
+            &HOP_PHASE,
+            [
+                hop_name,
+                state.phase.as_str(),
+                &state.state,
+                state.via.as_str(),
             ],
             "1",
         );
-        sample(
-            &mut out.families[HOP_PHASE_SINCE],
-            &[("hop", hop_name)],
-            &seconds(state.since.at),
-        );
+        out.sample(&HOP_PHASE_SINCE, [hop_name], &seconds(state.since.at));
         if *hop == Hop::MaestroBundle
             && let Some(updated) = state.status_updated_at()
         {
-            sample(
-                &mut out.families[HOP_STATUS_UPDATED],
-                &[("hop", hop_name)],
-                &seconds(updated),
-            );
+            out.sample(&HOP_STATUS_UPDATED, [hop_name], &seconds(updated));
         }
         if state.phase == Phase::Failed {
             let code = state
@@ -493,11 +616,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 .map(|e| e.code.as_str())
                 .or_else(|| failing_reason(state))
                 .unwrap_or("unknown");
-            sample(
-                &mut out.families[HOP_FAILURE_INFO],
-                &[("hop", hop_name), ("code", bounded_code(code))],
-                "1",
-            );
+            out.sample(&HOP_FAILURE_INFO, [hop_name, bounded_code(code)], "1");
         }
         if let Some(allowed) = config.conditions.get(hop) {
             for (object, condition) in state.conditions() {
@@ -511,21 +630,26 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 } else {
                     "other"
                 };
-                let mut labels = vec![
-                    ("hop", hop_name),
-                    ("condition", condition.kind.as_str()),
-                    ("status", condition.status.as_str()),
-                    ("reason", reason),
-                ];
-                match hop {
-                    // Hops that hold several objects name them, so two
-                    // bundles (or works) of one cluster never make two
-                    // series of one label set (docs/design.md §2.5).
-                    Hop::MaestroBundle | Hop::Manifestwork => labels.push(("object", object)),
-                    Hop::NodePool => labels.push(("node_pool", object)),
-                    _ => {}
-                }
-                sample(&mut out.families[HOP_CONDITION], &labels, "1");
+                // Hops that hold several objects name them, so two
+                // bundles (or works) of one cluster never make two series
+                // of one label set (docs/design.md §2.5).
+                let (object_label, node_pool) = match hop {
+                    Hop::MaestroBundle | Hop::Manifestwork => (Some(object), None),
+                    Hop::NodePool => (None, Some(object)),
+                    _ => (None, None),
+                };
+                out.sample_some(
+                    &HOP_CONDITION,
+                    [
+                        Some(hop_name),
+                        Some(condition.kind.as_str()),
+                        Some(condition.status.as_str()),
+                        Some(reason),
+                        object_label,
+                        node_pool,
+                    ],
+                    "1",
+                );
             }
         }
         for (pool, replicas) in state.replicas() {
@@ -534,11 +658,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 ("current", replicas.current),
                 ("ready", replicas.ready),
             ] {
-                sample(
-                    &mut out.families[NODE_POOL_REPLICAS],
-                    &[("node_pool", pool), ("kind", kind)],
-                    &value.to_string(),
-                );
+                out.sample(&NODE_POOL_REPLICAS, [pool, kind], &value.to_string());
             }
         }
         for (object, o) in state.effective_objects() {
@@ -546,33 +666,22 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 continue;
             };
             if let Some(feedback) = FeedbackError::from_code(&error.code) {
-                sample(
-                    &mut out.families[HOP_FEEDBACK_ERROR],
-                    &[
-                        ("hop", hop_name),
-                        ("object", object),
-                        ("code", feedback.code()),
-                    ],
+                out.sample(
+                    &HOP_FEEDBACK_ERROR,
+                    [hop_name, object, feedback.code()],
                     "1",
                 );
             }
         }
         if let Some(pods) = state.pods() {
             for (readiness, value) in [("ready", pods.ready), ("not_ready", pods.not_ready)] {
-                sample(
-                    &mut out.families[CONTROL_PLANE_PODS],
-                    &[("state", readiness)],
-                    &value.to_string(),
-                );
+                out.sample(&CONTROL_PLANE_PODS, [readiness], &value.to_string());
             }
         }
     }
     RenderedCluster::pack(id, out.families)
 }
 
-/// The error that explains a failed hop: a failed object's, where another
-/// object of the hop carries an error of another kind (a bundle whose
-/// feedback is unreadable next to a bundle that failed).
 /// The reason of the first condition in a bad state, for hops failed by a
 /// condition rather than an error code.
 fn failing_reason(state: &HopTimeline) -> Option<&str> {
@@ -609,7 +718,7 @@ pub fn seconds(at: impl Into<Timestamp>) -> String {
 /// One line from what follows the cluster id on: the other labels, the
 /// value and the newline. The family's name and the cluster id, which every
 /// line starts with, are written at scrape time ([`RenderedCluster`]).
-fn sample(out: &mut String, labels: &[(&str, &str)], value: &str) {
+fn sample<'a>(out: &mut String, labels: impl Iterator<Item = (&'a str, &'a str)>, value: &str) {
     for (key, val) in labels {
         out.push(',');
         out.push_str(key);
@@ -637,7 +746,7 @@ pub fn escape_label_value(out: &mut String, value: &str) {
 /// The `# HELP` and `# TYPE` lines of one family.
 pub fn write_header(out: &mut String, family: &FamilyDef) {
     let _ = writeln!(out, "# HELP {} {}", family.name, family.help);
-    let _ = writeln!(out, "# TYPE {} gauge", family.name);
+    let _ = writeln!(out, "# TYPE {} {}", family.name, family.kind.as_str());
 }
 
 #[cfg(test)]
@@ -651,13 +760,16 @@ mod tests {
         Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
     }
 
-    fn lines(family: usize, observations: Vec<crate::model::testing::Obs>) -> Vec<String> {
+    fn lines<const N: usize>(
+        family: Family<N>,
+        observations: Vec<crate::model::testing::Obs>,
+    ) -> Vec<String> {
         let mut fleet = Fleet::new(ModelConfig::default());
         fleet.apply(batch(false, t(0), observations), t(30));
         let rendered = render_cluster(fleet.get("c").unwrap(), &RenderConfig::default());
         let mut scratch = String::new();
         rendered
-            .family_lines(family, &mut scratch)
+            .family_lines(family.id, &mut scratch)
             .lines()
             .map(str::to_string)
             .collect()
@@ -669,6 +781,73 @@ mod tests {
             .state("x", phase)
             .created(t(0))
             .updated(t(updated))
+    }
+
+    /// Every family's lines carry `cluster_id` and then the declared labels
+    /// in their order; only the condition family leaves one out, and only
+    /// the ones it declares as optional.
+    #[test]
+    fn every_family_renders_the_labels_it_declares() {
+        use crate::model::ConditionStatus;
+        let mut fleet = Fleet::new(ModelConfig::default());
+        let observations = vec![
+            bundle("a", Phase::Ready, 1)
+                .error("no_status", "bundle a has no status")
+                .condition("Applied", ConditionStatus::True, "AsExpected", t(1)),
+            bundle("b", Phase::Failed, 1).error("AppliedManifestWorkFailed", "apply failed"),
+            obs("c", Hop::NodePool)
+                .object("np-1")
+                .state("Ready", Phase::Ready)
+                .condition("Ready", ConditionStatus::True, "AsExpected", t(1))
+                .replicas(3, 2, 1),
+            obs("c", Hop::HostedCluster)
+                .state("Available", Phase::Ready)
+                .condition("Available", ConditionStatus::True, "AsExpected", t(1)),
+            obs("c", Hop::ControlPlane)
+                .state("Ready", Phase::Ready)
+                .pods(4, 1),
+        ];
+        fleet.apply(batch(false, t(0), observations), t(30));
+        let mut timeline = fleet.get("c").unwrap().clone();
+        timeline.completed_at = Some(t(20).into());
+        let rendered = render_cluster(&timeline, &RenderConfig::default());
+        let mut scratch = String::new();
+        let mut left_out = BTreeSet::new();
+        for family in all_families() {
+            let text = rendered.family_lines(family.id, &mut scratch).to_string();
+            assert!(!text.is_empty(), "{} rendered no line", family.name);
+            let declared: Vec<&str> = family.label_names().collect();
+            for line in text.lines() {
+                let rest = line
+                    .strip_prefix(family.name)
+                    .and_then(|l| l.strip_prefix('{'))
+                    .unwrap_or_else(|| panic!("{line}"));
+                let (labels, _) = rest.split_once("} ").unwrap();
+                let names: Vec<&str> = labels
+                    .split("\",")
+                    .map(|kv| kv.split_once("=\"").unwrap().0)
+                    .collect();
+                let mut wanted = declared.iter();
+                for name in &names {
+                    assert!(
+                        wanted.any(|d| d == name),
+                        "{line}: {name} not declared, or out of order, in {declared:?}"
+                    );
+                }
+                for name in &declared {
+                    if !names.contains(name) {
+                        left_out.insert((family.name, *name));
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            left_out,
+            BTreeSet::from([
+                (HOP_CONDITION.name, "node_pool"),
+                (HOP_CONDITION.name, "object"),
+            ])
+        );
     }
 
     #[test]
@@ -686,16 +865,17 @@ mod tests {
         let rendered = render_cluster(fleet.get("c").unwrap(), &RenderConfig::default());
         let mut scratch = String::new();
         let (mut empty, mut several) = (0, 0);
-        for index in 0..FAMILY_COUNT {
-            let expected = rendered.family_lines(index, &mut scratch).to_string();
+        for family in all_families() {
+            let (index, id) = (family.name, family.id);
+            let expected = rendered.family_lines(id, &mut scratch).to_string();
             // Appended after what is already there, as a body grows.
             let mut direct = String::from("before\n");
-            rendered.write_family(index, &mut direct);
+            rendered.write_family(id, &mut direct);
             assert_eq!(direct, format!("before\n{expected}"), "family {index}");
             let mut bytes = b"before\n".to_vec();
-            rendered.write_family_bytes(index, &mut bytes);
+            rendered.write_family_bytes(id, &mut bytes);
             assert_eq!(bytes, direct.as_bytes(), "family {index}");
-            assert_eq!(rendered.family_len(index), expected.len(), "family {index}");
+            assert_eq!(rendered.family_len(id), expected.len(), "family {index}");
             empty += usize::from(expected.is_empty());
             several += usize::from(expected.lines().count() > 1);
         }
@@ -704,8 +884,9 @@ mod tests {
             "{empty} empty, {several} of several lines"
         );
         assert_eq!(
-            (0..FAMILY_COUNT)
-                .map(|i| rendered.family_len(i))
+            all_families()
+                .iter()
+                .map(|f| rendered.family_len(f.id))
                 .sum::<usize>(),
             rendered.len()
         );
@@ -725,13 +906,15 @@ mod tests {
         // and the lines read afterwards are the same.
         for cluster in [&rendered, &RenderedCluster::default()] {
             for index in 0..FAMILY_COUNT + 2 {
-                cluster.prefetch_fields(index);
-                cluster.prefetch_family(index);
+                let id = FamilyId(u8::try_from(index).unwrap());
+                cluster.prefetch_fields(id);
+                cluster.prefetch_family(id);
             }
         }
         let mut scratch = String::new();
-        let written: String = (0..FAMILY_COUNT)
-            .map(|i| rendered.family_lines(i, &mut scratch).to_string())
+        let written: String = all_families()
+            .iter()
+            .map(|f| rendered.family_lines(f.id, &mut scratch).to_string())
             .collect();
         assert_eq!(written, rendered.text());
     }

@@ -42,9 +42,9 @@ use crate::model::{
 };
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode,
-    sql_quote,
+    self, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode, sql_quote,
 };
+use crate::sources::poll::{self, Cadence, Polled};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
 /// The `kind` this source reports in `/readyz` and
@@ -375,24 +375,7 @@ fn quoted_list<'a>(values: impl Iterator<Item = &'a str>) -> String {
     values.map(sql_quote).collect::<Vec<_>>().join(",")
 }
 
-/// Which list a poll reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PollKind {
-    Full,
-    Fast,
-    Slow,
-}
-
-impl PollKind {
-    /// The `poll_kind` attribute of the poll span.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PollKind::Full => "full",
-            PollKind::Fast => "fast",
-            PollKind::Slow => "slow",
-        }
-    }
-}
+pub use crate::sources::poll::PollKind;
 
 #[derive(Debug, Clone)]
 enum ShardEntry {
@@ -446,46 +429,27 @@ impl ClustersServiceSource {
         &self.in_flight
     }
 
+    /// Full relists, fast polls of what is in flight and slow polls of
+    /// what has settled (docs/design.md §9.2).
+    pub fn cadence(&self) -> Cadence {
+        Cadence::new(&self.cfg.http, PollKind::Fast).with_slow(&self.cfg.http)
+    }
+
     /// Poll forever. Abort the task to stop.
     pub async fn run(mut self) {
         self.ctx.health.declare(&self.ctx.name, &[KIND]);
-        let cfg = self.cfg.http.clone();
-        let mut backoff = Backoff::new(Duration::from_secs(1), cfg.slow_poll_interval);
-        let start = Instant::now();
-        let (mut next_full, mut next_slow) = (start, start);
-        loop {
-            let now = Instant::now();
-            let kind = if !self.synced || now >= next_full {
-                PollKind::Full
-            } else if now >= next_slow {
-                PollKind::Slow
-            } else {
-                PollKind::Fast
-            };
-            let wait = if self.poll(kind).await {
-                backoff.reset();
-                let done = Instant::now();
-                if kind == PollKind::Full {
-                    next_full = http::after(done, cfg.full_relist_interval);
-                    next_slow = http::after(done, cfg.slow_poll_interval);
-                } else if kind == PollKind::Slow {
-                    next_slow = http::after(done, cfg.slow_poll_interval);
-                }
-                let next_fast = http::after(done, cfg.fast_poll_interval);
-                next_full
-                    .min(next_slow)
-                    .min(next_fast)
-                    .saturating_duration_since(done)
-            } else {
-                backoff.next_delay()
-            };
-            tokio::time::sleep(wait).await;
-        }
+        let cadence = self.cadence();
+        poll::run(&mut self, cadence).await;
     }
 
     /// One poll of the given kind: read, deliver, record success. Returns
-    /// whether every request succeeded.
+    /// whether every request succeeded. Clusters Service has no
+    /// incremental list: asked for one, it polls what is in flight.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
+        let kind = match kind {
+            PollKind::Incremental => PollKind::Fast,
+            kind => kind,
+        };
         // The poll span: every request of this poll is its child, and the
         // upstream sees it as the parent of its own spans (docs/design.md §7.6).
         let span = http::poll_span(&self.ctx.name);
@@ -622,7 +586,7 @@ impl ClustersServiceSource {
                     .filter(&self.ctx, "clusters", self.tracker.len(), confirmed);
                 reads
             }
-            PollKind::Fast => {
+            PollKind::Fast | PollKind::Incremental => {
                 let mut reads = self.list(Some(&in_flight_search()), unknown).await?;
                 let seen: HashSet<String> = reads.iter().map(|r| r.id.clone()).collect();
                 let mut missing: Vec<String> = self
@@ -800,6 +764,16 @@ impl ClustersServiceSource {
             .push(id)
             .push("provision_shard");
         self.client.get_json_or_absent(url).await
+    }
+}
+
+impl Polled for ClustersServiceSource {
+    fn synced(&self) -> bool {
+        self.synced
+    }
+
+    fn poll(&mut self, kind: PollKind) -> impl Future<Output = bool> + Send {
+        ClustersServiceSource::poll(self, kind)
     }
 }
 

@@ -5,6 +5,10 @@
 use std::sync::Arc;
 
 use crate::clock::Clock;
+use crate::config::{
+    ClustersServiceConfig, HttpSourceConfig, MaestroConfig, RpFrontendConfig,
+    SOURCE_CLUSTERS_SERVICE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND, SourcesConfig,
+};
 use crate::metrics::exporter::ExporterMetrics;
 use crate::model::{Batch, Observation};
 
@@ -13,7 +17,70 @@ pub mod health;
 pub mod http;
 pub mod kube;
 pub mod maestro;
+pub mod poll;
 pub mod rp_frontend;
+
+/// A configured HTTP source: the one list the exporter names, starts and
+/// waits for (`/readyz`), so a new source cannot be started without being
+/// waited for, or the other way round.
+#[derive(Clone, Debug)]
+pub enum HttpSource {
+    RpFrontend(RpFrontendConfig),
+    ClustersService(ClustersServiceConfig),
+    Maestro(MaestroConfig),
+}
+
+impl HttpSource {
+    /// Every configured HTTP source, in the order of
+    /// [`SourcesConfig::http_sources`].
+    pub fn configured(sources: &SourcesConfig) -> Vec<HttpSource> {
+        let rp = sources.rp_frontend.clone().map(HttpSource::RpFrontend);
+        let cs = sources
+            .clusters_service
+            .clone()
+            .map(HttpSource::ClustersService);
+        let maestro = sources.maestro.clone().map(HttpSource::Maestro);
+        [rp, cs, maestro].into_iter().flatten().collect()
+    }
+
+    /// The `source` label value.
+    pub fn name(&self) -> &'static str {
+        match self {
+            HttpSource::RpFrontend(_) => SOURCE_RP_FRONTEND,
+            HttpSource::ClustersService(_) => SOURCE_CLUSTERS_SERVICE,
+            HttpSource::Maestro(_) => SOURCE_MAESTRO,
+        }
+    }
+
+    pub fn http(&self) -> &HttpSourceConfig {
+        match self {
+            HttpSource::RpFrontend(cfg) => &cfg.http,
+            HttpSource::ClustersService(cfg) => &cfg.http,
+            HttpSource::Maestro(cfg) => &cfg.http,
+        }
+    }
+
+    /// Poll forever through `client`. Abort the task to stop.
+    pub async fn run(self, ctx: SourceContext, client: http::HttpClient) {
+        match self {
+            HttpSource::RpFrontend(cfg) => {
+                rp_frontend::RpFrontendSource::with_client(cfg, ctx, client)
+                    .run()
+                    .await
+            }
+            HttpSource::ClustersService(cfg) => {
+                clusters_service::ClustersServiceSource::with_client(cfg, ctx, client)
+                    .run()
+                    .await
+            }
+            HttpSource::Maestro(cfg) => {
+                maestro::MaestroSource::with_client(cfg, ctx, client)
+                    .run()
+                    .await
+            }
+        }
+    }
+}
 
 /// Where sources deliver what they read (the fleet store in production, a
 /// recorder in tests).

@@ -25,7 +25,7 @@
 //!   [`RpFrontendSource::poll_all`]), where all are.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Deserialize;
 use tracing::Instrument;
@@ -34,9 +34,10 @@ use crate::config::RpFrontendConfig;
 use crate::model::{Change, ClusterKey, Hop, HopView, IdentityPatch, Observation, Phase, Via};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
-    self, Backoff, BuildError, HttpClient, MAX_PAGES, MassDeletionGuard, SourceError, Tracker,
-    UpdateMode, WireCondition, null_default,
+    self, BuildError, HttpClient, MAX_PAGES, MassDeletionGuard, SourceError, Tracker, UpdateMode,
+    WireCondition, null_default,
 };
+use crate::sources::poll::{Cadence, PollKind, TargetSchedule};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
 /// The `kind` this source reports in `/readyz` and
@@ -250,11 +251,7 @@ enum TargetKind {
 #[derive(Debug)]
 struct Target {
     kind: TargetKind,
-    next_due: Instant,
-    backoff: Backoff,
-    succeeded_once: bool,
-    /// When this target last sent everything it showed (a relist).
-    last_relist: Instant,
+    schedule: TargetSchedule,
 }
 
 /// The RP frontend poller.
@@ -263,6 +260,7 @@ pub struct RpFrontendSource {
     cfg: RpFrontendConfig,
     client: HttpClient,
     tracker: Tracker,
+    cadence: Cadence,
     targets: Vec<Target>,
     explicit_owners: HashSet<String>,
     /// One per subscription: each list is a relist of its subscription.
@@ -286,7 +284,7 @@ impl RpFrontendSource {
         client: HttpClient,
     ) -> RpFrontendSource {
         let now = Instant::now();
-        let backoff = || Backoff::new(Duration::from_secs(1), cfg.http.slow_poll_interval);
+        let cadence = Self::cadence(&cfg);
         let mut targets: Vec<Target> = cfg
             .subscriptions
             .iter()
@@ -297,10 +295,7 @@ impl RpFrontendSource {
             }))
             .map(|kind| Target {
                 kind,
-                next_due: now,
-                backoff: backoff(),
-                succeeded_once: false,
-                last_relist: now,
+                schedule: TargetSchedule::new(&cadence, now),
             })
             .collect();
         targets.dedup_by(|a, b| a.kind == b.kind);
@@ -314,11 +309,18 @@ impl RpFrontendSource {
             cfg,
             client,
             tracker: Tracker::default(),
+            cadence,
             targets,
             explicit_owners,
             guards: HashMap::new(),
             listed_under: HashMap::new(),
         }
+    }
+
+    /// Each target fast while one of its clusters is in flight, else slow,
+    /// relisted at least once per full interval (docs/design.md §9.3).
+    fn cadence(cfg: &RpFrontendConfig) -> Cadence {
+        Cadence::new(&cfg.http, PollKind::Fast).with_slow(&cfg.http)
     }
 
     /// Poll forever. Abort the task to stop.
@@ -329,7 +331,7 @@ impl RpFrontendSource {
             let next = self
                 .targets
                 .iter()
-                .map(|t| t.next_due)
+                .map(|t| t.schedule.next_due())
                 .min()
                 .unwrap_or_else(|| http::after(Instant::now(), self.cfg.http.slow_poll_interval));
             tokio::time::sleep_until(next.into()).await;
@@ -361,20 +363,18 @@ impl RpFrontendSource {
     async fn poll_targets_inner(&mut self, all: bool) -> bool {
         let observed_at = self.ctx.clock.now();
         let now = Instant::now();
-        let initial = !self.targets.iter().all(|t| t.succeeded_once);
+        let initial = !self.targets.iter().all(|t| t.schedule.succeeded_once());
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut ok = true;
         let mut failure = None;
         let mut delivered = false;
         for i in 0..self.targets.len() {
-            if !all && self.targets[i].next_due > now {
+            if !all && !self.targets[i].schedule.is_due(now) {
                 continue;
             }
             let kind = self.targets[i].kind.clone();
-            let relist_due = now.duration_since(self.targets[i].last_relist)
-                >= self.cfg.http.full_relist_interval;
-            let send_all = all || relist_due || !self.targets[i].succeeded_once;
+            let send_all = all || self.targets[i].schedule.relist_due(&self.cadence, now);
             let result = match &kind {
                 TargetKind::Subscription(sub) => {
                     let delivery = PageDelivery {
@@ -392,29 +392,16 @@ impl RpFrontendSource {
                         .await
                 }
             };
-            let target = &mut self.targets[i];
+            let schedule = &mut self.targets[i].schedule;
             match result {
                 Ok(any_in_flight) => {
-                    target.succeeded_once = true;
-                    target.backoff.reset();
-                    if send_all {
-                        target.last_relist = now;
-                    }
-                    let cfg = &self.cfg.http;
-                    let interval = if any_in_flight {
-                        cfg.fast_poll_interval
-                    } else {
-                        cfg.slow_poll_interval
-                    };
-                    target.next_due =
-                        http::after(Instant::now(), interval.min(cfg.full_relist_interval));
+                    schedule.succeeded(&self.cadence, now, send_all, any_in_flight);
                 }
                 Err(err) => {
                     ok = false;
-                    let delay = target.backoff.next_delay();
+                    let delay = schedule.failed();
                     tracing::debug!(source = %self.ctx.name, error = %err, retry_in = ?delay, "RP frontend read failed");
                     failure = Some(cause_chain(&err));
-                    target.next_due = http::after(Instant::now(), delay);
                 }
             }
         }
@@ -427,7 +414,7 @@ impl RpFrontendSource {
             http::deliver(&self.ctx, initial, observed_at, out, &unknown);
         }
         // Up only when every subscription's last read succeeded.
-        let all_ok = self.targets.iter().all(|t| t.backoff.failures() == 0);
+        let all_ok = self.targets.iter().all(|t| !t.schedule.failing());
         match &failure {
             None if all_ok => self.ctx.health.listed(&self.ctx.name, KIND),
             None => {}

@@ -523,6 +523,16 @@ fn docs_metrics_md_matches_a_real_scrape() {
             .collect();
         documented.insert(name, (kind, labels));
     }
+    // The per-cluster families as declared, with every label a line can
+    // carry, whether or not this scrape shows it.
+    for family in hcp_flow::metrics::fleet::all_families() {
+        let (kind, labels) = documented
+            .get(family.name)
+            .unwrap_or_else(|| panic!("{} is not in docs/metrics.md", family.name));
+        assert_eq!(kind, family.kind.as_str(), "type of {}", family.name);
+        let declared: BTreeSet<String> = family.label_names().map(str::to_string).collect();
+        assert_eq!(labels, &declared, "labels of {}", family.name);
+    }
     let scraped_names: BTreeSet<&String> = scraped.keys().collect();
     let documented_names: BTreeSet<&String> = documented.keys().collect();
     assert_eq!(

@@ -1,0 +1,498 @@
+//! The Maestro poller: full relists, and between them incremental polls
+//! timed from when the last began, interleaved with a relist's pages
+//! (docs/design.md §9.5). What a bundle says is read in the parent module.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use tracing::Instrument;
+
+use super::{
+    BUNDLES_PATH, IDS_PER_QUERY, KIND, LIST_KIND, ResourceBundle, parse_bundle,
+    updated_since_search,
+};
+use crate::config::MaestroConfig;
+use crate::model::{Observation, Stamp};
+use crate::sources::health::cause_chain;
+use crate::sources::http::{
+    self, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode, poll_span,
+};
+use crate::sources::poll::{self, Cadence, Polled};
+use crate::sources::{SourceContext, UnknownValue};
+
+pub use crate::sources::poll::PollKind;
+
+/// The Maestro poller.
+pub struct MaestroSource {
+    ctx: SourceContext,
+    cfg: MaestroConfig,
+    client: HttpClient,
+    tracker: Tracker,
+    newest_updated_at: Option<Timestamp>,
+    /// When the last successful poll began (the exporter's clock).
+    last_poll_began: Option<Timestamp>,
+    synced: bool,
+    guard: MassDeletionGuard,
+    /// Bundles last seen with `deleted_at`: the incremental query cannot
+    /// show that they are gone, so each fast poll reads them by id
+    /// (docs/design.md §9.5).
+    deleting: HashSet<String>,
+    /// When the next incremental pass is due, between polls or between the
+    /// pages of a full relist.
+    incremental_due: Instant,
+    /// How long the last incremental pass took.
+    incremental_takes: Duration,
+}
+
+impl MaestroSource {
+    pub fn new(cfg: MaestroConfig, ctx: SourceContext) -> Result<MaestroSource, BuildError> {
+        let client = HttpClient::new(&ctx.name, &cfg.http, ctx.metrics.clone())?;
+        Ok(Self::with_client(cfg, ctx, client))
+    }
+
+    pub fn with_client(
+        cfg: MaestroConfig,
+        ctx: SourceContext,
+        client: HttpClient,
+    ) -> MaestroSource {
+        MaestroSource {
+            ctx,
+            cfg,
+            client,
+            tracker: Tracker::default(),
+            newest_updated_at: None,
+            last_poll_began: None,
+            synced: false,
+            guard: MassDeletionGuard::default(),
+            deleting: HashSet::new(),
+            incremental_due: Instant::now(),
+            incremental_takes: Duration::ZERO,
+        }
+    }
+
+    /// The newest bundle `updated_at` seen (the incremental query's start).
+    pub fn newest_updated_at(&self) -> Option<Timestamp> {
+        self.newest_updated_at
+    }
+
+    /// Full relists and, between them, incremental polls timed by the
+    /// polls themselves (docs/design.md §9.5); no slow poll.
+    pub fn cadence(&self) -> Cadence {
+        let http = &self.cfg.http;
+        Cadence::new(http, PollKind::Incremental)
+            .with_min_gap(MIN_POLL_GAP.min(http.fast_poll_interval))
+    }
+
+    /// Poll forever. Abort the task to stop.
+    pub async fn run(mut self) {
+        self.ctx.health.declare(&self.ctx.name, &[KIND]);
+        let cadence = self.cadence();
+        poll::run(&mut self, cadence).await;
+    }
+
+    /// One poll: read, deliver, record success. Any poll but a full one is
+    /// incremental; an incremental poll before anything was seen is a full
+    /// one. Returns whether it succeeded.
+    pub async fn poll(&mut self, kind: PollKind) -> bool {
+        // The poll span: every request of this poll is its child, and the
+        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        let span = poll_span(&self.ctx.name);
+        let ok = self.poll_inner(kind).instrument(span.clone()).await;
+        super::http::poll_done(&span, ok);
+        ok
+    }
+
+    async fn poll_inner(&mut self, kind: PollKind) -> bool {
+        let observed_at = self.ctx.clock.now();
+        let scope = self
+            .cfg
+            .search_scope
+            .clone()
+            .filter(|c| !c.trim().is_empty());
+        // A scope is the whole search (a JSONB label search cannot be ANDed
+        // with `updated_at`), so every scoped poll reads the scope in full:
+        // a few bundles, never the fleet (docs/design.md §12.4).
+        let incremental_from = match (kind, self.newest_updated_at) {
+            (kind, Some(newest)) if kind != PollKind::Full && self.synced && scope.is_none() => {
+                Some(newest)
+            }
+            _ => None,
+        };
+        let kind = match incremental_from {
+            Some(_) => PollKind::Incremental,
+            None => PollKind::Full,
+        };
+        tracing::Span::current().record("poll_kind", kind.as_str());
+        let result = match incremental_from {
+            Some(newest) => self.incremental_pass(observed_at, newest).await.map(drop),
+            None => self.full_pass(observed_at, scope).await,
+        };
+        match result {
+            Ok(()) => {
+                self.ctx.health.listed(&self.ctx.name, KIND);
+                true
+            }
+            Err(err) => {
+                tracing::debug!(source = %self.ctx.name, poll = ?kind, error = %err, "Maestro poll failed");
+                self.ctx
+                    .health
+                    .failed(&self.ctx.name, KIND, &cause_chain(&err));
+                false
+            }
+        }
+    }
+
+    /// The incremental pass: the bundles updated since the last pass began
+    /// (or the newest update seen, when earlier), then, by id, the bundles
+    /// being deleted that it did not show. Delivers each page as it is read,
+    /// also when a later request fails: the pages read before the failure
+    /// already moved the change tracker, and would otherwise count as sent.
+    /// Returns the bundles it saw.
+    async fn incremental_pass(
+        &mut self,
+        observed_at: Timestamp,
+        newest: Timestamp,
+    ) -> Result<HashSet<String>, SourceError> {
+        let began = Instant::now();
+        let search = updated_since_search(self.last_poll_began.map_or(newest, |b| b.min(newest)));
+        let params = [("search", search.as_str())];
+        let mode = UpdateMode {
+            send_all: false,
+            partial: false,
+        };
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        let mut seen = HashSet::new();
+        let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+        let listed = loop {
+            match pager.next(&self.client).await {
+                Ok(Some(items)) => {
+                    self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
+                    // Each page goes out as it is read, as in a relist: when
+                    // bundles change faster than Maestro lists them, a pass
+                    // grows with every round, and one that delivered at its
+                    // end showed nothing new at all (docs/design.md §9.5).
+                    http::deliver(
+                        &self.ctx,
+                        false,
+                        observed_at,
+                        std::mem::take(&mut out),
+                        &std::mem::take(&mut unknown),
+                    );
+                }
+                Ok(None) => break Ok(()),
+                Err(err) => break Err(err),
+            }
+        };
+        if listed.is_ok() {
+            // Bundles being deleted that this pass did not show: read by id,
+            // so a deletion is seen within one fast poll, not at the next
+            // full relist. A failed read keeps them for the next pass.
+            let deleting: Vec<String> = self
+                .deleting
+                .iter()
+                .filter(|id| !seen.contains(*id))
+                .cloned()
+                .collect();
+            if let Ok(gone) = self
+                .read_by_id(deleting, mode, &mut out, &mut unknown)
+                .await
+            {
+                self.forget(&gone, &mut out);
+            }
+            self.last_poll_began = Some(
+                self.last_poll_began
+                    .map_or(observed_at, |b| b.max(observed_at)),
+            );
+            self.incremental_takes = began.elapsed();
+            self.incremental_due = http::after(
+                Instant::now(),
+                next_incremental_wait(self.cfg.http.fast_poll_interval, self.incremental_takes),
+            );
+        }
+        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+        listed.map(|()| seen)
+    }
+
+    /// The full relist: every bundle, everything sent; a bundle tracked and
+    /// not listed is read by id and gone only when missing there too.
+    ///
+    /// A relist of a large fleet takes minutes, and a bundle marked for
+    /// deletion and removed meanwhile is never seen marked: listed alive on
+    /// an early page, it would stay until the next relist. So when an
+    /// incremental pass falls due between two pages, it runs there and its
+    /// findings are delivered at once (docs/design.md §9.5). Every page is
+    /// delivered as it is read, so a failed relist has already delivered
+    /// what its pages said (the tracker moved).
+    async fn full_pass(
+        &mut self,
+        observed_at: Timestamp,
+        scope: Option<String>,
+    ) -> Result<(), SourceError> {
+        let initial = !self.synced;
+        let began = Instant::now();
+        let interleave = !initial && scope.is_none();
+        self.incremental_due = http::after(began, self.cfg.http.fast_poll_interval);
+        let mut interleaved = false;
+        let params: Vec<(&str, &str)> = scope
+            .as_deref()
+            .map(|s| ("search", s))
+            .into_iter()
+            .collect();
+        let mode = UpdateMode {
+            send_all: true,
+            partial: false,
+        };
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        let mut seen = HashSet::new();
+        // What was tracked before this poll: the pages below add to it.
+        let known = self.tracker.len();
+        // Page by page: each bundle becomes observations (and its nested JSON
+        // is dropped) before the next page is fetched.
+        let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+        loop {
+            match pager.next(&self.client).await {
+                Ok(Some(items)) => {
+                    self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
+                    // Each page is delivered as it is read: a relist never
+                    // holds the observations of every bundle at once, a
+                    // peak the allocator would keep (docs/design.md §9.5). A first sync's pages are
+                    // initial (silent) batches, and what a page says
+                    // reaches the model before the pass below reads newer
+                    // states of the same bundles.
+                    http::deliver(
+                        &self.ctx,
+                        initial,
+                        observed_at,
+                        std::mem::take(&mut out),
+                        &std::mem::take(&mut unknown),
+                    );
+                }
+                Ok(None) => break,
+                Err(err) => return Err(err),
+            }
+            if let Some(newest) = self.newest_updated_at
+                && interleave
+                && Instant::now() >= self.incremental_due
+            {
+                let pass_seen = self.incremental_pass(self.ctx.clock.now(), newest).await?;
+                seen.extend(pass_seen);
+                interleaved = true;
+            }
+        }
+        let missing: Vec<String> = self
+            .tracker
+            .owners()
+            .filter(|o| !seen.contains(*o))
+            .map(str::to_string)
+            .collect();
+        // The pages are offsets into a list that changes while it is read:
+        // a bundle deleted from an earlier page shifts a live one past a
+        // page boundary. Missing is not gone until a read by id agrees. When
+        // that read fails (an id the service refuses in a query), the list
+        // is believed, as before the check.
+        let confirmed = match self.read_by_id(missing, mode, &mut out, &mut unknown).await {
+            Ok(absent) | Err(absent) => absent,
+        };
+        let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
+        self.forget(&vanished, &mut out);
+        self.synced = true;
+        http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+        self.last_poll_began = Some(
+            self.last_poll_began
+                .map_or(observed_at, |b| b.max(observed_at)),
+        );
+        if !interleaved {
+            // The relist began reading at `observed_at`: the next pass reads
+            // from there, an interval after the relist ends at the latest.
+            self.incremental_due = http::after(
+                Instant::now(),
+                next_incremental_wait(self.cfg.http.fast_poll_interval, self.incremental_takes),
+            );
+        }
+        Ok(())
+    }
+
+    /// Decode one page of bundles and accept each, noting its id in `seen`.
+    fn accept_page(
+        &mut self,
+        items: Vec<http::RawItem>,
+        mode: UpdateMode,
+        seen: &mut HashSet<String>,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) {
+        for item in items {
+            let Some(bundle) = http::decode_item::<ResourceBundle>(&item, "items[]", unknown)
+            else {
+                continue;
+            };
+            seen.insert(bundle.id.clone());
+            self.accept(bundle, mode, out, unknown);
+        }
+    }
+
+    /// Read these bundles by id, accepting what is found. `Ok`: the ids
+    /// Maestro no longer has. `Err`: a read failed, and the ids it did not
+    /// find include those of the failed read: the caller decides what
+    /// absence means then.
+    async fn read_by_id(
+        &mut self,
+        mut ids: Vec<String>,
+        mode: UpdateMode,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<Vec<String>, Vec<String>> {
+        ids.sort();
+        let mut absent = Vec::new();
+        let mut failed = false;
+        for chunk in ids.chunks(IDS_PER_QUERY) {
+            let search = format!(
+                "id in ({})",
+                chunk
+                    .iter()
+                    .map(|id| http::sql_quote(id))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let params = [("search", search.as_str())];
+            let mut pager =
+                http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+            let mut found = HashSet::new();
+            loop {
+                match pager.next(&self.client).await {
+                    Ok(Some(items)) => {
+                        for item in items {
+                            if let Some(bundle) =
+                                http::decode_item::<ResourceBundle>(&item, "items[]", unknown)
+                            {
+                                found.insert(bundle.id.clone());
+                                self.accept(bundle, mode, out, unknown);
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading bundles by id failed");
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            absent.extend(chunk.iter().filter(|id| !found.contains(*id)).cloned());
+        }
+        if failed { Err(absent) } else { Ok(absent) }
+    }
+
+    /// These bundles are gone upstream: `Gone` for what they showed.
+    fn forget(&mut self, gone: &[String], out: &mut Vec<Observation>) {
+        for id in gone {
+            self.deleting.remove(id);
+        }
+        self.tracker.remove_vanished(gone, out);
+    }
+
+    fn accept(
+        &mut self,
+        bundle: ResourceBundle,
+        mode: UpdateMode,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) {
+        if bundle.deleted_at.as_deref().is_some_and(|d| !d.is_empty()) {
+            self.deleting.insert(bundle.id.clone());
+        } else {
+            self.deleting.remove(&bundle.id);
+        }
+        let parsed = parse_bundle(&bundle, unknown);
+        if let Some(t) = parsed.updated_at.map(Stamp::timestamp) {
+            self.newest_updated_at = Some(self.newest_updated_at.map_or(t, |n| n.max(t)));
+        }
+        let followed = parsed
+            .cluster_id
+            .as_deref()
+            .is_some_and(|id| self.ctx.sink.follows(id));
+        if !followed {
+            // Unlabelled, or another shard's: not ours to track (a shard
+            // keeps only its own bundles, docs/design.md §8.3); forget it if
+            // it once was.
+            self.deleting.remove(&bundle.id);
+            self.tracker.remove(&bundle.id, out);
+            return;
+        }
+        let mode = UpdateMode {
+            partial: parsed.feedback_error.is_some(),
+            ..mode
+        };
+        self.tracker.update_with_fallbacks(
+            &bundle.id,
+            parsed.observations,
+            parsed.placeholders,
+            mode,
+            out,
+        );
+    }
+}
+
+impl Polled for MaestroSource {
+    fn synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Incremental polls are timed from when the last one began, not
+    /// ended (docs/design.md §9.5).
+    fn frequent_due(&self) -> Option<Instant> {
+        Some(self.incremental_due)
+    }
+
+    fn poll(&mut self, kind: PollKind) -> impl Future<Output = bool> + Send {
+        MaestroSource::poll(self, kind)
+    }
+}
+
+/// The shortest pause between two polls, so a Maestro that answers at once
+/// is not asked back to back.
+const MIN_POLL_GAP: Duration = Duration::from_secs(1);
+
+/// The pause after a successful poll before the next incremental one. A
+/// change that lands just after a query began is read by the next poll and
+/// shown when that poll ends; starting the next one an interval after the
+/// last began, less the time a poll takes, shows every change within one
+/// fast-poll interval (docs/design.md §9.5). So the pause is the interval
+/// less two polls' time, and never below [`MIN_POLL_GAP`].
+pub fn next_incremental_wait(interval: Duration, poll_takes: Duration) -> Duration {
+    interval
+        .saturating_sub(poll_takes.saturating_mul(2))
+        .max(MIN_POLL_GAP.min(interval))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_poll_begins_so_a_change_is_shown_within_one_interval() {
+        let interval = Duration::from_secs(15);
+        // A change just after a query began waits for the pause and the
+        // next poll, never more than an interval after this poll began.
+        for takes in [0.2, 1.0, 3.7, 6.0] {
+            let takes = Duration::from_secs_f64(takes);
+            let shown_after = takes + next_incremental_wait(interval, takes) + takes;
+            assert!(
+                shown_after <= interval,
+                "{takes:?}: shown after {shown_after:?}"
+            );
+        }
+        // A poll that takes half the interval or more cannot keep it: the
+        // polls then follow each other with the smallest gap.
+        assert_eq!(
+            next_incremental_wait(interval, Duration::from_secs(9)),
+            MIN_POLL_GAP
+        );
+        // An interval shorter than the gap is kept (tests poll fast).
+        let short = Duration::from_millis(200);
+        assert_eq!(next_incremental_wait(short, Duration::ZERO), short);
+    }
+}
