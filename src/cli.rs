@@ -688,6 +688,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["kube", "soak"])]
     pub shards: u32,
 
+    /// How long the end-to-end bench may watch for Maestro bundles turning
+    /// Available, to time how soon /metrics shows them (it stops sooner
+    /// once 50 are timed; a small fleet may never have 50).
+    #[arg(long, default_value = "6m", value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["kube", "soak"])]
+    pub maestro_watch: Duration,
+
     /// World speed of the soak: world delays, and the exporter's poll
     /// intervals, divided by this (more churn per minute).
     #[arg(long, default_value_t = 1.0, value_name = "X", requires = "soak")]

@@ -100,7 +100,12 @@ fn main() -> anyhow::Result<ExitCode> {
             } else if args.kube {
                 runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes))?
             } else {
-                runtime()?.block_on(hcp_flow::bench::run(clusters, scrapes, args.shards))?
+                runtime()?.block_on(hcp_flow::bench::run(
+                    clusters,
+                    scrapes,
+                    args.shards,
+                    args.maestro_watch,
+                ))?
             };
             match &args.output {
                 Some(path) => std::fs::write(path, &report)

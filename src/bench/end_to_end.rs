@@ -64,6 +64,7 @@ pub async fn end_to_end(
     clusters: usize,
     scrapes: usize,
     shards: u32,
+    maestro_watch: Duration,
 ) -> Result<EndToEndFigures, BenchError> {
     use crate::sim::{SimClock, World, WorldConfig};
     let pinning = pin::Pinning::apply();
@@ -127,6 +128,7 @@ pub async fn end_to_end(
         cycle * cycles,
         cycle * 2,
         shards.max(1),
+        maestro_watch,
     )
     .await?;
     let watched = watching.elapsed();
@@ -171,7 +173,7 @@ pub async fn end_to_end(
 }
 
 /// Watch the world's bundles for `window`, and on until
-/// [`MAESTRO_CHANGES`] were timed (at most [`MAESTRO_WATCH_AT_MOST`]): each
+/// [`MAESTRO_CHANGES`] were timed (at most `at_most`, `bench --maestro-watch`): each
 /// one whose `Available` turns
 /// True in it is timed from that instant (the world's own plan) to the end
 /// of the first scrape that shows it, `hcpflow_hop_condition{hop=
@@ -184,6 +186,7 @@ async fn maestro_change_latency(
     window: Duration,
     grace: Duration,
     shards: u32,
+    at_most: Duration,
 ) -> Result<(Latency, usize), BenchError> {
     let started = Instant::now();
     let mut checked = world.now_ms();
@@ -192,7 +195,7 @@ async fn maestro_change_latency(
     // Churn replaces clusters only as the first ones go, a few minutes in:
     // the watch goes on past `window` until enough bundles were timed.
     let enough = |timed: usize, elapsed: Duration| {
-        elapsed >= window && (timed >= MAESTRO_CHANGES || elapsed >= MAESTRO_WATCH_AT_MOST)
+        elapsed >= window && (timed >= MAESTRO_CHANGES || elapsed >= at_most)
     };
     while !enough(latencies.len(), started.elapsed()) {
         // Bundles that turned since the last look, each taken once.
@@ -266,7 +269,6 @@ fn tracked_clusters(body: &str) -> usize {
 /// Bundles the Maestro figure wants timed, and how long it may watch for
 /// them.
 const MAESTRO_CHANGES: usize = 50;
-const MAESTRO_WATCH_AT_MOST: Duration = Duration::from_secs(360);
 
 /// Objects of `hcpflow_hop_condition` for a Maestro bundle whose Available
 /// is True, in a scrape's body.

@@ -61,11 +61,16 @@ pub enum BenchError {
 }
 
 /// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
-pub async fn run(clusters: usize, scrapes: usize, shards: u32) -> Result<String, BenchError> {
+pub async fn run(
+    clusters: usize,
+    scrapes: usize,
+    shards: u32,
+    maestro_watch: std::time::Duration,
+) -> Result<String, BenchError> {
     let exposition = tokio::task::spawn_blocking(move || exposition(clusters, scrapes))
         .await
         .map_err(|e| BenchError::Aborted(e.to_string()))?;
-    let end_to_end = end_to_end(clusters, scrapes, shards).await?;
+    let end_to_end = end_to_end(clusters, scrapes, shards, maestro_watch).await?;
     Ok(report(&exposition, &end_to_end))
 }
 

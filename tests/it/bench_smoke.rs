@@ -164,7 +164,18 @@ fn the_end_to_end_bench_runs_at_small_scale() {
     let _machine = crate::common::load::share();
     // As one shard of two: the figures are that shard's, over its part of
     // the fleet (tests/it/shards.rs shows the split is exact).
-    let report = bench_report(&["--clusters", "30", "--scrapes", "3", "--shards", "2"]);
+    // Thirty clusters at real speed never turn 50 bundles Available: a
+    // minute of watching shows the figure's row without waiting six.
+    let report = bench_report(&[
+        "--clusters",
+        "30",
+        "--scrapes",
+        "3",
+        "--shards",
+        "2",
+        "--maestro-watch",
+        "1m",
+    ]);
     assert!(report.contains("## End to end"), "{report}");
     let tracked = report
         .lines()
