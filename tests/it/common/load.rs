@@ -5,31 +5,27 @@
 //! [`share`] of the machine, and a test that measures how fast something
 //! shows up under load (an alert within its budget plus seconds) holds a
 //! [`heavy`] one, so the machine's two cores are never promised twice over.
-//! Shares are granted first come, first served: a heavy test waiting is
-//! not overtaken by lighter ones.
+//! A share is granted as soon as it fits: the longest tests (the end-to-end
+//! bench, the fidelity runs) start at once instead of queueing behind each
+//! other, and the whole run takes as long as its longest chain.
 
 use std::cell::Cell;
 
 use parking_lot::{Condvar, Mutex};
 
-/// What the machine holds at once, in units of "one world and its exporter".
-const CAPACITY: u32 = 4;
-/// A timing-sensitive test: two of them at once at most, as when each ran
-/// in its own test binary beside its sibling.
+/// What the machine holds at once, in units of "one world and its exporter"
+/// (measured: with six, a whole run keeps the two cores about two-thirds
+/// busy, docs/development.md).
+const CAPACITY: u32 = 6;
+/// A timing-sensitive test: three of them at once at most, or two beside
+/// two worlds.
 const HEAVY: u32 = 2;
 
 struct Ledger {
     used: u32,
-    /// The ticket handed out next, and the one served next.
-    next: u64,
-    serving: u64,
 }
 
-static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
-    used: 0,
-    next: 0,
-    serving: 0,
-});
+static LEDGER: Mutex<Ledger> = Mutex::new(Ledger { used: 0 });
 static CHANGED: Condvar = Condvar::new();
 
 thread_local! {
@@ -59,15 +55,11 @@ fn take(units: u32) -> Share {
         return Share { units: 0 };
     }
     let mut ledger = LEDGER.lock();
-    let ticket = ledger.next;
-    ledger.next += 1;
-    while ledger.serving != ticket || ledger.used + units > CAPACITY {
+    while ledger.used + units > CAPACITY {
         CHANGED.wait(&mut ledger);
     }
-    ledger.serving += 1;
     ledger.used += units;
     drop(ledger);
-    CHANGED.notify_all();
     HELD.with(|held| held.set(units));
     Share { units }
 }
