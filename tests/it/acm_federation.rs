@@ -42,16 +42,13 @@ use procs::{
     now_secs, query, query_at, query_range, start_prometheus, tempdir, wait_for, wait_ready,
 };
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::{exporter, world};
+use crate::common::{exporter, helm, world};
 use serde_json::{Value, json};
 
 use crate::common::ROOT;
-const CHART: &str = "charts/hcp-flow";
 /// The values a hub install uses (docs/acm.md).
 const HUB_VALUES: &str = "charts/hcp-flow/ci/acm-hub-values.yaml";
 /// What the collector stamps on every series of this management cluster:
@@ -84,40 +81,14 @@ struct AcmBundle {
     dashboards: Vec<(String, Value)>,
 }
 
-fn python() -> String {
-    std::env::var("HCPFLOW_HELM_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
 /// Renders the chart with the hub values through tests/chart/render.py.
 fn render_acm_bundle() -> AcmBundle {
     let values = std::fs::read_to_string(Path::new(ROOT).join(HUB_VALUES)).unwrap();
-    let request = json!({
-        "chart": Path::new(ROOT).join(CHART),
-        "release": "hcp-flow",
-        "namespace": "open-cluster-management-observability",
-        "scenarios": [{"name": "hub", "values_yaml": values}],
-    });
-    let mut child = Command::new(python())
-        .arg(Path::new(ROOT).join("tests/chart/render.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {} ({e}); set HCPFLOW_HELM_PYTHON", python()));
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "tests/chart/render.py failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    let result = helm::render(
+        "hcp-flow",
+        "open-cluster-management-observability",
+        vec![json!({"name": "hub", "values_yaml": values})],
     );
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     let hub = &result["scenarios"]["hub"];
     assert!(
         hub["error"].is_null(),

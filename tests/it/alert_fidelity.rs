@@ -27,7 +27,7 @@ use crate::common::world::{self, TestWorld};
 use hcp_flow::demo::GROUND_TRUTH_PATH;
 use hcp_flow::sim::WorldConfig;
 use jiff::Timestamp;
-use procs::{Process, tempdir, wait_for};
+use procs::{Process, tempdir};
 use serde_json::Value;
 
 const EVALUATION: Duration = Duration::from_secs(1);
@@ -102,26 +102,14 @@ impl Run {
             log: dir.join("prometheus.log"),
             _machine: machine,
         };
-        let ready = wait_for(
-            "the exporter ready and scraped",
+        let ready = procs::wait_scraped(
+            &run.client,
+            &run.prometheus,
+            Some(&run.exporter),
             Duration::from_secs(60),
-            async || {
-                let ready = run
-                    .client
-                    .get(format!("{}/readyz", run.exporter))
-                    .send()
-                    .await
-                    .ok()?
-                    .status()
-                    .is_success();
-                let up = procs::query(&run.client, &run.prometheus, "up{job=\"hcp-flow\"} == 1")
-                    .await
-                    .ok()?;
-                (ready && !up.as_array()?.is_empty()).then_some(())
-            },
         )
         .await;
-        assert!(ready.is_some(), "never ready\n{}", run.logs());
+        assert!(ready, "never ready\n{}", run.logs());
         run.watching_since = Timestamp::now();
         run
     }

@@ -10,11 +10,11 @@
 //! Needs `python3` with helm-python-sdk (`.ci/run` installs it); set
 //! `HCPFLOW_HELM_PYTHON` to use another interpreter.
 
+use crate::common::helm::{self, CHART};
 use crate::common::promql::collect_names;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use hcp_flow::config::Config;
@@ -29,7 +29,6 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use serde_json::{Value, json};
 
 use crate::common::ROOT;
-const CHART: &str = "charts/hcp-flow";
 const RELEASE: &str = "hcp-flow";
 const NAMESPACE: &str = "monitoring";
 const ACM_NAMESPACE: &str = "open-cluster-management-observability";
@@ -168,10 +167,6 @@ fn split_documents(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn python() -> String {
-    std::env::var("HCPFLOW_HELM_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
 /// Valid scenarios: the defaults and every `ci/*-values.yaml`.
 fn valid_scenarios() -> Vec<(String, String)> {
     let mut out = vec![("default".to_string(), String::new())];
@@ -210,33 +205,7 @@ fn rendered() -> &'static BTreeMap<String, Scenario> {
             .push(json!({"name": "no-source", "values_yaml": "inCluster: {enabled: false}\n"}));
         scenarios.push(json!({"name": "no-state", "values_yaml": "stateStore: {enabled: false, mountPath: /x}\n"}));
         scenarios.push(json!({"name": "runbook-base", "values_yaml": format!("{ALL_ON_RULES}runbookBaseUrl: {OWN_RUNBOOKS}\n")}));
-        let request = json!({
-            "chart": Path::new(ROOT).join(CHART),
-            "release": RELEASE,
-            "namespace": NAMESPACE,
-            "scenarios": scenarios,
-        });
-        let mut child = Command::new(python())
-            .arg(Path::new(ROOT).join("tests/chart/render.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", python()));
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(request.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "tests/chart/render.py failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let result = helm::render(RELEASE, NAMESPACE, scenarios);
         eprintln!("rendered with Helm SDK {}", result["helm_sdk"]);
         result["scenarios"]
             .as_object()

@@ -375,19 +375,9 @@ impl Fleet {
             .flag("--enable-feature=exemplar-storage")
             .start(&dir);
         let client = reqwest::Client::new();
-        let scraped = procs::wait_for(
-            "Prometheus to scrape the exporter",
-            Duration::from_secs(60),
-            async || {
-                let r = query(&client, &url, "up{job=\"hcp-flow\"} == 1")
-                    .await
-                    .ok()?;
-                (!r.as_array()?.is_empty()).then_some(())
-            },
-        )
-        .await;
+        let scraped = procs::wait_scraped(&client, &url, None, Duration::from_secs(60)).await;
         assert!(
-            scraped.is_some(),
+            scraped,
             "{name}: Prometheus never scraped the exporter\n{}",
             prometheus.log_tail()
         );

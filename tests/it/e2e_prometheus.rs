@@ -158,22 +158,8 @@ async fn demo_scraped_by_prometheus_fires_alerts_into_alertmanager() {
         )
     };
 
-    let scraped = wait_for(
-        "Prometheus to scrape the exporter",
-        Duration::from_secs(60),
-        async || {
-            let r = query(&client, &prometheus, "up{job=\"hcp-flow\"} == 1")
-                .await
-                .ok()?;
-            (!r.as_array()?.is_empty()).then_some(())
-        },
-    )
-    .await;
-    assert!(
-        scraped.is_some(),
-        "Prometheus never scraped the exporter\n{}",
-        logs()
-    );
+    let scraped = procs::wait_scraped(&client, &prometheus, None, Duration::from_secs(60)).await;
+    assert!(scraped, "Prometheus never scraped the exporter\n{}", logs());
 
     // 4. Every metric name used in alerts/ and dashboards/ is in a real scrape.
     let body = reqwest::get(format!("{}/metrics", exporter.url))

@@ -389,3 +389,26 @@ impl PrometheusBuilder {
         start_prometheus_with(self.name, &self.config(), dir, &self.flags)
     }
 }
+
+/// Waits until the Prometheus at `prometheus` has scraped job `hcp-flow`
+/// successfully and, with `exporter`, the exporter's `/readyz` says ready:
+/// no alert can be judged before both.
+pub async fn wait_scraped(
+    client: &reqwest::Client,
+    prometheus: &str,
+    exporter: Option<&str>,
+    limit: Duration,
+) -> bool {
+    wait_for("the exporter ready and scraped", limit, async || {
+        if let Some(exporter) = exporter {
+            let ready = client.get(format!("{exporter}/readyz")).send().await.ok()?;
+            ready.status().is_success().then_some(())?;
+        }
+        let up = query(client, prometheus, "up{job=\"hcp-flow\"} == 1")
+            .await
+            .ok()?;
+        (!up.as_array()?.is_empty()).then_some(())
+    })
+    .await
+    .is_some()
+}
