@@ -1,5 +1,4 @@
-//! `promtool check metrics` on a scrape body: included with `#[path]` by the
-//! tests that need it.
+//! `promtool check metrics` on a scrape body.
 
 /// Panics with promtool's report unless it accepts `body` without a word: a
 /// parse error and a lint finding (a counter that lost its type shows up as an

@@ -1,9 +1,7 @@
 //! A raw-TCP stand-in of an upstream, for what an HTTP framework cannot
 //! do on purpose: accept and never answer, send headers then drip the
 //! body, answer bytes that are not JSON. It records each request's target
-//! and headers (the traceparent test reads them). Included with
-//! `#[path = "common/standin.rs"] mod standin;` by the tests that use it.
-#![allow(dead_code, clippy::unwrap_used)]
+//! and headers (the traceparent test reads them).
 
 use std::sync::Arc;
 use std::time::Duration;
