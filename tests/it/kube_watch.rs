@@ -1,7 +1,7 @@
 //! Watch semantics end to end: the simulated API server, the real kube
 //! client and the exporter's watchers, into the fleet store.
 
-use crate::common::kube::{KubeHarness, eventually, harness};
+use crate::common::kube::{KubeHarness, eventually, harness, harness_waiting_for};
 use hcp_flow::metrics::exporter::{RequestErrorKind, RequestErrorLabels};
 use hcp_flow::model::{Hop, Phase};
 use hcp_flow::sim::kube::{KubeApiHandle, KubeApiServer, KubeClusterSpec, objects_at};
@@ -44,13 +44,13 @@ async fn add_modify_delete_flow_through_to_the_store() {
     let (server, url) = KubeApiServer::start().await.unwrap();
     let spec = aro_spec("c1");
     apply_at(&server, &spec, t(3));
-    let mut h = harness("amd");
+    let mut h = harness_waiting_for("amd", &["kube/mgmt-a"]);
     h.start(&[("mgmt-a", &url, KubeMode::Aro)], |_| {}).await;
 
-    eventually("initial sync", || {
-        h.phase("c1", Hop::HostedCluster) == Some(Phase::Progressing)
-    })
-    .await;
+    // Each kind is its own watch (docs/design.md §9.6): the first sync is
+    // over when every kind has listed once, not when one of them has.
+    eventually("initial sync", || h.store.ready()).await;
+    assert_eq!(h.phase("c1", Hop::HostedCluster), Some(Phase::Progressing));
     assert_eq!(h.phase("c1", Hop::Manifestwork), Some(Phase::Ready));
     eventually("source up", || h.up("kube/mgmt-a") == 1).await;
     let initial: Vec<bool> = h.recorder.batches.lock().iter().map(|b| b.1).collect();
