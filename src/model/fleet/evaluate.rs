@@ -1,0 +1,310 @@
+//! One timeline recomputed after a change: its join, each hop's start and
+//! readiness from what is recalled and observed, the deadlines a hop or the
+//! creation waits on, and the creation's outcome and SLO verdict
+//! (docs/design.md §3.4–§3.6).
+
+use super::*;
+
+/// How a timeline's RP resource and Clusters Service cluster relate;
+/// `rp_in_scope`: the RP is read, so a CS cluster without one is missing it.
+pub fn join_of(timeline: &Timeline, rp_in_scope: bool) -> Option<Join> {
+    if is_provisional(&timeline.cluster_id) {
+        return Some(Join::RpOnly);
+    }
+    let rp = timeline.hops.contains_key(&Hop::RpFrontend);
+    let cs = timeline.hops.contains_key(&Hop::ClustersService);
+    match (rp, cs) {
+        (true, _) => Some(Join::Joined),
+        (false, true) if rp_in_scope => Some(Join::CsWithoutRp),
+        _ => None,
+    }
+}
+
+/// The verdict a provisional timeline got before its join: late when its
+/// RP creation time passed the target before `joined_at`.
+pub(super) fn provisional_verdict(
+    view: &HopView,
+    target: Duration,
+    joined_at: Timestamp,
+) -> Option<SloOutcome> {
+    let created = view.created_at?;
+    (after(created, target) <= joined_at).then_some(SloOutcome::Late)
+}
+
+/// `at + d`, saturating (a deadline past the representable range never comes).
+pub(super) fn after(at: impl Into<Timestamp>, d: Duration) -> Timestamp {
+    let at = at.into();
+    jiff::SignedDuration::try_from(d)
+        .ok()
+        .and_then(|d| at.checked_add(d).ok())
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// When a view's time-driven failure comes due, if it has one.
+pub(super) fn budget_deadline(view: &HopView, budget: Duration) -> Option<Timestamp> {
+    view.fails_after_budget
+        .as_ref()
+        .map(|f| after(f.since, budget))
+}
+
+/// Fail a view whose budget ran out by `now`; true when it changed. The
+/// failure dates from when the budget's clock started (the Degraded
+/// transition), like any upstream `since`.
+pub(super) fn fail_if_due(view: &mut HopView, budget: Duration, now: Timestamp) -> bool {
+    let Some(f) = view.fails_after_budget.as_ref() else {
+        return false;
+    };
+    if view.phase == Phase::Failed || after(f.since, budget) > now {
+        return false;
+    }
+    view.phase = Phase::Failed;
+    view.since = Some(f.since.into());
+    view.error = Some(Box::new(f.error.clone()));
+    true
+}
+
+pub(super) fn queue(
+    deadlines: &mut BinaryHeap<Deadline>,
+    at: Timestamp,
+    cluster_id: &str,
+    due: Due,
+) {
+    deadlines.push(Reverse((at, cluster_id.to_string(), due)));
+}
+
+pub(super) fn elapsed(from: impl Into<Timestamp>, to: impl Into<Timestamp>) -> Duration {
+    let (from, to) = (from.into(), to.into());
+    let ms = to.as_millisecond() - from.as_millisecond();
+    Duration::from_millis(ms.max(0) as u64)
+}
+
+/// Recompute one hop's aggregate after its objects changed.
+/// Take a restored hop's memory (once: the hop's first reading after a restart).
+pub(super) fn recall_hop<'a>(
+    recall: &'a mut Option<&mut Recall>,
+    hop: Hop,
+) -> Option<&'a mut HopMemory> {
+    recall.as_mut()?.hops.get_mut(&hop)
+}
+
+/// Take a restored object's memory (once).
+pub(super) fn recall_object(
+    recall: &mut Option<&mut Recall>,
+    hop: Hop,
+    via: Via,
+    object: &str,
+) -> Option<ObjectMemory> {
+    recall
+        .as_mut()?
+        .objects
+        .remove(&(hop, via, object.to_string()))
+}
+
+/// Recompute one hop's aggregate after its objects changed. `recalled`: the
+/// phase and `since` a previous run remembered for this hop, used when the
+/// hop reads the same phase again with no upstream time of its own.
+pub(super) fn refresh_hop(
+    timeline: &mut Timeline,
+    hop: Hop,
+    observed_at: Timestamp,
+    recalled: Option<(Phase, Timestamp, bool)>,
+    events: &mut Vec<Event>,
+) {
+    let created_at = timeline.created_at.at;
+    let Some(hop_state) = timeline.hops.get_mut(&hop) else {
+        return;
+    };
+    let Some(aggregate) = hop_state.aggregate() else {
+        return;
+    };
+    let phase_changed = aggregate.phase != hop_state.phase || hop_state.state.is_empty();
+    let recalled = recalled
+        .filter(|(phase, _, _)| *phase == aggregate.phase)
+        .map(|(_, at, observed)| TimeMark {
+            at: at.into(),
+            observed,
+        });
+    if phase_changed {
+        hop_state.since = match (aggregate.since, recalled) {
+            (Some(since), _) if !since.observed => since,
+            (_, Some(remembered)) => remembered,
+            (Some(since), None) => since,
+            (None, None) => TimeMark::observed(observed_at),
+        };
+    } else if let Some(since) = aggregate.since
+        && !since.observed
+    {
+        // Upstream refined the time of a phase we already had.
+        hop_state.since = since;
+    }
+    hop_state.via = aggregate.via;
+    hop_state.phase = aggregate.phase;
+    hop_state.state = aggregate.state;
+    if hop_state.phase == Phase::Ready && hop_state.ready_at.is_none() {
+        hop_state.ready_at = Some(hop_state.since.at);
+    }
+    // This hop's readiness may start later hops; the creation start may have
+    // moved since other hops were refreshed.
+    refresh_starts(timeline);
+    let Some(hop_state) = timeline.hops.get_mut(&hop) else {
+        return;
+    };
+    let outcome = match hop_state.phase {
+        Phase::Ready => Some(Outcome::Succeeded),
+        Phase::Failed => Some(Outcome::Failed),
+        _ => None,
+    };
+    if let Some(outcome) = outcome
+        && !hop_state.ended
+    {
+        hop_state.ended = true;
+        let started = hop_state.started_at.unwrap_or(created_at);
+        events.push(Event::HopEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            hop,
+            via: hop_state.via,
+            counted: hop_state.via == Via::Direct,
+            outcome,
+            started: started.into(),
+            ended: hop_state.since.at.max(started).into(),
+        });
+    }
+}
+
+/// Recompute every hop's start. A start falls back on the creation start or
+/// an earlier hop's readiness, and both can move after the hop was last
+/// refreshed (the RP listing after Maestro moves the creation start earlier),
+/// so a start that depended on them would otherwise depend on which source
+/// listed first. Eight hops at most: cheap.
+pub(super) fn refresh_starts(timeline: &mut Timeline) {
+    let created_at = timeline.created_at.at;
+    let hops: Vec<Hop> = timeline.hops.keys().copied().collect();
+    for hop in hops {
+        let previous_ready = previous_ready_at(timeline, hop);
+        if let Some(h) = timeline.hops.get_mut(&hop) {
+            h.started_at = Some(h.created_at().or(previous_ready).unwrap_or(created_at));
+        }
+    }
+}
+
+/// The ready time of the nearest earlier hop on the path, if any.
+pub(super) fn previous_ready_at(timeline: &Timeline, hop: Hop) -> Option<Stamp> {
+    Hop::ALL[..hop.index()]
+        .iter()
+        .rev()
+        .find_map(|h| timeline.hops.get(h).and_then(|s| s.ready_at))
+}
+
+/// Decide completion, failure and cancellation of an in-flight creation.
+pub(super) fn evaluate_creation(
+    timeline: &mut Timeline,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    if !timeline.in_flight() {
+        return;
+    }
+    let started = timeline.created_at.at;
+    let target = config.creation_target;
+    let counted = config.ownership.owns(&timeline.cluster_id);
+
+    if timeline.hops.values().any(|h| h.phase == Phase::Deleting) {
+        timeline.outcome = CreationOutcome::Deleted;
+        return;
+    }
+    if let Some(failed_at) = timeline
+        .hops
+        .values()
+        .filter(|h| h.phase == Phase::Failed)
+        .map(|h| h.since.at)
+        .min()
+    {
+        timeline.outcome = CreationOutcome::Failed;
+        timeline.failed_at = Some(failed_at);
+        events.push(Event::CreationEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            counted,
+            platform: timeline.identity.platform.clone(),
+            outcome: Outcome::Failed,
+            started: started.into(),
+            ended: failed_at.max(started).into(),
+        });
+        if timeline.slo.is_none() {
+            let verdict = if elapsed(started, failed_at) < target {
+                SloOutcome::Failed
+            } else {
+                SloOutcome::Late
+            };
+            timeline.slo = Some(verdict);
+            events.push(Event::Slo {
+                cluster_id: timeline.cluster_id.clone(),
+                counted,
+                outcome: verdict,
+            });
+        }
+        return;
+    }
+    // An RP resource not joined has one hop; it completes when the RP says
+    // Succeeded (RP-only configurations, docs/design.md §4.4).
+    // The RP completes a creation only where Clusters Service joins it to
+    // one: a self-managed hub's HostedCluster, read beside an ARO fleet,
+    // waits for its other terminal hops alone. Known by its management
+    // cluster, not by a hop it lacks: an ARO creation's management hops may
+    // be read before its RP and CS ones (a restart's first sync).
+    let without_rp: Vec<Hop>;
+    let terminal_hops: &[Hop] = if is_provisional(&timeline.cluster_id) {
+        &[Hop::RpFrontend]
+    } else if config.terminal_hops.len() > 1
+        && config.terminal_hops.contains(&Hop::RpFrontend)
+        && config
+            .self_managed_hubs
+            .contains(&timeline.identity.mgmt_cluster)
+    {
+        without_rp = config
+            .terminal_hops
+            .iter()
+            .copied()
+            .filter(|h| *h != Hop::RpFrontend)
+            .collect();
+        &without_rp
+    } else {
+        &config.terminal_hops
+    };
+    let terminal_ready: Option<Vec<Stamp>> = terminal_hops
+        .iter()
+        .map(|hop| {
+            timeline
+                .hops
+                .get(hop)
+                .filter(|h| h.phase == Phase::Ready)
+                .and_then(|h| h.ready_at)
+        })
+        .collect();
+    if let Some(ready_times) = terminal_ready
+        && let Some(completed_at) = ready_times.into_iter().max()
+    {
+        timeline.outcome = CreationOutcome::Succeeded;
+        timeline.completed_at = Some(completed_at);
+        events.push(Event::CreationEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            counted,
+            platform: timeline.identity.platform.clone(),
+            outcome: Outcome::Succeeded,
+            started: started.into(),
+            ended: completed_at.max(started).into(),
+        });
+        if timeline.slo.is_none() {
+            let verdict = if elapsed(started, completed_at) <= target {
+                SloOutcome::Good
+            } else {
+                SloOutcome::Late
+            };
+            timeline.slo = Some(verdict);
+            events.push(Event::Slo {
+                cluster_id: timeline.cluster_id.clone(),
+                counted,
+                outcome: verdict,
+            });
+        }
+    }
+}
