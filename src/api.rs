@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::model::{
-    Condition, CreationOutcome, HopBudgets, HopError, HopP95, Identity, Join, Phase, PodCounts,
+    Condition, CreationOutcome, OperationBudgets, HopError, HopP95, Identity, Join, Phase, PodCounts,
     Replicas, SloOutcome, Stamp, TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
 };
 
@@ -16,7 +16,7 @@ use crate::model::{
 pub struct Judge {
     /// The RP frontend is read (docs/design.md §4.4).
     pub rp_in_scope: bool,
-    pub budgets: HopBudgets,
+    pub budgets: OperationBudgets,
     pub p95: HopP95,
     pub now: Timestamp,
 }

@@ -141,6 +141,8 @@ impl Exporter {
                     terminal_hops: config.terminal_hops(),
                     shard,
                     hop_budgets: config.slo.hop_budgets,
+                    delete_target: config.slo.operations.delete.target,
+                    delete_budgets: config.slo.operations.delete.delete_budgets(),
                     ownership: config.ownership(),
                     rp_in_scope: config.sources.rp_frontend.is_some(),
                     self_managed_hubs: config

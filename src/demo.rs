@@ -250,6 +250,13 @@ pub fn base_config(settings: &DemoSettings, world: &World) -> Config {
     config.slo.creation_target = config.slo.creation_target.div_f64(speed);
     // The world's truth assumes these budgets (the defaults, scaled alike).
     config.slo.hop_budgets = world.hop_budgets();
+    let delete = &mut config.slo.operations.delete;
+    delete.target = delete.target.div_f64(speed);
+    delete.hop_budgets = world
+        .delete_budgets()
+        .iter()
+        .map(|(hop, budget)| (hop, budget.into()))
+        .collect();
     config
 }
 

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
 use crate::clock::Clock;
-use crate::metrics::creation::CreationMetrics;
+use crate::metrics::operations::OperationMetrics;
 use crate::metrics::exporter::ExporterMetrics;
 use crate::metrics::exposition::{self, Format};
 use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
@@ -98,7 +98,7 @@ pub struct Store {
     state: Mutex<State>,
     listeners: parking_lot::RwLock<Vec<Arc<dyn EventListener>>>,
     registry: Registry,
-    creation: CreationMetrics,
+    creation: OperationMetrics,
     exporter: ExporterMetrics,
     render: RenderConfig,
     health: SourceHealth,
@@ -117,13 +117,7 @@ impl Store {
     /// kube), so one `/metrics` shows them all.
     pub fn with_registry(config: StoreConfig, mut registry: Registry) -> Arc<Store> {
         let exporter = ExporterMetrics::register(&mut registry);
-        let target = config.model.creation_target.as_secs_f64();
-        let creation = CreationMetrics::register(
-            &mut registry,
-            target,
-            &config.model.hop_budgets,
-            config.time_scale,
-        );
+        let creation = OperationMetrics::register(&mut registry, &config.model, config.time_scale);
         let health = SourceHealth::new(exporter.clone(), config.clock.clone());
         let rp_in_scope = config.model.rp_in_scope;
         let shard = config.model.shard;
@@ -222,7 +216,7 @@ impl Store {
         for (scope, count) in SCOPES.iter().zip(per_scope) {
             self.creation
                 .tracked_clusters
-                .get_or_create(&crate::metrics::creation::ScopeLabels {
+                .get_or_create(&crate::metrics::operations::ScopeLabels {
                     scope: scope.to_string(),
                 })
                 .set(count);
@@ -406,7 +400,7 @@ impl Store {
     pub fn judge(&self) -> crate::api::Judge {
         crate::api::Judge {
             rp_in_scope: self.rp_in_scope,
-            budgets: self.hop_budgets(),
+            budgets: self.state.lock().fleet.config().budgets(),
             p95: self.creation.hop_p95(),
             now: self.clock.now(),
         }

@@ -78,6 +78,46 @@ pub struct SloConfig {
     /// How long each hop may stay not ready (docs/design.md §3.5); a
     /// never-Available HostedCluster Degraded past its budget is failed.
     pub hop_budgets: HopBudgets,
+    /// Targets and budgets of the operations after creation (creation's are
+    /// the two keys above): `slo.operations.delete` (docs/design.md §15.4).
+    pub operations: OperationsSloConfig,
+}
+
+/// `slo.operations`: one section per operation kind other than creation.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OperationsSloConfig {
+    pub delete: OperationSloConfig,
+}
+
+/// One operation kind's latency target and per-hop budgets. Budgets not
+/// given keep the kind's own defaults (not creation's).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OperationSloConfig {
+    #[serde(with = "humantime_serde")]
+    pub target: Duration,
+    pub hop_budgets: std::collections::BTreeMap<Hop, humantime_serde::Serde<Duration>>,
+}
+
+impl Default for OperationSloConfig {
+    fn default() -> Self {
+        OperationSloConfig {
+            target: Duration::from_secs(1800),
+            hop_budgets: Default::default(),
+        }
+    }
+}
+
+impl OperationSloConfig {
+    /// The deletion's budgets: its defaults with what is configured over them.
+    pub fn delete_budgets(&self) -> HopBudgets {
+        let mut budgets = HopBudgets::deletion_defaults();
+        for (hop, budget) in &self.hop_budgets {
+            budgets.set(*hop, **budget);
+        }
+        budgets
+    }
 }
 
 impl Default for SloConfig {
@@ -86,6 +126,7 @@ impl Default for SloConfig {
             creation_target: Duration::from_secs(1200),
             terminal_hops: Vec::new(),
             hop_budgets: HopBudgets::default(),
+            operations: OperationsSloConfig::default(),
         }
     }
 }

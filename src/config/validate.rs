@@ -42,6 +42,21 @@ impl Config {
                 ));
             }
         }
+        let delete = &self.slo.operations.delete;
+        if delete.target.is_zero() {
+            errors.push(FieldError::new(
+                "slo.operations.delete.target",
+                "must be longer than 0s",
+            ));
+        }
+        for (hop, budget) in &delete.hop_budgets {
+            if budget.is_zero() {
+                errors.push(FieldError::new(
+                    format!("slo.operations.delete.hop_budgets.{hop}"),
+                    "must be longer than 0s",
+                ));
+            }
+        }
         let observable = self.observable_hops();
         let mut seen = BTreeSet::new();
         for (i, hop) in self.slo.terminal_hops.iter().enumerate() {

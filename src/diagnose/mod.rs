@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::api::timeline_json;
 use crate::app::{AppError, Exporter};
 use crate::config::{Config, KubeMode};
-use crate::model::{Hop, Status};
+use crate::model::{Hop, OperationKind, Status};
 use crate::sources::health::SourceStatus;
 use scope::{Known, Target};
 
@@ -82,6 +82,8 @@ pub enum Outcome {
     Stuck = 2,
     Failed = 3,
     Unreadable = 4,
+    /// No operation in flight and a hop regressed since the last ended.
+    Degraded = 5,
 }
 
 impl Report {
@@ -104,6 +106,7 @@ impl Report {
             _ if !self.unreadable.is_empty() => Outcome::Unreadable,
             None => Outcome::Unreadable,
             Some(Status::Stuck) => Outcome::Stuck,
+            Some(Status::Degraded) => Outcome::Degraded,
             Some(Status::AtRisk | Status::InProgress | Status::Deleted) => Outcome::InProgress,
             Some(Status::Ready) => Outcome::Ready,
         }
@@ -366,6 +369,7 @@ async fn run_sources(
         _ => (Known::default(), None),
     };
     let sources = store.source_status();
+    let operation = judged_operation(timeline.as_ref());
     Ok(Run {
         report: Report {
             target: target.to_string(),
@@ -374,6 +378,7 @@ async fn run_sources(
             timeline,
             budgets: judge
                 .budgets
+                .of(operation)
                 .iter()
                 .map(|(hop, d)| (hop, d.as_secs_f64()))
                 .collect(),
@@ -450,12 +455,13 @@ pub async fn from_exporter(base: &url::Url, target: &str) -> Result<Report, Diag
         .as_ref()
         .and_then(|t| t["mgmt_cluster"].as_str())
         .map(str::to_string);
+    let operation = judged_operation(timeline.as_ref());
     Ok(Report {
         target: target.to_string(),
         read_from: base.to_string(),
         checked_at: Timestamp::now(),
         timeline,
-        budgets: budgets_in(&metrics),
+        budgets: budgets_in(&metrics, operation),
         unreadable: unreadable(&sources, mgmt.as_deref()),
     })
 }
@@ -489,17 +495,32 @@ fn source_status_of(v: &Value) -> Option<SourceStatus> {
     })
 }
 
-/// `hcpflow_hop_budget_seconds{hop="…"} N` lines of an exposition.
-fn budgets_in(exposition: &str) -> BTreeMap<Hop, f64> {
+/// `hcpflow_hop_budget_seconds{operation="<operation>",hop="…"} N` lines of
+/// an exposition: the budgets of one operation kind.
+fn budgets_in(exposition: &str, operation: OperationKind) -> BTreeMap<Hop, f64> {
+    let prefix = format!(
+        "hcpflow_hop_budget_seconds{{operation=\"{}\",hop=\"",
+        operation.as_str()
+    );
     exposition
         .lines()
-        .filter_map(|line| line.strip_prefix("hcpflow_hop_budget_seconds{hop=\""))
+        .filter_map(|line| line.strip_prefix(prefix.as_str()))
         .filter_map(|rest| {
             let (hop, rest) = rest.split_once('"')?;
             let value = rest.rsplit(' ').next()?.parse().ok()?;
             Some((Hop::parse(hop)?, value))
         })
         .collect()
+}
+
+/// The operation a served timeline's verdict judged (creation when it says
+/// none: a degraded cluster is judged by creation's budgets).
+fn judged_operation(timeline: Option<&Value>) -> OperationKind {
+    timeline
+        .and_then(|t| t.pointer("/verdict/operation"))
+        .and_then(Value::as_str)
+        .and_then(OperationKind::parse)
+        .unwrap_or(OperationKind::Create)
 }
 
 #[cfg(test)]
@@ -509,13 +530,17 @@ mod tests {
     #[test]
     fn budgets_are_read_from_the_exposition() {
         let text = "# TYPE hcpflow_hop_budget_seconds gauge\n\
-                    hcpflow_hop_budget_seconds{hop=\"maestro_bundle\"} 10.0\n\
-                    hcpflow_hop_budget_seconds{hop=\"node_pool\"} 30\n\
-                    hcpflow_hop_budget_seconds{hop=\"nonsense\"} 1\n";
-        let b = budgets_in(text);
+                    hcpflow_hop_budget_seconds{operation=\"create\",hop=\"maestro_bundle\"} 10.0\n\
+                    hcpflow_hop_budget_seconds{operation=\"create\",hop=\"node_pool\"} 30\n\
+                    hcpflow_hop_budget_seconds{operation=\"delete\",hop=\"node_pool\"} 20\n\
+                    hcpflow_hop_budget_seconds{operation=\"create\",hop=\"nonsense\"} 1\n";
+        let b = budgets_in(text, OperationKind::Create);
         assert_eq!(b.get(&Hop::MaestroBundle), Some(&10.0));
         assert_eq!(b.get(&Hop::NodePool), Some(&30.0));
         assert_eq!(b.len(), 2);
+        let d = budgets_in(text, OperationKind::Delete);
+        assert_eq!(d.get(&Hop::NodePool), Some(&20.0));
+        assert_eq!(d.len(), 1);
     }
 
     fn report(status: Option<&str>, unreadable: bool) -> Report {

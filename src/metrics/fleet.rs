@@ -185,7 +185,22 @@ pub const HOP_FEEDBACK_ERROR: Family<3> = Family::gauge(
     &["hop", "object", "code"],
 );
 
-const FAMILY_COUNT: usize = 11;
+/// `node_pool` and `target_version` stay empty for cluster operations
+/// (node pools and upgrades fill them, docs/design.md §15.5).
+pub const OPERATION_IN_FLIGHT: Family<3> = Family::gauge(
+    11,
+    "hcpflow_operation_in_flight",
+    "One series per operation in flight on the cluster (value 1): create, delete. Cached state refreshed in the background",
+    &["operation", "node_pool", "target_version"],
+);
+pub const OPERATION_STARTED: Family<2> = Family::gauge(
+    12,
+    "hcpflow_operation_started_timestamp_seconds",
+    "Unix time each operation in flight started (upstream time when known). Cached state refreshed in the background",
+    &["operation", "node_pool"],
+);
+
+const FAMILY_COUNT: usize = 13;
 
 /// Every per-cluster family in exposition order: the single source of the
 /// names, types, helps and label sets (docs/metrics.md is checked against it).
@@ -201,6 +216,8 @@ const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
     NODE_POOL_REPLICAS.def(),
     CONTROL_PLANE_PODS.def(),
     HOP_FEEDBACK_ERROR.def(),
+    OPERATION_IN_FLIGHT.def(),
+    OPERATION_STARTED.def(),
 ];
 
 // Each family's id is its place in the list: the per-cluster layout is
@@ -237,9 +254,17 @@ impl Default for RenderConfig {
             // Applied is what HCPManifestWorkNotApplied reads. Keeps a
             // one-pool cluster within 40 series (docs/design.md §5.4).
             (Hop::Manifestwork, list(&["Applied"])),
+            // The two deletion conditions appear only while HyperShift
+            // destroys the cluster: what holds a deletion at the hop.
             (
                 Hop::HostedCluster,
-                list(&["Available", "Progressing", "Degraded"]),
+                list(&[
+                    "Available",
+                    "Progressing",
+                    "Degraded",
+                    "CloudResourcesDestroyed",
+                    "HostedClusterDestroyed",
+                ]),
             ),
             (Hop::ControlPlane, list(&["Available"])),
             (
@@ -591,6 +616,15 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
     if let Some(done) = timeline.completed_at {
         out.sample(&CREATION_COMPLETED, [], &seconds(done));
     }
+    if let Some(operation) = timeline.operation_in_flight() {
+        let started = match timeline.deletion_in_flight() {
+            Some(deletion) => deletion.started_at.at,
+            None => timeline.created_at.at,
+        };
+        let kind = operation.as_str();
+        out.sample(&OPERATION_IN_FLIGHT, [kind, "", ""], "1");
+        out.sample(&OPERATION_STARTED, [kind, ""], &seconds(started));
+    }
 
     for (hop, state) in &timeline.hops {
         let hop_name = hop.as_str();
@@ -809,7 +843,9 @@ mod tests {
         ];
         fleet.apply(batch(false, t(0), observations), t(30));
         let mut timeline = fleet.get("c").unwrap().clone();
+        // Both at once, which no real timeline is, so every family renders.
         timeline.completed_at = Some(t(20).into());
+        timeline.outcome = crate::model::CreationOutcome::InFlight;
         let rendered = render_cluster(&timeline, &RenderConfig::default());
         let mut scratch = String::new();
         let mut left_out = BTreeSet::new();

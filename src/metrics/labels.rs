@@ -4,7 +4,7 @@
 
 use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 
-use crate::model::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
+use crate::model::{ConditionStatus, Hop, OperationKind, Outcome, Phase, SloOutcome, Via};
 
 /// Label values are the snake_case names (the derive would use variant names).
 macro_rules! label_value_by_as_str {
@@ -16,4 +16,12 @@ macro_rules! label_value_by_as_str {
         }
     )*};
 }
-label_value_by_as_str!(Hop, Phase, Via, ConditionStatus, Outcome, SloOutcome);
+label_value_by_as_str!(
+    Hop,
+    Phase,
+    Via,
+    ConditionStatus,
+    Outcome,
+    SloOutcome,
+    OperationKind
+);

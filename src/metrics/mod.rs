@@ -1,7 +1,7 @@
 //! Metric families: the fleet families rendered from the timeline store, and
 //! the exporter's own metrics.
 
-pub mod creation;
+pub mod operations;
 pub mod exporter;
 pub mod exposition;
 pub mod fleet;

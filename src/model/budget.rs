@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::hop::Hop;
+use super::operation::OperationKind;
 
 /// A budget per hop. Defaults and why:
 /// - 30m for `rp_frontend` and `clusters_service`: they stay
@@ -58,6 +59,34 @@ impl Default for HopBudgets {
 }
 
 impl HopBudgets {
+    /// A deletion's budgets, each measured from the hop's own start of
+    /// deleting (docs/design.md §15.4):
+    /// - 20m for `node_pool`: machines drain and their VMs go;
+    /// - 20m for `control_plane`: HyperShift destroys the cloud resources
+    ///   (load balancers, DNS, disks) before it deletes the namespace;
+    /// - 30m for `hosted_cluster`: its finalizer waits for both of those;
+    /// - 15m for `managed_cluster`: detaching takes a few reconciles;
+    /// - 45m for `manifestwork` and `maestro_bundle`: the agent lets them go
+    ///   only once the HostedCluster is gone, so they carry its 30m;
+    /// - 60m for `clusters_service` and `rp_frontend`: they wait for all of
+    ///   it, and the SLO already counts the deletion late at 30m.
+    ///
+    /// The outer hops' budgets exceed the inner ones' so a deletion stuck
+    /// inside is named there first, as a creation's is.
+    pub fn deletion_defaults() -> HopBudgets {
+        const MIN: u64 = 60;
+        HopBudgets {
+            rp_frontend: Duration::from_secs(60 * MIN),
+            clusters_service: Duration::from_secs(60 * MIN),
+            maestro_bundle: Duration::from_secs(45 * MIN),
+            manifestwork: Duration::from_secs(45 * MIN),
+            hosted_cluster: Duration::from_secs(30 * MIN),
+            control_plane: Duration::from_secs(20 * MIN),
+            managed_cluster: Duration::from_secs(15 * MIN),
+            node_pool: Duration::from_secs(20 * MIN),
+        }
+    }
+
     pub fn get(&self, hop: Hop) -> Duration {
         match hop {
             Hop::RpFrontend => self.rp_frontend,
@@ -102,6 +131,32 @@ impl HopBudgets {
 
     pub fn iter(&self) -> impl Iterator<Item = (Hop, Duration)> + '_ {
         Hop::ALL.into_iter().map(|hop| (hop, self.get(hop)))
+    }
+}
+
+/// The hop budgets of every operation kind: what the verdict, the UI and
+/// `diagnose` judge an operation's hops by (docs/design.md §15.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperationBudgets {
+    pub create: HopBudgets,
+    pub delete: HopBudgets,
+}
+
+impl Default for OperationBudgets {
+    fn default() -> Self {
+        OperationBudgets {
+            create: HopBudgets::default(),
+            delete: HopBudgets::deletion_defaults(),
+        }
+    }
+}
+
+impl OperationBudgets {
+    pub fn of(&self, kind: OperationKind) -> &HopBudgets {
+        match kind {
+            OperationKind::Create => &self.create,
+            OperationKind::Delete => &self.delete,
+        }
     }
 }
 

@@ -127,7 +127,7 @@ fn a_merge_before_the_target_counts_the_creation_once_when_it_completes() {
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::CreationEnded { started, ended, .. } => Some((*ended - *started).get_seconds()),
+            Event::OperationEnded { started, ended, .. } => Some((*ended - *started).get_seconds()),
             _ => None,
         })
         .collect();
@@ -290,7 +290,7 @@ fn an_instance_that_does_not_own_a_creation_marks_its_events_uncounted() {
     assert!(
         r.events
             .iter()
-            .any(|e| matches!(e, Event::CreationEnded { counted: false, .. }))
+            .any(|e| matches!(e, Event::OperationEnded { counted: false, .. }))
     );
     // Hop durations: direct readings count, Maestro feedback never does.
     assert!(r.events.iter().any(|e| matches!(

@@ -7,6 +7,7 @@ mod ids;
 mod listener;
 mod memory;
 mod observation;
+mod operation;
 mod quantile;
 mod stamp;
 pub mod testing;
@@ -14,7 +15,7 @@ mod text;
 mod timeline;
 mod verdict;
 
-pub use budget::HopBudgets;
+pub use budget::{HopBudgets, OperationBudgets};
 pub use fleet::{
     ApplyResult, Event, Fleet, Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, follows,
     is_provisional, join_of, provisional_cluster_id, shard_of,
@@ -26,6 +27,9 @@ pub use memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
+};
+pub use operation::{
+    CREATE, DELETE, Flow, HopDone, Operation, OperationHop, OperationKind, OperationOutcome,
 };
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;

@@ -84,6 +84,9 @@ pub struct HopView {
     pub pods: Option<PodCounts>,
     /// A failure that elapsed time alone brings, decided by the model.
     pub fails_after_budget: Option<Box<FailsAfterBudget>>,
+    /// The finalizers holding a deleting object (a HostedCluster's while
+    /// HyperShift destroys its cloud resources); `None` unless deleting.
+    pub finalizers: Option<Box<[Text]>>,
 }
 
 /// "If this object still reads the same when its hop budget has run out since
@@ -117,6 +120,7 @@ impl HopView {
             replicas,
             pods,
             fails_after_budget,
+            finalizers,
         } = view;
         let mut h = DefaultHasher::new();
         if let Some(f) = fails_after_budget {
@@ -127,6 +131,7 @@ impl HopView {
         since.hash(&mut h);
         created_at.hash(&mut h);
         updated_at.hash(&mut h);
+        finalizers.hash(&mut h);
         for c in conditions {
             let Condition {
                 kind,

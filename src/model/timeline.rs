@@ -43,17 +43,8 @@ impl TimeMark {
     }
 }
 
-/// Where a creation stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CreationOutcome {
-    InFlight,
-    Succeeded,
-    Failed,
-    /// Deleted (or being deleted) before it completed: no SLO verdict unless
-    /// it was already late.
-    Deleted,
-}
+/// Where a creation stands: an operation's outcome (docs/design.md §15).
+pub use super::operation::OperationOutcome as CreationOutcome;
 
 /// The identities of one cluster, merged from every hop that knows some.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -407,6 +398,9 @@ pub struct Timeline {
     /// The SLO verdict, once given (counted, or settled silently on first sync).
     pub slo: Option<super::hop::SloOutcome>,
     pub hops: HopMap,
+    /// The cluster's deletion, from its first sign until the cluster is
+    /// gone (docs/design.md §15.3). Boxed: most clusters are not deleting.
+    pub deletion: Option<Box<super::operation::Operation>>,
 }
 
 impl Timeline {
@@ -420,6 +414,7 @@ impl Timeline {
             outcome: CreationOutcome::InFlight,
             slo: None,
             hops: HopMap::default(),
+            deletion: None,
         }
     }
 
@@ -431,7 +426,25 @@ impl Timeline {
         self.hops.get(&hop).map(|h| h.phase)
     }
 
+    /// The creation is in flight.
     pub fn in_flight(&self) -> bool {
         self.outcome == CreationOutcome::InFlight
+    }
+
+    /// The deletion, while it is in flight.
+    pub fn deletion_in_flight(&self) -> Option<&super::operation::Operation> {
+        self.deletion.as_deref().filter(|d| d.in_flight())
+    }
+
+    /// The operation in flight, if any: a deletion ends a creation, so at
+    /// most one is (until node pools and upgrades are operations too).
+    pub fn operation_in_flight(&self) -> Option<super::operation::OperationKind> {
+        if self.deletion_in_flight().is_some() {
+            Some(super::operation::OperationKind::Delete)
+        } else if self.in_flight() {
+            Some(super::operation::OperationKind::Create)
+        } else {
+            None
+        }
     }
 }

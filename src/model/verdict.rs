@@ -7,8 +7,9 @@
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::budget::HopBudgets;
+use super::budget::{HopBudgets, OperationBudgets};
 use super::hop::{ConditionStatus, Hop, Phase};
+use super::operation::{DELETE, OperationKind, OperationOutcome};
 use super::quantile::HopP95;
 use super::stamp::Stamp;
 use super::timeline::{CreationOutcome, HopTimeline, Timeline};
@@ -25,8 +26,13 @@ pub enum Status {
     /// A not-ready hop has taken longer than the fleet's p95 for it, but not
     /// yet its budget.
     AtRisk,
-    /// A hop has been pending, progressing or unknown for at least its budget.
+    /// The operation in flight has waited at a hop for at least its budget
+    /// (a creation: pending, progressing or unknown; a deletion: deleting).
     Stuck,
+    /// No operation is in flight and a hop regressed after the last one
+    /// ended: failed, or not ready past its budget. A health state, not a
+    /// verdict on a finished operation (docs/design.md §15.7).
+    Degraded,
     /// A hop failed.
     Failed,
     /// Deleted before it completed.
@@ -40,17 +46,19 @@ impl Status {
             Status::InProgress => "in_progress",
             Status::AtRisk => "at_risk",
             Status::Stuck => "stuck",
+            Status::Degraded => "degraded",
             Status::Failed => "failed",
             Status::Deleted => "deleted",
         }
     }
 
     /// Every status, best first.
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Ready,
         Status::InProgress,
         Status::AtRisk,
         Status::Stuck,
+        Status::Degraded,
         Status::Failed,
         Status::Deleted,
     ];
@@ -60,10 +68,14 @@ impl Status {
     }
 }
 
-/// The verdict on one creation.
+/// The verdict on one cluster: on its operation in flight, else on the
+/// last one and the cluster's health since.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Verdict {
     pub status: Status,
+    /// The operation judged: the one in flight, else the one that ended
+    /// last; none for a `degraded` cluster, whose operations all ended.
+    pub operation: Option<OperationKind>,
     /// The hop the verdict is about: the failed one, the stuck or at-risk one,
     /// or where an in-flight creation is now. None when ready or deleted.
     pub hop: Option<Hop>,
@@ -177,37 +189,167 @@ pub fn failed_hop(timeline: &Timeline) -> Option<(Hop, &HopTimeline)> {
         .map(|(hop, h)| (*hop, h))
 }
 
-/// The verdict on `timeline` at `now` (docs/design.md §3.9):
+/// The verdict on `timeline` at `now` (docs/design.md §3.9, §15.7). It
+/// judges the operation in flight, else the creation and the cluster's
+/// health since:
+/// - a deletion in flight: `failed` when the RP or Clusters Service failed
+///   it; `stuck` at the first hop on the deletion's flow that has been
+///   deleting for at least its deletion budget (everything after it waits
+///   on it); else `in_progress` at the first hop still deleting;
 /// - deleted before completion: `deleted`;
-/// - a hop failed: `failed`, naming the first hop after Clusters Service to
-///   fail, else Clusters Service, else the RP;
-/// - a hop not ready for at least its budget: `stuck`, naming the deepest
-///   such hop on the path — the RP and Clusters Service stay not ready for as
-///   long as anything after them is, so the deepest stuck hop is the cause;
+/// - a creation that failed: `failed`, naming the first hop after Clusters
+///   Service to fail, else Clusters Service, else the RP;
+/// - a creation in flight with a hop not ready for at least its budget:
+///   `stuck`, naming the deepest such hop on the path — the RP and Clusters
+///   Service stay not ready for as long as anything after them is, so the
+///   deepest stuck hop is the cause;
 /// - in flight with a not-ready hop past the fleet's p95 for it: `at_risk`,
 ///   the deepest such hop;
 /// - in flight otherwise: `in_progress`, at the deepest not-ready hop;
-/// - completed: `ready`.
-pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Timestamp) -> Verdict {
-    let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
-        let since = if status == Status::Failed {
-            h.since.at
-        } else {
-            waiting_since(h)
-        };
-        Verdict {
-            status,
-            hop: Some(hop),
-            since: Some(since.into()),
-            elapsed_seconds: Some(seconds(since, now)),
-            budget_seconds: Some(budgets.get(hop).as_secs_f64()),
-            p95_seconds: p95.get(hop),
-            reason,
+/// - completed, and a hop failed or not ready past its budget since:
+///   `degraded` at that hop — never `stuck`, no operation being in flight;
+/// - completed otherwise: `ready`.
+pub fn verdict(
+    timeline: &Timeline,
+    budgets: &OperationBudgets,
+    p95: &HopP95,
+    now: Timestamp,
+) -> Verdict {
+    if let Some(deletion) = timeline.deletion.as_deref()
+        && matches!(
+            deletion.outcome,
+            OperationOutcome::InFlight | OperationOutcome::Failed
+        )
+    {
+        return deletion_verdict(timeline, &budgets.delete, now);
+    }
+    creation_verdict(timeline, &budgets.create, p95, now)
+}
+
+fn about(
+    operation: Option<OperationKind>,
+    status: Status,
+    hop: Hop,
+    h: &HopTimeline,
+    budget: &HopBudgets,
+    p95: Option<f64>,
+    now: Timestamp,
+    reason: String,
+) -> Verdict {
+    let since = if matches!(status, Status::Failed) || h.phase == Phase::Failed {
+        h.since.at
+    } else {
+        waiting_since(h)
+    };
+    Verdict {
+        status,
+        operation,
+        hop: Some(hop),
+        since: Some(since.into()),
+        elapsed_seconds: Some(seconds(since, now)),
+        budget_seconds: Some(budget.get(hop).as_secs_f64()),
+        p95_seconds: p95,
+        reason,
+    }
+}
+
+/// A deletion in flight or failed: judged along its flow.
+fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -> Verdict {
+    let op = Some(OperationKind::Delete);
+    let failed = timeline.deletion.as_deref().is_some_and(|d| d.outcome == OperationOutcome::Failed);
+    if failed
+        && let Some((hop, h)) = [Hop::ClustersService, Hop::RpFrontend]
+            .into_iter()
+            .find_map(|hop| timeline.hop(hop).filter(|h| h.phase == Phase::Failed).map(|h| (hop, h)))
+    {
+        let reason = format!(
+            "deletion failed at {hop} {} ago: {}",
+            human(seconds(h.since.at, now)),
+            explain(h)
+        );
+        return about(op, Status::Failed, hop, h, budgets, None, now, reason);
+    }
+    let deleting: Vec<(Hop, &HopTimeline)> = DELETE
+        .hops
+        .iter()
+        .filter_map(|hop| timeline.hop(*hop).map(|h| (*hop, h)))
+        .filter(|(_, h)| DELETE.waits_in(h.phase))
+        .collect();
+    let waited = |h: &HopTimeline| seconds(h.since.at, now);
+    if let Some(&(hop, h)) = deleting
+        .iter()
+        .find(|(hop, h)| waited(h) >= budgets.get(*hop).as_secs_f64())
+    {
+        let reason = format!(
+            "deletion stuck at {hop} for {} (budget {}): {}",
+            human(waited(h)),
+            human(budgets.get(hop).as_secs_f64()),
+            explain_deletion(h)
+        );
+        return about(op, Status::Stuck, hop, h, budgets, None, now, reason);
+    }
+    // Not deleting yet, but still there: the first such hop on the flow.
+    let present = || {
+        DELETE
+            .hops
+            .iter()
+            .find_map(|hop| timeline.hop(*hop).map(|h| (*hop, h)))
+    };
+    match deleting.first().copied().or_else(present) {
+        Some((hop, h)) => {
+            let reason = format!(
+                "deletion in progress at {hop} for {} (budget {}): {}",
+                human(waited(h)),
+                human(budgets.get(hop).as_secs_f64()),
+                explain_deletion(h)
+            );
+            let mut v = about(op, Status::InProgress, hop, h, budgets, None, now, reason);
+            v.since = Some(h.since.at.into());
+            v.elapsed_seconds = Some(waited(h));
+            v
         }
+        None => Verdict {
+            status: Status::InProgress,
+            operation: op,
+            hop: None,
+            since: None,
+            elapsed_seconds: None,
+            budget_seconds: None,
+            p95_seconds: None,
+            reason: "deletion in progress".to_string(),
+        },
+    }
+}
+
+/// What holds a hop's deletion: HyperShift's finalizers and deletion
+/// conditions when the view carries them, else the hop's own explanation.
+fn explain_deletion(h: &HopTimeline) -> String {
+    let finalizers: Vec<&str> = h
+        .effective_objects()
+        .flat_map(|(_, o)| o.view.finalizers.iter().flatten().map(|f| &**f))
+        .collect();
+    let mut out = explain(h);
+    if !finalizers.is_empty() {
+        out.push_str(&format!("; finalizers {}", finalizers.join(", ")));
+    }
+    out
+}
+
+fn creation_verdict(
+    timeline: &Timeline,
+    budgets: &HopBudgets,
+    p95: &HopP95,
+    now: Timestamp,
+) -> Verdict {
+    let op = Some(OperationKind::Create);
+    let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
+        let operation = if status == Status::Degraded { None } else { op };
+        about(operation, status, hop, h, budgets, p95.get(hop), now, reason)
     };
     if timeline.outcome == CreationOutcome::Deleted {
         return Verdict {
             status: Status::Deleted,
+            operation: op,
             hop: None,
             since: None,
             elapsed_seconds: None,
@@ -216,7 +358,16 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
             reason: "deleted before it completed".to_string(),
         };
     }
+    let completed = timeline.outcome == CreationOutcome::Succeeded;
     if let Some((hop, h)) = failed_hop(timeline) {
+        if completed {
+            let reason = format!(
+                "degraded: {hop} failed {} ago, after the creation completed: {}",
+                human(seconds(h.since.at, now)),
+                explain(h)
+            );
+            return about(Status::Degraded, hop, h, reason);
+        }
         let reason = format!(
             "failed at {hop} {} ago: {}",
             human(seconds(h.since.at, now)),
@@ -252,6 +403,15 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         .rev()
         .find(|(hop, h)| elapsed(h) >= budgets.get(*hop).as_secs_f64())
     {
+        if completed {
+            let reason = format!(
+                "degraded: {hop} not ready for {} (budget {}), after the creation completed: {}",
+                human(elapsed(h)),
+                human(budgets.get(hop).as_secs_f64()),
+                explain(h)
+            );
+            return about(Status::Degraded, hop, h, reason);
+        }
         let reason = format!(
             "stuck at {hop} for {} (budget {}): {}",
             human(elapsed(h)),
@@ -270,6 +430,7 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         };
         return Verdict {
             status: Status::Ready,
+            operation: op,
             hop: None,
             since: timeline.completed_at.map(Into::into),
             elapsed_seconds: None,
@@ -304,6 +465,7 @@ pub fn verdict(timeline: &Timeline, budgets: &HopBudgets, p95: &HopP95, now: Tim
         }
         None => Verdict {
             status: Status::InProgress,
+            operation: op,
             hop: None,
             since: Some(timeline.created_at.at.into()),
             elapsed_seconds: Some(seconds(timeline.created_at.at, now)),
@@ -338,7 +500,7 @@ mod tests {
         });
         fleet.apply(batch(false, t(0), observations), t(0));
         let timeline = fleet.get("c1").unwrap();
-        verdict(timeline, &HopBudgets::default(), &p95, now)
+        verdict(timeline, &OperationBudgets::default(), &p95, now)
     }
 
     fn cs() -> Obs {
@@ -451,7 +613,7 @@ mod tests {
                 reason: "completed in 12m",
             },
             Case {
-                name: "completed, then a hop not ready past its budget: stuck",
+                name: "completed, then a hop not ready past its budget: degraded, not stuck",
                 observations: vec![
                     obs("c1", Hop::HostedCluster)
                         .state("Available", Phase::Ready)
@@ -464,9 +626,27 @@ mod tests {
                 ],
                 p95: HopP95::default(),
                 now: t(15),
-                want: Status::Stuck,
+                want: Status::Degraded,
                 hop: Some(Hop::ManagedCluster),
-                reason: "stuck at managed_cluster for 15m (budget 15m): ManagedClusterJoined=False",
+                reason: "degraded: managed_cluster not ready for 15m (budget 15m), after the creation completed: ManagedClusterJoined=False",
+            },
+            Case {
+                name: "the same, one step before the budget: ready",
+                observations: vec![
+                    obs("c1", Hop::HostedCluster)
+                        .state("Available", Phase::Ready)
+                        .created(t(0))
+                        .since(t(0)),
+                    obs("c1", Hop::ManagedCluster)
+                        .state("NotJoined", Phase::Pending)
+                        .since(t(0))
+                        .condition("ManagedClusterJoined", ConditionStatus::False, "", t(0)),
+                ],
+                p95: HopP95::default(),
+                now: t(14),
+                want: Status::Ready,
+                hop: None,
+                reason: "completed in 0s",
             },
         ];
         for case in cases {
@@ -475,6 +655,61 @@ mod tests {
             assert_eq!(v.hop, case.hop, "{}", case.name);
             assert_eq!(v.reason, case.reason, "{}", case.name);
         }
+    }
+
+    /// A cluster deleted hop by hop: the deletion is judged along its flow,
+    /// by the deletion's budgets (HostedCluster 30m), at the first hop of
+    /// the flow still deleting.
+    #[test]
+    fn a_deletion_is_judged_at_the_first_hop_of_its_flow_still_deleting() {
+        let deleting = |hop: Hop, state: &str| obs("c1", hop).state(state, Phase::Deleting).since(t(0));
+        let at = |now: Timestamp| {
+            judge(
+                vec![
+                    deleting(Hop::ClustersService, "uninstalling"),
+                    deleting(Hop::MaestroBundle, "Deleting"),
+                    deleting(Hop::HostedCluster, "deleting").condition(
+                        "CloudResourcesDestroyed",
+                        ConditionStatus::False,
+                        "RemainingCloudResources",
+                        t(0),
+                    ),
+                ],
+                HopP95::default(),
+                now,
+            )
+        };
+        let before = at(t(29));
+        assert_eq!(before.status, Status::InProgress, "{before:?}");
+        assert_eq!(before.operation, Some(OperationKind::Delete));
+        assert_eq!(before.hop, Some(Hop::HostedCluster));
+        let past = at(t(30));
+        assert_eq!(past.status, Status::Stuck, "{past:?}");
+        assert_eq!(past.hop, Some(Hop::HostedCluster));
+        assert_eq!(past.budget_seconds, Some(1800.0));
+        assert_eq!(
+            past.reason,
+            "deletion stuck at hosted_cluster for 30m (budget 30m): CloudResourcesDestroyed=False, reason RemainingCloudResources"
+        );
+    }
+
+    #[test]
+    fn a_clusters_service_error_during_deletion_fails_the_deletion() {
+        let mut fleet = Fleet::new(ModelConfig::default());
+        let cs = |state: &str, phase: Phase, at: i64| {
+            obs("c1", Hop::ClustersService).state(state, phase).since(t(at))
+        };
+        fleet.apply(batch(false, t(0), vec![cs("ready", Phase::Ready, 0)]), t(0));
+        fleet.apply(batch(false, t(1), vec![cs("uninstalling", Phase::Deleting, 1)]), t(1));
+        fleet.apply(
+            batch(false, t(5), vec![cs("error", Phase::Failed, 5).error("OCM3999", "uninstall failed")]),
+            t(5),
+        );
+        let v = verdict(fleet.get("c1").unwrap(), &OperationBudgets::default(), &HopP95::default(), t(6));
+        assert_eq!(v.status, Status::Failed, "{v:?}");
+        assert_eq!(v.operation, Some(OperationKind::Delete));
+        assert_eq!(v.hop, Some(Hop::ClustersService));
+        assert_eq!(v.reason, "deletion failed at clusters_service 1m ago: OCM3999: uninstall failed");
     }
 
     #[test]

@@ -187,6 +187,11 @@ impl World {
         crate::model::HopBudgets::default().scaled(self.inner.cfg.speed)
     }
 
+    /// The deletion's hop budgets the truth assumes, scaled alike.
+    pub fn delete_budgets(&self) -> crate::model::HopBudgets {
+        crate::model::HopBudgets::deletion_defaults().scaled(self.inner.cfg.speed)
+    }
+
     /// How long a never-Available HostedCluster may stay Degraded before the
     /// exporter calls it failed: its hop budget.
     pub fn kube_degraded_budget(&self) -> Duration {

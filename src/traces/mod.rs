@@ -1,6 +1,6 @@
-//! One OpenTelemetry trace per cluster creation (docs/design.md §7).
+//! One OpenTelemetry trace per operation (docs/design.md §7, §15.6).
 //!
-//! Ids are derived from the cluster id, so every instance and every restart
+//! Ids are derived from the operation's key, so every instance and every restart
 //! agrees on them and spans from the service and management sides land in one
 //! trace without coordination. [`CreationTracer`] hears the store's events,
 //! builds spans from the timeline under the store lock, and hands them to a
@@ -10,7 +10,9 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::model::{CreationOutcome, Event, EventListener, Fleet, Hop, Outcome, Via};
+use crate::model::{
+    CreationOutcome, Event, EventListener, Fleet, Hop, OperationKind, OperationOutcome, Outcome, Via,
+};
 
 pub mod config;
 pub mod export;
@@ -117,11 +119,11 @@ impl CreationTracer {
         self.queue.shutdown();
     }
 
-    /// True the first time a span is claimed for this cluster.
-    fn claim(&self, cluster_id: &str, hop: Option<Hop>, via: Via) -> bool {
+    /// True the first time a span is claimed for this operation (its key).
+    fn claim(&self, key: &str, hop: Option<Hop>, via: Via) -> bool {
         let bit = span_bit(hop, via);
         let mut exported = self.exported.lock();
-        let mask = exported.entry(cluster_id.to_string()).or_default();
+        let mask = exported.entry(key.to_string()).or_default();
         let first = *mask & bit == 0;
         *mask |= bit;
         first
@@ -131,6 +133,7 @@ impl CreationTracer {
         match event {
             Event::HopEnded {
                 cluster_id,
+                operation,
                 hop,
                 via,
                 outcome,
@@ -140,33 +143,45 @@ impl CreationTracer {
             } => {
                 let timeline = fleet.get(cluster_id);
                 let via = *via;
-                if self.claim(cluster_id, Some(*hop), via) {
+                if self.claim(&operation.key(cluster_id), Some(*hop), via) {
                     let end = HopEnd {
+                        operation: *operation,
                         hop: *hop,
                         outcome: *outcome,
                         started: *started,
                         ended: *ended,
                     };
-                    self.queue.push(hop_span(cluster_id, timeline, end));
+                    self.queue.push(hop_span(cluster_id, timeline, end, via));
                 }
             }
-            Event::CreationEnded {
+            Event::OperationEnded {
                 cluster_id,
+                operation,
                 outcome,
                 started,
                 ended,
                 ..
             } => {
+                // A deletion that succeeded took its timeline with it: its
+                // root comes with the removal, from the last timeline.
                 let Some(timeline) = fleet.get(cluster_id) else {
                     return;
                 };
-                if self.options.root_spans && self.claim(cluster_id, None, Via::Direct) {
+                if self.options.root_spans
+                    && self.claim(&operation.key(cluster_id), None, Via::Direct)
+                {
                     let end = match outcome {
                         Outcome::Succeeded => CreationEnd::Succeeded,
                         Outcome::Failed => CreationEnd::Failed,
                     };
-                    self.queue
-                        .push(root_span(cluster_id, timeline, end, *started, *ended));
+                    self.queue.push(root_span(
+                        *operation,
+                        cluster_id,
+                        timeline,
+                        end,
+                        *started,
+                        *ended,
+                    ));
                 }
             }
             Event::ClusterRemoved {
@@ -174,26 +189,53 @@ impl CreationTracer {
                 in_flight,
                 last,
             } => {
+                let deletion = last.deletion.as_deref();
                 // A deletion first turns an in-flight creation `Deleted`, then
                 // removes it: both mean it never completed.
                 let unfinished = *in_flight || last.outcome == CreationOutcome::Deleted;
-                if unfinished
-                    && self.options.root_spans
-                    && self.claim(cluster_id, None, Via::Direct)
+                if unfinished && self.options.root_spans && self.claim(cluster_id, None, Via::Direct)
                 {
-                    // The removed timeline keeps no hop times; the deletion
-                    // is dated by when the exporter saw it.
+                    // Ended by the deletion's start; without one, when the
+                    // exporter saw it go.
                     let started = last.created_at.at.timestamp();
-                    let ended = jiff::Timestamp::now().max(started);
-                    let mut span =
-                        root_span(cluster_id, last, CreationEnd::Deleted, started, ended);
-                    span.attributes.push(opentelemetry::KeyValue::new(
-                        "hcp.creation.end_observed",
-                        true,
-                    ));
+                    let ended = deletion
+                        .map_or_else(jiff::Timestamp::now, |d| d.started_at.at.timestamp())
+                        .max(started);
+                    let mut span = root_span(
+                        OperationKind::Create,
+                        cluster_id,
+                        last,
+                        CreationEnd::Deleted,
+                        started,
+                        ended,
+                    );
+                    if deletion.is_none() {
+                        span.attributes.push(opentelemetry::KeyValue::new(
+                            "hcp.creation.end_observed",
+                            true,
+                        ));
+                    }
                     self.queue.push(span);
                 }
-                self.exported.lock().remove(cluster_id);
+                let delete_key = OperationKind::Delete.key(cluster_id);
+                if let Some(d) = deletion
+                    && d.outcome == OperationOutcome::Succeeded
+                    && let Some(ended) = d.ended_at
+                    && self.options.root_spans
+                    && self.claim(&delete_key, None, Via::Direct)
+                {
+                    self.queue.push(root_span(
+                        OperationKind::Delete,
+                        cluster_id,
+                        last,
+                        CreationEnd::Succeeded,
+                        d.started_at.at.timestamp(),
+                        ended.timestamp(),
+                    ));
+                }
+                let mut exported = self.exported.lock();
+                exported.remove(cluster_id);
+                exported.remove(&delete_key);
             }
             Event::Slo { .. } => {}
         }

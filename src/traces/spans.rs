@@ -1,4 +1,5 @@
-//! Creation spans built from a cluster's timeline: pure, no clock, no I/O.
+//! Operation spans built from a cluster's timeline: pure, no clock, no I/O.
+//! Ids come from the operation's key (docs/design.md §7, §15.6).
 
 use std::borrow::Cow;
 use std::time::SystemTime;
@@ -11,11 +12,11 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
 use crate::model::{
-    ConditionStatus, Hop, HopTimeline, Outcome, Timeline, Via, span_id_of, trace_id,
+    ConditionStatus, Hop, HopTimeline, OperationKind, Outcome, Timeline, Via, span_id_of, trace_id,
 };
 
-/// The root span's name.
-pub const ROOT_SPAN_NAME: &str = "hcp.cluster.create";
+/// The creation's root span name (each flow names its own root).
+pub const ROOT_SPAN_NAME: &str = crate::model::CREATE.root_span;
 
 /// Messages are free text from upstream; a span carries a bounded slice.
 const MAX_MESSAGE_LEN: usize = 512;
@@ -55,9 +56,9 @@ fn scope() -> InstrumentationScope {
         .build()
 }
 
-fn context(cluster_id: &str, span: [u8; 8]) -> SpanContext {
+fn context(key: &str, span: [u8; 8]) -> SpanContext {
     SpanContext::new(
-        TraceId::from_bytes(trace_id(cluster_id)),
+        TraceId::from_bytes(trace_id(key)),
         SpanId::from_bytes(span),
         TraceFlags::SAMPLED,
         false,
@@ -77,8 +78,15 @@ fn bounded(s: &str) -> String {
 }
 
 /// `hcp.cluster.id` and the identities the timeline knows (empty ones left out).
-fn identity_attributes(cluster_id: &str, timeline: Option<&Timeline>) -> Vec<KeyValue> {
-    let mut attributes = vec![KeyValue::new("hcp.cluster.id", cluster_id.to_string())];
+fn identity_attributes(
+    operation: OperationKind,
+    cluster_id: &str,
+    timeline: Option<&Timeline>,
+) -> Vec<KeyValue> {
+    let mut attributes = vec![
+        KeyValue::new("hcp.cluster.id", cluster_id.to_string()),
+        KeyValue::new("hcp.operation", operation.as_str()),
+    ];
     if let Some(timeline) = timeline {
         let identity = &timeline.identity;
         for (key, value) in [
@@ -119,19 +127,29 @@ fn error_status(code: &str, message: &str) -> Status {
 /// What a hop span needs from the event that ended it.
 #[derive(Clone, Copy, Debug)]
 pub struct HopEnd {
+    pub operation: OperationKind,
     pub hop: Hop,
     pub outcome: Outcome,
     pub started: Timestamp,
     pub ended: Timestamp,
 }
 
-/// The child span of one hop: from the hop's start to the time it became
-/// ready or failed (both upstream times), with its condition changes inside
-/// that window as events.
-pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd) -> SpanData {
-    let hop_state = timeline.and_then(|t| t.hop(end.hop));
-    let via = hop_state.map_or(Via::Direct, |h| h.via);
-    let mut attributes = identity_attributes(cluster_id, timeline);
+/// The child span of one hop: from the hop's start to the time it was done
+/// (a creation's: ready; a deletion's: gone) or failed, with its condition
+/// changes inside that window as events. A deletion's hop is gone when its
+/// span ends, so it carries what the event says and the view `via`.
+pub fn hop_span(
+    cluster_id: &str,
+    timeline: Option<&Timeline>,
+    end: HopEnd,
+    via: Via,
+) -> SpanData {
+    let key = end.operation.key(cluster_id);
+    let hop_state = timeline
+        .filter(|_| end.operation == OperationKind::Create)
+        .and_then(|t| t.hop(end.hop));
+    let via = hop_state.map_or(via, |h| h.via);
+    let mut attributes = identity_attributes(end.operation, cluster_id, timeline);
     attributes.push(KeyValue::new("hcp.hop", end.hop.as_str()));
     attributes.push(KeyValue::new("hcp.hop.via", via.as_str()));
     attributes.push(KeyValue::new("hcp.hop.outcome", end.outcome.as_str()));
@@ -155,8 +173,8 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd) -> S
         status = Status::error("failed");
     }
     SpanData {
-        span_context: context(cluster_id, span_id_of(cluster_id, Some(end.hop), via)),
-        parent_span_id: SpanId::from_bytes(span_id_of(cluster_id, None, Via::Direct)),
+        span_context: context(&key, span_id_of(&key, Some(end.hop), via)),
+        parent_span_id: SpanId::from_bytes(span_id_of(&key, None, Via::Direct)),
         parent_span_is_remote: false,
         span_kind: SpanKind::Internal,
         name: Cow::Owned(hop_span_name(end.hop, via)),
@@ -217,22 +235,37 @@ fn condition_events(hop: &HopTimeline, from: Timestamp, to: Timestamp) -> Vec<Sp
     events
 }
 
-/// The root span of a creation, from its earliest upstream creation time to
-/// completion, failure or deletion.
+/// The root span of an operation, from its start (a creation's earliest
+/// upstream creation time, a deletion's first sign) to its end.
 pub fn root_span(
+    operation: OperationKind,
     cluster_id: &str,
     timeline: &Timeline,
     end: CreationEnd,
     started: Timestamp,
     ended: Timestamp,
 ) -> SpanData {
-    let mut attributes = identity_attributes(cluster_id, Some(timeline));
-    attributes.push(KeyValue::new("hcp.creation.outcome", end.as_str()));
-    if let Some(slo) = timeline.slo {
+    let key = operation.key(cluster_id);
+    let mut attributes = identity_attributes(operation, cluster_id, Some(timeline));
+    attributes.push(KeyValue::new("hcp.operation.outcome", end.as_str()));
+    let (slo, start_observed) = match operation {
+        OperationKind::Create => {
+            attributes.push(KeyValue::new("hcp.creation.outcome", end.as_str()));
+            (timeline.slo, timeline.created_at.observed)
+        }
+        OperationKind::Delete => match timeline.deletion.as_deref() {
+            Some(d) => (d.slo, d.started_at.observed),
+            None => (None, true),
+        },
+    };
+    if let Some(slo) = slo {
         attributes.push(KeyValue::new("hcp.slo.outcome", slo.as_str()));
     }
-    if timeline.created_at.observed {
-        attributes.push(KeyValue::new("hcp.creation.start_observed", true));
+    if start_observed {
+        attributes.push(KeyValue::new("hcp.operation.start_observed", true));
+        if operation == OperationKind::Create {
+            attributes.push(KeyValue::new("hcp.creation.start_observed", true));
+        }
     }
     let mut status = Status::Unset;
     if end == CreationEnd::Failed {
@@ -249,11 +282,11 @@ pub fn root_span(
         }
     }
     SpanData {
-        span_context: context(cluster_id, span_id_of(cluster_id, None, Via::Direct)),
+        span_context: context(&key, span_id_of(&key, None, Via::Direct)),
         parent_span_id: SpanId::INVALID,
         parent_span_is_remote: false,
         span_kind: SpanKind::Internal,
-        name: Cow::Borrowed(ROOT_SPAN_NAME),
+        name: Cow::Borrowed(operation.flow().root_span),
         start_time: system_time(started),
         end_time: system_time(ended.max(started)),
         attributes,

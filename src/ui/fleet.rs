@@ -104,7 +104,10 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
         phase: at.map(|h| h.phase),
         hop_since,
         at_hop_seconds: hop_since.map(|since| seconds_between(since, now)),
-        budget_seconds: hop.map(|h| judge.budgets.get(h).as_secs_f64()),
+        budget_seconds: hop.map(|h| {
+            let kind = verdict.operation.unwrap_or(crate::model::OperationKind::Create);
+            judge.budgets.of(kind).get(h).as_secs_f64()
+        }),
         error,
         verdict,
     }

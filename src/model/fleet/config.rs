@@ -16,6 +16,10 @@ pub struct ModelConfig {
     pub shard: Option<(u32, u32)>,
     /// How long each hop may stay not ready; time-driven phases use them.
     pub hop_budgets: HopBudgets,
+    /// A deletion ending within this is good (docs/design.md §15.4).
+    pub delete_target: Duration,
+    /// How long each hop of a deletion may stay deleting.
+    pub delete_budgets: HopBudgets,
     /// Which creations this instance counts (docs/design.md §8.2).
     pub ownership: Ownership,
     /// The RP frontend is read: a Clusters Service cluster without an RP
@@ -24,6 +28,24 @@ pub struct ModelConfig {
     /// Management clusters that are self-managed MCE hubs: their creations
     /// are never joined by the RP, so it is no terminal hop of theirs.
     pub self_managed_hubs: Vec<String>,
+}
+
+impl ModelConfig {
+    /// The latency target of an operation kind.
+    pub fn target(&self, kind: OperationKind) -> Duration {
+        match kind {
+            OperationKind::Create => self.creation_target,
+            OperationKind::Delete => self.delete_target,
+        }
+    }
+
+    /// Every operation kind's hop budgets.
+    pub fn budgets(&self) -> OperationBudgets {
+        OperationBudgets {
+            create: self.hop_budgets,
+            delete: self.delete_budgets,
+        }
+    }
 }
 
 /// Which timelines feed this instance's SLO events and creation durations,
@@ -96,6 +118,8 @@ impl Default for ModelConfig {
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: HopBudgets::default(),
+            delete_target: Duration::from_secs(1800),
+            delete_budgets: HopBudgets::deletion_defaults(),
             ownership: Ownership::ALL,
             rp_in_scope: false,
             self_managed_hubs: Vec::new(),

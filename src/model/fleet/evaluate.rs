@@ -154,13 +154,16 @@ pub(super) fn refresh_hop(
         Phase::Failed => Some(Outcome::Failed),
         _ => None,
     };
+    // A hop failing while its cluster is deleted ends no creation hop.
     if let Some(outcome) = outcome
         && !hop_state.ended
+        && timeline.deletion.is_none()
     {
         hop_state.ended = true;
         let started = hop_state.started_at.unwrap_or(created_at);
         events.push(Event::HopEnded {
             cluster_id: timeline.cluster_id.clone(),
+            operation: OperationKind::Create,
             hop,
             via: hop_state.via,
             counted: hop_state.via == Via::Direct,
@@ -221,8 +224,9 @@ pub(super) fn evaluate_creation(
     {
         timeline.outcome = CreationOutcome::Failed;
         timeline.failed_at = Some(failed_at);
-        events.push(Event::CreationEnded {
+        events.push(Event::OperationEnded {
             cluster_id: timeline.cluster_id.clone(),
+            operation: OperationKind::Create,
             counted,
             platform: timeline.identity.platform.clone(),
             outcome: Outcome::Failed,
@@ -238,6 +242,7 @@ pub(super) fn evaluate_creation(
             timeline.slo = Some(verdict);
             events.push(Event::Slo {
                 cluster_id: timeline.cluster_id.clone(),
+                operation: OperationKind::Create,
                 counted,
                 outcome: verdict,
             });
@@ -285,8 +290,9 @@ pub(super) fn evaluate_creation(
     {
         timeline.outcome = CreationOutcome::Succeeded;
         timeline.completed_at = Some(completed_at);
-        events.push(Event::CreationEnded {
+        events.push(Event::OperationEnded {
             cluster_id: timeline.cluster_id.clone(),
+            operation: OperationKind::Create,
             counted,
             platform: timeline.identity.platform.clone(),
             outcome: Outcome::Succeeded,
@@ -302,9 +308,165 @@ pub(super) fn evaluate_creation(
             timeline.slo = Some(verdict);
             events.push(Event::Slo {
                 cluster_id: timeline.cluster_id.clone(),
+                operation: OperationKind::Create,
                 counted,
                 outcome: verdict,
             });
         }
+    }
+}
+
+/// Start, advance and fail a cluster's deletion (docs/design.md §15.3). It
+/// starts at the earliest sign on any hop (a hop deleting: RP `Deleting`, CS
+/// `uninstalling`, a bundle's `deleted_at`, a `deletionTimestamp`), dated by
+/// the upstream time the hop entered it; it fails when the RP or Clusters
+/// Service fails after it began. Returns the SLO deadline of a deletion it
+/// started, for the caller to queue.
+pub(super) fn evaluate_deletion(
+    timeline: &mut Timeline,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) -> Option<Timestamp> {
+    let mut started_now = None;
+    if timeline.deletion.is_none() {
+        let deleting = || {
+            timeline
+                .hops
+                .values()
+                .filter(|h| h.phase == Phase::Deleting)
+                .map(|h| h.since)
+        };
+        // The earliest upstream time; the exporter's own only without one.
+        let start = deleting()
+            .filter(|m| !m.observed)
+            .min_by_key(|m| m.at)
+            .or_else(|| deleting().min_by_key(|m| m.at))?;
+        timeline.deletion = Some(Box::new(Operation::new(OperationKind::Delete, start)));
+        started_now = Some(after(start.at, config.delete_target));
+    }
+    let counted = config.ownership.owns(&timeline.cluster_id);
+    let cluster_id = timeline.cluster_id.clone();
+    let platform = timeline.identity.platform.clone();
+    let Some(deletion) = timeline.deletion.as_deref_mut() else {
+        return started_now;
+    };
+    if !deletion.in_flight() {
+        return started_now;
+    }
+    for (hop, h) in timeline.hops.iter() {
+        if h.phase == Phase::Deleting {
+            deletion.reached(*hop, h.since.at);
+        }
+    }
+    let started = deletion.started_at.at;
+    let failed_at = timeline
+        .hops
+        .iter()
+        .filter(|(hop, h)| {
+            matches!(hop, Hop::RpFrontend | Hop::ClustersService)
+                && h.phase == Phase::Failed
+                && h.since.at >= started
+        })
+        .map(|(_, h)| h.since.at)
+        .min();
+    if let Some(failed_at) = failed_at {
+        deletion.outcome = OperationOutcome::Failed;
+        deletion.ended_at = Some(failed_at);
+        events.push(Event::OperationEnded {
+            cluster_id: cluster_id.clone(),
+            operation: OperationKind::Delete,
+            counted,
+            platform,
+            outcome: Outcome::Failed,
+            started: started.into(),
+            ended: failed_at.into(),
+        });
+        if deletion.slo.is_none() {
+            let verdict = if elapsed(started, failed_at) < config.delete_target {
+                SloOutcome::Failed
+            } else {
+                SloOutcome::Late
+            };
+            deletion.slo = Some(verdict);
+            events.push(Event::Slo {
+                cluster_id,
+                operation: OperationKind::Delete,
+                counted,
+                outcome: verdict,
+            });
+        }
+    }
+    started_now
+}
+
+/// A hop's last object is gone while its cluster is deleted: the deletion
+/// is done there (when the exporter saw it: upstream dates no
+/// disappearance).
+pub(super) fn deletion_hop_gone(
+    timeline: &mut Timeline,
+    hop: Hop,
+    via: Via,
+    at: Timestamp,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    let counted = config.ownership.owns(&timeline.cluster_id) && via == Via::Direct;
+    let cluster_id = timeline.cluster_id.clone();
+    let Some(deletion) = timeline.deletion.as_deref_mut().filter(|d| d.in_flight()) else {
+        return;
+    };
+    if let Some(started) = deletion.done(hop, at.into()) {
+        events.push(Event::HopEnded {
+            cluster_id,
+            operation: OperationKind::Delete,
+            hop,
+            via,
+            counted,
+            outcome: Outcome::Succeeded,
+            started: started.into(),
+            ended: at.max(started.into()),
+        });
+    }
+}
+
+/// Every hop is gone: the deletion succeeded (docs/design.md §15.3).
+pub(super) fn deletion_done(
+    timeline: &mut Timeline,
+    at: Timestamp,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    let counted = config.ownership.owns(&timeline.cluster_id);
+    let cluster_id = timeline.cluster_id.clone();
+    let platform = timeline.identity.platform.clone();
+    let Some(deletion) = timeline.deletion.as_deref_mut().filter(|d| d.in_flight()) else {
+        return;
+    };
+    let started = deletion.started_at.at.timestamp();
+    let ended = at.max(started);
+    deletion.outcome = OperationOutcome::Succeeded;
+    deletion.ended_at = Some(ended.into());
+    events.push(Event::OperationEnded {
+        cluster_id: cluster_id.clone(),
+        operation: OperationKind::Delete,
+        counted,
+        platform,
+        outcome: Outcome::Succeeded,
+        started,
+        ended,
+    });
+    if deletion.slo.is_none() {
+        let verdict = if elapsed(started, ended) <= config.delete_target {
+            SloOutcome::Good
+        } else {
+            SloOutcome::Late
+        };
+        deletion.slo = Some(verdict);
+        events.push(Event::Slo {
+            cluster_id,
+            operation: OperationKind::Delete,
+            counted,
+            outcome: verdict,
+        });
     }
 }

@@ -19,7 +19,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
 
-use super::budget::HopBudgets;
+use super::budget::{HopBudgets, OperationBudgets};
+use super::operation::{Operation, OperationKind, OperationOutcome};
 use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
@@ -38,9 +39,10 @@ use evaluate::*;
 /// transitions witnessed after a source's first sync.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
-    /// A hop became ready or failed for the first time.
+    /// A hop of an operation was done or failed there for the first time.
     HopEnded {
         cluster_id: String,
+        operation: OperationKind,
         hop: Hop,
         /// The view the hop ended in.
         via: Via,
@@ -51,20 +53,23 @@ pub enum Event {
         started: Timestamp,
         ended: Timestamp,
     },
-    /// The creation completed or failed.
-    CreationEnded {
+    /// An operation succeeded or failed (one ended by a deletion has no end
+    /// of its own: docs/design.md §15.3).
+    OperationEnded {
         cluster_id: String,
-        /// Feeds `hcpflow_creation_duration_seconds` (this instance owns it).
+        operation: OperationKind,
+        /// Feeds `hcpflow_operation_duration_seconds` (this instance owns it).
         counted: bool,
         platform: String,
         outcome: Outcome,
         started: Timestamp,
         ended: Timestamp,
     },
-    /// The creation's SLO verdict; exactly once per creation.
+    /// An operation's SLO verdict; exactly once per operation.
     Slo {
         cluster_id: String,
-        /// Feeds `hcpflow_creation_slo_events_total` (this instance owns it).
+        operation: OperationKind,
+        /// Feeds `hcpflow_operation_slo_events_total` (this instance owns it).
         counted: bool,
         outcome: SloOutcome,
     },
@@ -157,8 +162,8 @@ impl RpReading {
 /// What a deadline waits for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Due {
-    /// The creation is still in flight at the SLO target: late.
-    Late,
+    /// The operation is still in flight at its SLO target: late.
+    Late(OperationKind),
     /// One object still reads the same when its budget runs out: failed.
     Budget { hop: Hop, via: Via, object: String },
 }
@@ -472,7 +477,7 @@ impl Fleet {
             let before_load = silent_before.is_some_and(|start| at < start);
             let mut events = Vec::new();
             let changed = match due {
-                Due::Late => self.settle_late(&cluster_id, now, &mut events),
+                Due::Late(kind) => self.settle_late(&cluster_id, kind, now, &mut events),
                 Due::Budget { hop, via, object } => {
                     self.settle_budget(&cluster_id, hop, via, object, now, &mut events)
                 }
@@ -486,25 +491,44 @@ impl Fleet {
         }
     }
 
-    /// A creation still in flight and without a verdict at its target is late.
-    fn settle_late(&mut self, cluster_id: &str, now: Timestamp, events: &mut Vec<Event>) -> bool {
-        let target = self.config.creation_target;
+    /// An operation still in flight and without a verdict at its target is
+    /// late.
+    fn settle_late(
+        &mut self,
+        cluster_id: &str,
+        kind: OperationKind,
+        now: Timestamp,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let target = self.config.target(kind);
+        let counted = self.config.ownership.owns(cluster_id);
         let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut) else {
             return false;
         };
-        if !timeline.in_flight() || timeline.slo.is_some() {
+        let (started, slo) = match kind {
+            OperationKind::Create if timeline.in_flight() => {
+                (timeline.created_at.at, &mut timeline.slo)
+            }
+            OperationKind::Delete => match timeline.deletion.as_deref_mut() {
+                Some(d) if d.in_flight() => (d.started_at.at, &mut d.slo),
+                _ => return false,
+            },
+            OperationKind::Create => return false,
+        };
+        if slo.is_some() {
             return false;
         }
-        let deadline = after(timeline.created_at.at, target);
+        let deadline = after(started, target);
         if deadline > now {
             // The start moved later since this was queued; wait again.
-            queue(&mut self.deadlines, deadline, cluster_id, Due::Late);
+            queue(&mut self.deadlines, deadline, cluster_id, Due::Late(kind));
             return false;
         }
-        timeline.slo = Some(SloOutcome::Late);
+        *slo = Some(SloOutcome::Late);
         events.push(Event::Slo {
             cluster_id: cluster_id.to_string(),
-            counted: self.config.ownership.owns(cluster_id),
+            operation: kind,
+            counted,
             outcome: SloOutcome::Late,
         });
         true
@@ -539,6 +563,10 @@ impl Fleet {
         hop_state.objects.insert(key, state);
         refresh_hop(timeline, hop, now, None, events);
         evaluate_creation(timeline, &self.config, events);
+        if let Some(late_at) = evaluate_deletion(timeline, &self.config, events) {
+            let due = Due::Late(OperationKind::Delete);
+            queue(&mut self.deadlines, late_at, cluster_id, due);
+        }
         true
     }
 
@@ -727,7 +755,12 @@ impl Fleet {
                     (None, None) => TimeMark::observed(observed_at),
                 };
                 let late_at = after(created.at, self.config.creation_target);
-                queue(&mut self.deadlines, late_at, cluster_id, Due::Late);
+                queue(
+                    &mut self.deadlines,
+                    late_at,
+                    cluster_id,
+                    Due::Late(OperationKind::Create),
+                );
                 let mut timeline = Timeline::new(cluster_id.to_string(), created);
                 // A verdict and an end once given stay given: a restart
                 // neither counts them again nor forgets them when a hop
@@ -751,6 +784,7 @@ impl Fleet {
         let budget = self.config.hop_budgets.get(hop);
 
         let mut changed = false;
+        let mut gone_events = Vec::new();
         match change {
             Change::Upsert(mut view) => {
                 changed |= timeline.identity.merge(view.identity());
@@ -762,7 +796,12 @@ impl Fleet {
                 {
                     timeline.created_at = TimeMark::upstream(created);
                     let late_at = after(created, self.config.creation_target);
-                    queue(&mut self.deadlines, late_at, cluster_id, Due::Late);
+                    queue(
+                    &mut self.deadlines,
+                    late_at,
+                    cluster_id,
+                    Due::Late(OperationKind::Create),
+                );
                     changed = true;
                 }
                 // Decided now when already due, else queued below: the same
@@ -824,7 +863,16 @@ impl Fleet {
                 {
                     changed = true;
                     if hop_state.objects.is_empty() {
+                        let via = hop_state.via;
                         timeline.hops.remove(&hop);
+                        deletion_hop_gone(
+                            timeline,
+                            hop,
+                            via,
+                            observed_at,
+                            &self.config,
+                            &mut gone_events,
+                        );
                     }
                 }
             }
@@ -834,6 +882,10 @@ impl Fleet {
         }
 
         if timeline.hops.is_empty() {
+            deletion_done(timeline, observed_at, &self.config, &mut gone_events);
+            if !initial {
+                result.events.append(&mut gone_events);
+            }
             let in_flight = timeline.in_flight();
             let last = self.clusters.remove(cluster_id);
             self.memory.remove(cluster_id);
@@ -863,8 +915,17 @@ impl Fleet {
             recall.hops.remove(&hop);
         }
         evaluate_creation(timeline, &self.config, &mut events);
+        if let Some(late_at) = evaluate_deletion(timeline, &self.config, &mut events) {
+            queue(
+                &mut self.deadlines,
+                late_at,
+                cluster_id,
+                Due::Late(OperationKind::Delete),
+            );
+        }
         result.changed.insert(cluster_id.to_string());
         if !initial {
+            result.events.append(&mut gone_events);
             result.events.extend(events);
         }
     }

@@ -32,6 +32,7 @@ impl ToFacts for objects::HostedCluster {
             unknown,
         );
         reading.view.created_at = created(&self.metadata);
+        super::mark_deletion(&self.metadata, &mut reading.view);
         Facts::HostedCluster(Box::new(HostedClusterFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             spec_cluster_id: self.spec.cluster_id.clone().filter(|s| !s.is_empty()),

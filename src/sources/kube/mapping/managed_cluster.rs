@@ -18,6 +18,7 @@ impl ToFacts for objects::ManagedCluster {
         let mut view =
             managed_cluster::read(self.status.as_ref(), deleting(&self.metadata), unknown);
         view.created_at = super::created(&self.metadata);
+        super::mark_deletion(&self.metadata, &mut view);
         Facts::ManagedCluster(ManagedClusterFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             view,

@@ -24,6 +24,7 @@ impl ToFacts for objects::ManifestWork {
             deleting(&self.metadata),
         );
         view.created_at = created(&self.metadata);
+        super::mark_deletion(&self.metadata, &mut view);
         Facts::ManifestWork(ManifestWorkFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             name_label: label(&self.metadata, &cfg.name_label),

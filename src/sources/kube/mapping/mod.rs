@@ -120,6 +120,23 @@ pub(super) fn deleting(meta: &ObjectMeta) -> bool {
     meta.deletion_timestamp.is_some()
 }
 
+/// A deleting object's view dates its phase by its `deletionTimestamp` and
+/// names the finalizers that hold it (docs/design.md §15.3).
+pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView) {
+    let Some(at) = meta.deletion_timestamp.as_ref() else {
+        return;
+    };
+    if view.phase != crate::model::Phase::Deleting {
+        return;
+    }
+    view.since = Some(at.0.into());
+    view.finalizers = meta
+        .finalizers
+        .as_ref()
+        .filter(|f| !f.is_empty())
+        .map(|f| f.iter().map(|s| crate::model::Text::from(s.as_str())).collect());
+}
+
 /// Only the facts of one object, keyed by its kind: the hop reading of the
 /// shared view plus what the joins need. Never the object itself.
 #[derive(Clone, Debug, PartialEq)]

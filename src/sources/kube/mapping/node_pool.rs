@@ -31,6 +31,7 @@ impl ToFacts for objects::NodePool {
             unknown,
         );
         view.created_at = created(&self.metadata);
+        super::mark_deletion(&self.metadata, &mut view);
         Facts::NodePool(NodePoolFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             name_label: label(&self.metadata, &cfg.name_label),

@@ -1,5 +1,7 @@
-//! Fleet-level families fed by model events: creation and hop duration
-//! histograms (with the trace id as exemplar), SLO events, and a few gauges.
+//! Fleet-level families fed by model events: operation and hop duration
+//! histograms (with the trace id as exemplar), SLO events, the targets and
+//! budgets, and a few gauges. Every family carries the `operation` label
+//! (docs/design.md §15.5).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -13,11 +15,13 @@ use prometheus_client::registry::Registry;
 
 use crate::metrics::exporter::AlwaysDescribed;
 use crate::model::{
-    Event, Hop, HopBudgets, HopDurations, HopP95, Outcome, SloOutcome, trace_id_hex,
+    Event, Hop, HopDurations, HopP95, ModelConfig, OperationKind, Outcome, SloOutcome,
+    trace_id_hex,
 };
 
-/// Histogram bounds of a creation, in seconds at speed 1. The SLO target is
-/// inserted when it is not one of them, so "within target" is one bucket.
+/// Histogram bounds of an operation, in seconds at speed 1. Each operation
+/// kind's SLO target is inserted when it is not one of them, so "within
+/// target" is one bucket.
 pub const CREATION_BUCKETS: &[f64] = &[
     60.0, 120.0, 300.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0, 5400.0, 7200.0,
 ];
@@ -68,24 +72,33 @@ impl Platform {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CreationLabels {
+pub struct OperationLabels {
+    pub operation: OperationKind,
     pub platform: Platform,
     pub outcome: Outcome,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HopOutcomeLabels {
+    pub operation: OperationKind,
     pub hop: Hop,
     pub outcome: Outcome,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HopLabels {
+    pub operation: OperationKind,
     pub hop: Hop,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub operation: OperationKind,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SloLabels {
+    pub operation: OperationKind,
     pub outcome: SloOutcome,
 }
 
@@ -132,36 +145,43 @@ impl MetricConstructor<HistogramWithExemplars<TraceLabels>> for Buckets {
 type ExemplarHistogram<L> = Family<L, HistogramWithExemplars<TraceLabels>, Buckets>;
 
 #[derive(Clone)]
-pub struct CreationMetrics {
-    pub creation_duration: ExemplarHistogram<CreationLabels>,
+pub struct OperationMetrics {
+    pub operation_duration: ExemplarHistogram<OperationLabels>,
     pub hop_duration: ExemplarHistogram<HopOutcomeLabels>,
     pub slo_events: Family<SloLabels, Counter>,
-    pub slo_target: Gauge<f64, AtomicU64>,
+    pub slo_target: Family<KindLabels, Gauge<f64, AtomicU64>>,
     pub hop_budget: Family<HopLabels, Gauge<f64, AtomicU64>>,
     pub tracked_clusters: Family<ScopeLabels, Gauge>,
     pub build_info: Family<BuildLabels, Gauge>,
-    /// The succeeded hop durations again, for the fleet's p95 per hop that
-    /// "at risk" compares with (the histogram keeps no readable counts).
+    /// The succeeded hop durations of creations again, for the fleet's p95
+    /// per hop that "at risk" compares with (the histogram keeps no
+    /// readable counts).
     hop_durations: Arc<parking_lot::Mutex<HopDurations>>,
 }
 
-impl CreationMetrics {
+impl OperationMetrics {
     /// `time_scale` divides bucket bounds (1 in `serve`, the speed in `demo`).
-    /// The target and budgets are published as configured (the demo's are
+    /// The targets and budgets are published as configured (the demo's are
     /// already scaled), so rules, `diagnose` and the UI read the model's own.
     pub fn register(
         registry: &mut Registry,
-        target_seconds: f64,
-        budgets: &HopBudgets,
+        model: &ModelConfig,
         time_scale: f64,
-    ) -> CreationMetrics {
-        let creation_buckets = Buckets::new(CREATION_BUCKETS, time_scale, Some(target_seconds));
+    ) -> OperationMetrics {
+        let mut bounds = Buckets::new(CREATION_BUCKETS, time_scale, None).bounds().to_vec();
+        for kind in OperationKind::ALL {
+            let target = model.target(kind).as_secs_f64();
+            if !bounds.iter().any(|b| (b - target).abs() < 1e-9) {
+                bounds.push(target);
+            }
+        }
+        let operation_buckets = Buckets::new(&bounds, 1.0, None);
         let hop_buckets = Buckets::new(HOP_BUCKETS, time_scale, None);
-        let metrics = CreationMetrics {
-            creation_duration: Family::new_with_constructor(creation_buckets),
+        let metrics = OperationMetrics {
+            operation_duration: Family::new_with_constructor(operation_buckets),
             hop_duration: Family::new_with_constructor(hop_buckets.clone()),
             slo_events: Family::default(),
-            slo_target: Gauge::default(),
+            slo_target: Family::default(),
             hop_budget: Family::default(),
             tracked_clusters: Family::default(),
             build_info: Family::default(),
@@ -169,15 +189,23 @@ impl CreationMetrics {
                 hop_buckets.bounds(),
             ))),
         };
-        metrics.slo_target.set(target_seconds);
-        for (hop, budget) in budgets.iter() {
+        let budgets = model.budgets();
+        for operation in OperationKind::ALL {
             metrics
-                .hop_budget
-                .get_or_create(&HopLabels { hop })
-                .set(budget.as_secs_f64());
-        }
-        for outcome in [SloOutcome::Good, SloOutcome::Late, SloOutcome::Failed] {
-            let _ = metrics.slo_events.get_or_create(&SloLabels { outcome });
+                .slo_target
+                .get_or_create(&KindLabels { operation })
+                .set(model.target(operation).as_secs_f64());
+            for (hop, budget) in budgets.of(operation).iter() {
+                metrics
+                    .hop_budget
+                    .get_or_create(&HopLabels { operation, hop })
+                    .set(budget.as_secs_f64());
+            }
+            for outcome in [SloOutcome::Good, SloOutcome::Late, SloOutcome::Failed] {
+                let _ = metrics
+                    .slo_events
+                    .get_or_create(&SloLabels { operation, outcome });
+            }
         }
         metrics
             .build_info
@@ -190,28 +218,28 @@ impl CreationMetrics {
             .set(1);
 
         registry.register(
-            "hcpflow_creation_duration_seconds",
-            "End-to-end creation time, from the earliest upstream creation time to completion or failure; exemplar = trace id",
-            AlwaysDescribed(metrics.creation_duration.clone()),
+            "hcpflow_operation_duration_seconds",
+            "End-to-end time of each operation (create: from the earliest upstream creation time; delete: from the first sign of deletion) to success or failure; exemplar = trace id",
+            AlwaysDescribed(metrics.operation_duration.clone()),
         );
         registry.register(
             "hcpflow_hop_duration_seconds",
-            "Time from a hop's start to ready or failed; exemplar = trace id",
+            "Time from a hop's start to done (create: ready; delete: gone) or failed within its operation; exemplar = trace id",
             AlwaysDescribed(metrics.hop_duration.clone()),
         );
         registry.register(
-            "hcpflow_creation_slo_events",
-            "Creations by SLO verdict, each counted once: good (completed within target), late (the moment it passed the target in flight), failed (failed before the target)",
+            "hcpflow_operation_slo_events",
+            "Operations by SLO verdict, each counted once: good (done within its target), late (the moment it passed the target in flight), failed (failed before the target)",
             metrics.slo_events.clone(),
         );
         registry.register(
-            "hcpflow_creation_slo_target_seconds",
-            "The creation latency SLO target",
+            "hcpflow_operation_slo_target_seconds",
+            "The latency SLO target of each operation kind (slo.creation_target, slo.operations.<kind>.target)",
             metrics.slo_target.clone(),
         );
         registry.register(
             "hcpflow_hop_budget_seconds",
-            "How long a hop may stay pending, progressing or unknown while its creation is in flight (slo.hop_budgets)",
+            "How long a hop may wait in one phase while its operation is in flight (create: pending, progressing or unknown; delete: deleting) (slo.hop_budgets, slo.operations.<kind>.hop_budgets)",
             metrics.hop_budget.clone(),
         );
         registry.register(
@@ -234,6 +262,7 @@ impl CreationMetrics {
         match event {
             Event::HopEnded {
                 cluster_id,
+                operation,
                 hop,
                 outcome,
                 started,
@@ -244,16 +273,18 @@ impl CreationMetrics {
                 let seconds = seconds_between(*started, *ended);
                 self.hop_duration
                     .get_or_create(&HopOutcomeLabels {
+                        operation: *operation,
                         hop: *hop,
                         outcome: *outcome,
                     })
-                    .observe(seconds, Some(trace(cluster_id)), None);
-                if *outcome == Outcome::Succeeded {
+                    .observe(seconds, Some(trace(*operation, cluster_id)), None);
+                if *operation == OperationKind::Create && *outcome == Outcome::Succeeded {
                     self.hop_durations.lock().observe(*hop, seconds);
                 }
             }
-            Event::CreationEnded {
+            Event::OperationEnded {
                 cluster_id,
+                operation,
                 platform,
                 outcome,
                 started,
@@ -265,44 +296,50 @@ impl CreationMetrics {
                 } else {
                     platform.clone()
                 };
-                self.creation_duration
-                    .get_or_create(&CreationLabels {
+                self.operation_duration
+                    .get_or_create(&OperationLabels {
+                        operation: *operation,
                         platform: Platform::from_identity(&platform),
                         outcome: *outcome,
                     })
                     .observe(
                         seconds_between(*started, *ended),
-                        Some(trace(cluster_id)),
+                        Some(trace(*operation, cluster_id)),
                         None,
                     );
             }
             Event::Slo {
+                operation,
                 outcome,
                 counted: true,
                 ..
             } => {
                 self.slo_events
-                    .get_or_create(&SloLabels { outcome: *outcome })
+                    .get_or_create(&SloLabels {
+                        operation: *operation,
+                        outcome: *outcome,
+                    })
                     .inc();
             }
             Event::HopEnded { .. }
-            | Event::CreationEnded { .. }
+            | Event::OperationEnded { .. }
             | Event::Slo { .. }
             | Event::ClusterRemoved { .. } => {}
         }
     }
 }
 
-impl CreationMetrics {
+impl OperationMetrics {
     /// The fleet's p95 per hop of succeeded hop durations (docs/design.md §3.9).
     pub fn hop_p95(&self) -> HopP95 {
         self.hop_durations.lock().p95()
     }
 }
 
-fn trace(cluster_id: &str) -> TraceLabels {
+/// The exemplar: the operation's trace id, derived from its key.
+fn trace(operation: OperationKind, cluster_id: &str) -> TraceLabels {
     TraceLabels {
-        trace_id: trace_id_hex(cluster_id),
+        trace_id: trace_id_hex(&operation.key(cluster_id)),
     }
 }
 

@@ -1,0 +1,247 @@
+//! Operations: what the model follows (docs/design.md §15). A cluster has a
+//! current state (its hops) and operations, each an asynchronous change an
+//! SRE waits for, with its own start, end, verdict, SLO, trace and flow.
+//!
+//! A flow is data: which hops an operation passes, in which order, and what
+//! "done" means at each. The verdict, deadlines, SLO events, spans, the UI
+//! and `diagnose` read the flow; no operation kind has its own path through
+//! them.
+
+use serde::{Deserialize, Serialize};
+
+use super::hop::{Hop, Phase, SloOutcome};
+use super::stamp::Stamp;
+use super::timeline::TimeMark;
+
+/// The kinds of operation the model follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationKind {
+    Create,
+    Delete,
+}
+
+impl OperationKind {
+    pub const ALL: [OperationKind; 2] = [OperationKind::Create, OperationKind::Delete];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationKind::Create => "create",
+            OperationKind::Delete => "delete",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OperationKind> {
+        OperationKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The operation's key, derived from upstream data alone so every
+    /// instance and every restart names it alike: `<cluster_id>` for a
+    /// creation (its trace ids are unchanged by operations),
+    /// `<cluster_id>/delete` for a deletion (docs/design.md §15.2).
+    pub fn key(self, cluster_id: &str) -> String {
+        match self {
+            OperationKind::Create => cluster_id.to_string(),
+            OperationKind::Delete => format!("{cluster_id}/delete"),
+        }
+    }
+
+    pub fn flow(self) -> &'static Flow {
+        match self {
+            OperationKind::Create => &CREATE,
+            OperationKind::Delete => &DELETE,
+        }
+    }
+}
+
+impl std::fmt::Display for OperationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// When a hop of a flow is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HopDone {
+    /// Its object is ready.
+    Ready,
+    /// Its object is gone (404, absent from a complete list, DELETED).
+    Gone,
+}
+
+/// One operation kind's flow (docs/design.md §15.1).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Flow {
+    pub kind: OperationKind,
+    /// The hops in the order the operation passes them: the first hop not
+    /// yet done is where it waits.
+    pub hops: &'static [Hop],
+    pub done: HopDone,
+    /// The phases in which a hop of an operation in flight is waiting: past
+    /// the hop's budget in one of them, the operation is stuck there.
+    pub waiting: &'static [Phase],
+    /// The root span's name.
+    pub root_span: &'static str,
+}
+
+impl Flow {
+    /// Where `hop` stands on this flow (the first hop is 0).
+    pub fn position(&self, hop: Hop) -> Option<usize> {
+        self.hops.iter().position(|h| *h == hop)
+    }
+
+    pub fn waits_in(&self, phase: Phase) -> bool {
+        self.waiting.contains(&phase)
+    }
+}
+
+/// A creation passes the hops in path order; each is done when ready.
+pub static CREATE: Flow = Flow {
+    kind: OperationKind::Create,
+    hops: &Hop::ALL,
+    done: HopDone::Ready,
+    waiting: &[Phase::Pending, Phase::Progressing, Phase::Unknown],
+    root_span: "hcp.cluster.create",
+};
+
+/// A deletion takes the path apart from the inside out: HyperShift deletes
+/// the node pools, then the control plane (its namespace, after the cloud
+/// resources are destroyed), then removes the HostedCluster's finalizer; the
+/// ManagedCluster is detached; the work agent then lets the ManifestWork go,
+/// Maestro the bundle, Clusters Service the cluster, and the RP answers 404
+/// last. Each hop is done when its object is gone.
+pub static DELETE: Flow = Flow {
+    kind: OperationKind::Delete,
+    hops: &[
+        Hop::NodePool,
+        Hop::ControlPlane,
+        Hop::HostedCluster,
+        Hop::ManagedCluster,
+        Hop::Manifestwork,
+        Hop::MaestroBundle,
+        Hop::ClustersService,
+        Hop::RpFrontend,
+    ],
+    done: HopDone::Gone,
+    waiting: &[Phase::Deleting],
+    root_span: "hcp.cluster.delete",
+};
+
+/// Where an operation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationOutcome {
+    InFlight,
+    Succeeded,
+    Failed,
+    /// Ended by a deletion that began while it was in flight: neither late
+    /// nor failed; the deletion is its own operation.
+    Deleted,
+}
+
+impl OperationOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationOutcome::InFlight => "in_flight",
+            OperationOutcome::Succeeded => "succeeded",
+            OperationOutcome::Failed => "failed",
+            OperationOutcome::Deleted => "deleted",
+        }
+    }
+}
+
+/// One hop of an operation other than the creation (whose hops live in the
+/// timeline): when the operation reached it and when it was done there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OperationHop {
+    pub hop: Hop,
+    /// When the hop began its part: the upstream time it entered the
+    /// waiting phase (a `deletionTimestamp`, a bundle's `deleted_at`), else
+    /// the operation's start.
+    pub started_at: Stamp,
+    /// When it was done; for a deletion, when the exporter saw the object
+    /// gone (upstream dates no disappearance).
+    pub done_at: Option<Stamp>,
+}
+
+/// An operation other than the creation, kept on its cluster's timeline
+/// while in flight and until the cluster is gone (docs/design.md §15.3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    pub kind: OperationKind,
+    pub started_at: TimeMark,
+    pub ended_at: Option<Stamp>,
+    pub outcome: OperationOutcome,
+    pub slo: Option<SloOutcome>,
+    pub hops: Vec<OperationHop>,
+}
+
+impl Operation {
+    pub fn new(kind: OperationKind, started_at: TimeMark) -> Operation {
+        Operation {
+            kind,
+            started_at,
+            ended_at: None,
+            outcome: OperationOutcome::InFlight,
+            slo: None,
+            hops: Vec::new(),
+        }
+    }
+
+    pub fn in_flight(&self) -> bool {
+        self.outcome == OperationOutcome::InFlight
+    }
+
+    pub fn hop(&self, hop: Hop) -> Option<&OperationHop> {
+        self.hops.iter().find(|h| h.hop == hop)
+    }
+
+    /// Note that the operation reached `hop` at `at`, once.
+    pub(crate) fn reached(&mut self, hop: Hop, at: Stamp) {
+        if self.hop(hop).is_none() {
+            self.hops.push(OperationHop {
+                hop,
+                started_at: at.max(self.started_at.at),
+                done_at: None,
+            });
+        }
+    }
+
+    /// Note `hop` done at `at`; returns when it started, the first time.
+    pub(crate) fn done(&mut self, hop: Hop, at: Stamp) -> Option<Stamp> {
+        let start = self.started_at.at;
+        self.reached(hop, start);
+        let entry = self.hops.iter_mut().find(|h| h.hop == hop)?;
+        if entry.done_at.is_some() {
+            return None;
+        }
+        entry.done_at = Some(at.max(entry.started_at));
+        Some(entry.started_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flow_passes_every_hop_once_and_names_its_kind() {
+        for kind in OperationKind::ALL {
+            let flow = kind.flow();
+            assert_eq!(flow.kind, kind);
+            let mut hops = flow.hops.to_vec();
+            hops.sort();
+            hops.dedup();
+            assert_eq!(hops, Hop::ALL.to_vec(), "{kind}");
+            assert!(flow.root_span.starts_with("hcp.cluster."));
+            assert_eq!(OperationKind::parse(kind.as_str()), Some(kind));
+        }
+    }
+
+    #[test]
+    fn keys_follow_the_contract() {
+        assert_eq!(OperationKind::Create.key("abc"), "abc");
+        assert_eq!(OperationKind::Delete.key("abc"), "abc/delete");
+    }
+}
