@@ -336,7 +336,7 @@ async fn self_managed_hub_reports_mce_phase_and_agents() {
 fn slo_events(h: &KubeHarness) -> u64 {
     let text = h.store.scrape(hcp_flow::metrics::exposition::Format::Text);
     text.lines()
-        .filter(|l| l.starts_with("hcpflow_creation_slo_events_total{"))
+        .filter(|l| l.starts_with("hcpflow_operation_slo_events_total{operation=\"create\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .map(|v| v as u64)
         .sum()

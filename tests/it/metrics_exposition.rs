@@ -79,6 +79,27 @@ fn completed_cluster() -> Vec<Obs> {
     ]
 }
 
+/// A cluster being deleted: Clusters Service uninstalls, the HostedCluster
+/// has its deletionTimestamp and HyperShift reports its cloud resources not
+/// yet destroyed.
+fn deleting_cluster() -> Vec<Obs> {
+    vec![
+        obs("c-del", Hop::ClustersService)
+            .state("uninstalling", Phase::Deleting)
+            .created(t(0))
+            .since(t(50)),
+        obs("c-del", Hop::HostedCluster)
+            .state("deleting", Phase::Deleting)
+            .since(t(51))
+            .condition(
+                "CloudResourcesDestroyed",
+                ConditionStatus::False,
+                "RemainingCloudResources",
+                t(51),
+            ),
+    ]
+}
+
 /// A cluster with the HostedCluster's bundle and one NodePool's, both
 /// applied; the NodePool bundle's feedback cannot be read and nothing of
 /// its work or pool was ever seen: the exporter shows them `unknown`.
@@ -212,6 +233,23 @@ hcpflow_hop_phase{cluster_id="c-two",hop="maestro_bundle",phase="ready",state="A
 hcpflow_hop_phase{cluster_id="c-two",hop="manifestwork",phase="unknown",state="feedback_unreadable",via="maestro"} 1
 hcpflow_hop_phase{cluster_id="c-two",hop="node_pool",phase="unknown",state="feedback_unreadable",via="maestro"} 1
 hcpflow_hop_status_updated_timestamp_seconds{cluster_id="c-two",hop="maestro_bundle"} 1800000300
+hcpflow_operation_in_flight{cluster_id="c-two",operation="create",node_pool="",target_version=""} 1
+hcpflow_operation_started_timestamp_seconds{cluster_id="c-two",operation="create",node_pool=""} 1800000000
+"#,
+        },
+        Case {
+            name: "a deletion held by the HostedCluster's finalizer while cloud resources go",
+            input: deleting_cluster(),
+            cluster_id: "c-del",
+            want: r#"hcpflow_cluster_created_timestamp_seconds{cluster_id="c-del"} 1800000000
+hcpflow_cluster_info{cluster_id="c-del",name="",resource_id="",subscription_id="",resource_group="",mgmt_cluster="",namespace="",platform="",version=""} 1
+hcpflow_hop_condition{cluster_id="c-del",hop="hosted_cluster",condition="CloudResourcesDestroyed",status="false",reason="other"} 1
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-del",hop="clusters_service"} 1800003000
+hcpflow_hop_phase_since_timestamp_seconds{cluster_id="c-del",hop="hosted_cluster"} 1800003060
+hcpflow_hop_phase{cluster_id="c-del",hop="clusters_service",phase="deleting",state="uninstalling",via="direct"} 1
+hcpflow_hop_phase{cluster_id="c-del",hop="hosted_cluster",phase="deleting",state="deleting",via="direct"} 1
+hcpflow_operation_in_flight{cluster_id="c-del",operation="delete",node_pool="",target_version=""} 1
+hcpflow_operation_started_timestamp_seconds{cluster_id="c-del",operation="delete",node_pool=""} 1800003000
 "#,
         },
         Case {
@@ -422,7 +460,7 @@ fn text_format_declares_every_sample_with_its_type() {
     let declared = types(&body);
     assert_eq!(
         declared
-            .get("hcpflow_creation_slo_events_total")
+            .get("hcpflow_operation_slo_events_total")
             .map(String::as_str),
         Some("counter")
     );
@@ -450,7 +488,7 @@ fn text_format_declares_every_sample_with_its_type() {
         );
     }
     // The bucket at the SLO target, written as users query it.
-    assert!(body.contains(r#"hcpflow_creation_duration_seconds_bucket{le="1200",platform="azure",outcome="succeeded"} 1"#));
+    assert!(body.contains(r#"hcpflow_operation_duration_seconds_bucket{le="1200",operation="create",platform="azure",outcome="succeeded"} 1"#));
 }
 
 #[test]
@@ -462,14 +500,14 @@ fn openmetrics_format_ends_with_eof_and_carries_trace_exemplars() {
     let exemplar = format!("# {{trace_id=\"{trace_id}\"}} 840");
     assert!(
         body.lines().any(
-            |l| l.starts_with("hcpflow_creation_duration_seconds_bucket") && l.contains(&exemplar)
+            |l| l.starts_with("hcpflow_operation_duration_seconds_bucket") && l.contains(&exemplar)
         ),
         "no creation exemplar with the trace id in:\n{body}"
     );
     // Counters are declared without the suffix in OpenMetrics.
     assert_eq!(
         types(&body)
-            .get("hcpflow_creation_slo_events")
+            .get("hcpflow_operation_slo_events")
             .map(String::as_str),
         Some("counter")
     );
@@ -584,7 +622,7 @@ fn hop_budgets_are_published_as_configured() {
     let store = store::builder().model(config).time_scale(60.0).build();
     let body = store.scrape(Format::Text);
     let budget = |hop: &str| -> f64 {
-        let prefix = format!("hcpflow_hop_budget_seconds{{hop=\"{hop}\"}} ");
+        let prefix = format!("hcpflow_hop_budget_seconds{{operation=\"create\",hop=\"{hop}\"}} ");
         body.lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .unwrap_or_else(|| panic!("no budget for {hop} in:\n{body}"))
@@ -597,7 +635,18 @@ fn hop_budgets_are_published_as_configured() {
         .lines()
         .filter(|l| l.starts_with("hcpflow_hop_budget_seconds{"))
         .count();
-    assert_eq!(published, Hop::ALL.len(), "one series per hop");
+    assert_eq!(
+        published,
+        2 * Hop::ALL.len(),
+        "one series per operation kind and hop"
+    );
+    let delete = body
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"hcpflow_hop_budget_seconds{operation="delete",hop="hosted_cluster"} "#)
+        })
+        .expect("the deletion's budget");
+    assert_eq!(delete, "1800.0", "the deletion's own default, not creation's");
 }
 
 #[test]

@@ -147,7 +147,7 @@ fn sigterm_flushes_queued_spans_and_exits_zero_within_the_grace_period() {
         let metrics = get(&format!("{base}/metrics")).unwrap_or_default();
         if metric_value(
             &metrics,
-            r#"hcpflow_creation_slo_events_total{outcome="good"}"#,
+            r#"hcpflow_operation_slo_events_total{operation="create",outcome="good"}"#,
         ) >= 1.0
         {
             break;

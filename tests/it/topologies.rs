@@ -123,15 +123,19 @@ fn counts(store: &Store) -> Counts {
     let slo = |outcome| {
         sample_sum(
             &body,
-            "hcpflow_creation_slo_events_total",
-            &[("outcome", outcome)],
+            "hcpflow_operation_slo_events_total",
+            &[("operation", "create"), ("outcome", outcome)],
         )
     };
     Counts {
         good: slo("good"),
         late: slo("late"),
         failed: slo("failed"),
-        creations_ended: sample_sum(&body, "hcpflow_creation_duration_seconds_count", &[]),
+        creations_ended: sample_sum(
+            &body,
+            "hcpflow_operation_duration_seconds_count",
+            &[("operation", "create")],
+        ),
     }
 }
 

@@ -248,7 +248,7 @@ fn one_trace_per_creation_over_grpc_with_upstream_times() {
     let scrape = store.scrape(Format::OpenMetrics);
     let exemplar = format!("trace_id=\"{}\"", trace_id_hex("c-1"));
     for family in [
-        "hcpflow_creation_duration_seconds_bucket",
+        "hcpflow_operation_duration_seconds_bucket",
         "hcpflow_hop_duration_seconds_bucket",
     ] {
         assert!(

@@ -122,7 +122,11 @@ async fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
 }
 
 fn slo_events(store: &Store) -> f64 {
-    sample(&scrape(store), "hcpflow_creation_slo_events_total", &[]).unwrap_or(0.0)
+    sample(
+        &scrape(store),
+        "hcpflow_operation_slo_events_total",
+        &[("operation", "create")],
+    ).unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
