@@ -58,6 +58,7 @@ fn bench_spec(i: usize, now: Timestamp) -> crate::sim::kube::KubeClusterSpec {
         node_pools: vec![("np-1".to_string(), 2, Some(ago(30)))],
         faults: Default::default(),
         hub: Default::default(),
+        deletion: Default::default(),
     }
 }
 

@@ -80,11 +80,12 @@ impl World {
     pub fn ground_truth(&self) -> GroundTruth {
         let now = self.now_ms();
         let budgets = self.hop_budgets();
+        let deletion = self.delete_budgets();
         let items = self
             .plans(now)
             .iter()
             .filter(|p| p.created <= now && p.gone_at().is_none_or(|gone| now < gone))
-            .map(|p| cluster(p, &budgets, self.kube_faults_of(p).as_ref()))
+            .map(|p| cluster(p, &budgets, &deletion, self.kube_faults_of(p).as_ref()))
             .chain(
                 self.hub_plans(now)
                     .iter()
@@ -106,14 +107,19 @@ impl World {
                 .map(|(from, to)| FailureBurstTruth {
                     from: ts(from),
                     to: ts(to),
-                    expected_alert: "HCPCreationSuccessBudgetBurn",
+                    expected_alert: "HCPOperationSuccessBudgetBurn",
                 }),
             items,
         }
     }
 }
 
-fn cluster(p: &Plan, budgets: &HopBudgets, mgmt: Option<&KubeClusterFaults>) -> GroundTruthCluster {
+fn cluster(
+    p: &Plan,
+    budgets: &HopBudgets,
+    deletion: &HopBudgets,
+    mgmt: Option<&KubeClusterFaults>,
+) -> GroundTruthCluster {
     let resource_id = p.resource_id();
     let cluster_id = if p.fault == Some(FaultKind::NotHandedOver) {
         provisional_cluster_id(&resource_id)
@@ -135,7 +141,7 @@ fn cluster(p: &Plan, budgets: &HopBudgets, mgmt: Option<&KubeClusterFaults>) -> 
         Some(kind) => {
             out.fault = Some(kind.as_str());
             out.expected_alert = Some(kind.expected_alert());
-            fault_times(p, kind, budgets, mgmt, add)
+            fault_times(p, kind, budgets, deletion, mgmt, add)
         }
         None if mgmt.is_some_and(|f| f.managed_cluster_never_joins) => {
             out.fault = Some(MANAGED_CLUSTER_NEVER_JOINS);
@@ -165,6 +171,7 @@ fn fault_times(
     p: &Plan,
     kind: FaultKind,
     budgets: &HopBudgets,
+    deletion: &HopBudgets,
     mgmt: Option<&KubeClusterFaults>,
     add: impl Fn(Ms, Duration) -> Ms,
 ) -> Option<(Ms, Ms)> {
@@ -207,6 +214,33 @@ fn fault_times(
         FaultKind::HostedClusterUnavailable => p
             .hc_lost
             .map(|(lost, _)| (lost, add(lost, budgets.hosted_cluster))),
+        // The finalizer holds the HostedCluster from its deletionTimestamp:
+        // a management cluster shows it past the deletion's hosted_cluster
+        // budget; the service side, the bundle deleted but not gone past
+        // the maestro_bundle one. The later bound holds for both.
+        FaultKind::HostedClusterFinalizerStuck => {
+            let deleting = p.hc_deleting?;
+            let bundle = p.bundle_deleted?;
+            let due = match mgmt {
+                Some(_) => add(deleting, deletion.hosted_cluster)
+                    .min(add(bundle, deletion.maestro_bundle)),
+                None => add(bundle, deletion.maestro_bundle),
+            };
+            Some((deleting, due))
+        }
+        // The bundle (and, on the management cluster, the ManifestWork)
+        // deleted and never gone.
+        FaultKind::ManifestWorkAgentGone => p.bundle_deleted.map(|at| {
+            let due = add(at, deletion.maestro_bundle).max(add(at, deletion.manifestwork));
+            (at, due)
+        }),
+        FaultKind::ClustersServiceUninstallError => p
+            .cs_uninstall_error
+            .map(|at| (at, add(at, HOP_FAILED_HOLD))),
+        // The RP has said Deleting since the user's DELETE.
+        FaultKind::RpStuckDeleting => p
+            .delete_requested
+            .map(|at| (at, add(at, deletion.rp_frontend))),
         // The self-managed hub's own faults never occur in the ARO world.
         FaultKind::KubeVirtMachinesPending
         | FaultKind::NoFreeAgent

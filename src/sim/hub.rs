@@ -142,6 +142,7 @@ impl HubPlan {
                 agents: self.agents,
                 deleting_at: at(self.deleting),
             },
+            deletion: Default::default(),
         }
     }
 }

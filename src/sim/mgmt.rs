@@ -202,11 +202,14 @@ impl World {
         self.inner.kube.lock().is_some()
     }
 
-    /// The management-side view of one plan, `None` once its ManifestWork
-    /// was deleted (the bundle's deletion takes everything with it).
+    /// The management-side view of one plan, `None` once its ManifestWorks
+    /// are gone (the deletion takes everything with it, docs/design.md
+    /// §11.8).
     pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<KubeClusterSpec> {
-        // Nothing reaches a management cluster the RP never handed over.
-        if p.bundle_deleted.is_some_and(|d| d <= t) || p.cs_created.is_none() {
+        // Nothing reaches a management cluster the RP never handed over;
+        // a deleted cluster's objects are gone with its ManifestWorks.
+        let gone = p.mw_gone.or(p.bundle_deleted);
+        if gone.is_some_and(|d| d <= t) || p.cs_created.is_none() {
             return None;
         }
         let degraded_after =
@@ -346,5 +349,11 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
             .collect(),
         faults: kube_faults(p, degraded_after),
         hub: Default::default(),
+        deletion: super::kube::KubeDeletion {
+            work_deleting_at: at(p.bundle_deleted),
+            objects_deleting_at: at(p.hc_deleting),
+            objects_gone_at: at(p.hc_gone),
+            cloud_resources_stuck: p.fault == Some(super::FaultKind::HostedClusterFinalizerStuck),
+        },
     }
 }

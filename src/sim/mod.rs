@@ -272,6 +272,34 @@ pub enum FaultKind {
     /// the same fault on the management side alone, as
     /// `KubeClusterFaults::managed_cluster_never_joins`.)
     ManagedClusterNeverJoins,
+    /// Deletion: HyperShift cannot destroy the cluster's cloud resources,
+    /// so the HostedCluster's finalizer holds it (`CloudResourcesDestroyed`
+    /// False) and everything outside it waits, until someone clears it
+    /// hours later.
+    HostedClusterFinalizerStuck,
+    /// Deletion: the work agent is gone, so the ManifestWork is marked
+    /// deleting and nothing acts on it; the bundle stays deleted-not-gone.
+    ManifestWorkAgentGone,
+    /// Deletion: Clusters Service's uninstall fails (`error` with a
+    /// provision error code) and the RP says `Failed`; a retry hours later
+    /// deletes the cluster.
+    ClustersServiceUninstallError,
+    /// Deletion: everything behind the RP is gone, but the RP's resource
+    /// stays `Deleting` for hours.
+    RpStuckDeleting,
+}
+
+impl FaultKind {
+    /// The faults of a deletion (the others are a creation's).
+    pub fn is_deletion(self) -> bool {
+        matches!(
+            self,
+            FaultKind::HostedClusterFinalizerStuck
+                | FaultKind::ManifestWorkAgentGone
+                | FaultKind::ClustersServiceUninstallError
+                | FaultKind::RpStuckDeleting
+        )
+    }
 }
 
 /// Where [`World::serve`] listens (each `http://127.0.0.1:<port>/`).

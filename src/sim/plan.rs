@@ -37,6 +37,14 @@ const POOL_BUNDLE_SALT: u64 = 0x706f_6f6c_6275_6e64;
 const HANDOVER_SALT: u64 = 0x6861_6e64_6f76_6572;
 /// Seed salt of the "HostedCluster loses Available" draw and its times.
 const UNAVAILABLE_SALT: u64 = 0x756e_6176_6169_6c21;
+/// Seed salt of the deletion's management-side times and its faults: their
+/// own stream, so every draw before them is what it was.
+const DELETION_SALT: u64 = 0x6465_6c65_7469_6f6e;
+/// Share of healthy creations whose deletion goes wrong (each of the four
+/// deletion faults a quarter of it).
+const DELETION_FAULT_SHARE: f64 = 0.10;
+/// How long a stuck deletion stays stuck before someone unblocks it.
+const STUCK_DELETION_S: (f64, f64) = (150.0 * MINUTE, 200.0 * MINUTE);
 
 pub(crate) const REGION: &str = "westus3";
 pub(crate) const ENV: &str = "sim";
@@ -155,6 +163,17 @@ pub(crate) struct Plan {
     pub bundle_gone: Option<Ms>,
     pub cs_gone: Option<Ms>,
     pub rp_gone: Option<Ms>,
+    /// The work agent deletes the HostedCluster (its deletionTimestamp).
+    pub hc_deleting: Option<Ms>,
+    /// The HostedCluster's finalizer clears: it, its pools, control plane
+    /// and ManagedCluster are gone.
+    pub hc_gone: Option<Ms>,
+    /// The ManifestWorks are gone from the management cluster.
+    pub mw_gone: Option<Ms>,
+    /// Clusters Service's uninstall failed (`error`) until the retry at
+    /// `bundle_deleted`; the RP said `Failed` from `rp_delete_failed`.
+    pub cs_uninstall_error: Option<Ms>,
+    pub rp_delete_failed: Option<Ms>,
 
     /// The HostedCluster's bundle first, then one per pool (same order as
     /// `pools`), derived from the times above once the faults are applied.
@@ -489,6 +508,11 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         bundle_gone: None,
         cs_gone: None,
         rp_gone: None,
+        hc_deleting: None,
+        hc_gone: None,
+        mw_gone: None,
+        cs_uninstall_error: None,
+        rp_delete_failed: None,
         bundles: Vec::new(),
     };
 
@@ -566,12 +590,17 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             | FaultKind::HostedClusterUnavailable,
         )
         | None => {}
-        // Drawn for the self-managed hub only (`hub.rs`).
+        // Drawn for the self-managed hub only (`hub.rs`), or for the
+        // deletion, later (`deletion`).
         Some(
             FaultKind::KubeVirtMachinesPending
             | FaultKind::NoFreeAgent
             | FaultKind::ReleaseImageInvalid
-            | FaultKind::ManagedClusterNeverJoins,
+            | FaultKind::ManagedClusterNeverJoins
+            | FaultKind::HostedClusterFinalizerStuck
+            | FaultKind::ManifestWorkAgentGone
+            | FaultKind::ClustersServiceUninstallError
+            | FaultKind::RpStuckDeleting,
         ) => {}
     }
 
@@ -590,10 +619,100 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         p.bundle_gone = Some(bundle_gone);
         p.cs_gone = Some(cs_gone);
         p.rp_gone = Some(rp_gone);
+        deletion(params, &mut p);
     }
 
     p.bundles = bundles(params, &p, bundle_id);
     p
+}
+
+/// The deletion on the management cluster and the deletion's faults, from
+/// their own stream (docs/design.md §11.8). The agent deletes the
+/// HostedCluster seconds after its bundle is marked deleted; HyperShift
+/// takes one to four minutes to destroy the cloud resources and clear the
+/// finalizer; the ManifestWorks go seconds later, and only then does Maestro
+/// let the bundle go, Clusters Service the cluster and the RP its resource.
+fn deletion(params: &FleetParams, p: &mut Plan) {
+    let (Some(requested), Some(uninstalling), Some(bundle_deleted)) =
+        (p.delete_requested, p.cs_uninstalling, p.bundle_deleted)
+    else {
+        return;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ DELETION_SALT);
+    rng.set_stream(p.index);
+    let draw = rng.random_range(0.0..1.0);
+    let stuck = params.ms(rng.random_range(STUCK_DELETION_S.0..STUCK_DELETION_S.1));
+    let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
+    let error_after = at(uninstalling, 30.0, 120.0);
+    let failed_after = at(error_after, 5.0, 30.0);
+    let hc_deleting = at(bundle_deleted, 1.0, 5.0);
+    let hc_gone = at(hc_deleting, 60.0, 240.0);
+    let mw_gone = at(hc_gone, 2.0, 10.0);
+    let bundle_gone = at(mw_gone, 2.0, 10.0);
+    // A cluster whose creation failed, or that never reached a management
+    // cluster, is deleted as before; only a healthy one draws a fault.
+    if params.faults && p.fault.is_none() && p.cs_created.is_some() && p.cs_error.is_none() {
+        let kinds = [
+            FaultKind::HostedClusterFinalizerStuck,
+            FaultKind::ManifestWorkAgentGone,
+            FaultKind::ClustersServiceUninstallError,
+            FaultKind::RpStuckDeleting,
+        ];
+        let slot = (draw / (DELETION_FAULT_SHARE / kinds.len() as f64)) as usize;
+        p.fault = kinds.get(slot).copied();
+    }
+    let _ = requested;
+    // The later steps keep their spacing after whatever delayed them.
+    let shift = |p: &mut Plan, new_bundle_gone: Ms| {
+        let delta = new_bundle_gone - p.bundle_gone.unwrap_or(new_bundle_gone);
+        p.bundle_gone = Some(new_bundle_gone);
+        p.cs_gone = p.cs_gone.map(|t| t + delta.max(0));
+        p.rp_gone = p.rp_gone.map(|t| t + delta.max(0));
+    };
+    match p.fault {
+        Some(FaultKind::HostedClusterFinalizerStuck) => {
+            let hc_gone = hc_gone + stuck;
+            let mw_gone = mw_gone + stuck;
+            p.hc_deleting = Some(hc_deleting);
+            p.hc_gone = Some(hc_gone);
+            p.mw_gone = Some(mw_gone);
+            shift(p, bundle_gone + stuck);
+        }
+        Some(FaultKind::ManifestWorkAgentGone) => {
+            // Nothing on the management cluster moves until the agent is
+            // back; then everything goes at once.
+            let back = bundle_deleted + stuck;
+            p.hc_deleting = Some(back);
+            p.hc_gone = Some(back);
+            p.mw_gone = Some(back);
+            shift(p, back + (bundle_gone - mw_gone));
+        }
+        Some(FaultKind::ClustersServiceUninstallError) => {
+            // The retry deletes the bundles; every later step moves with it.
+            let retry = error_after + stuck;
+            let delta = retry - bundle_deleted;
+            p.cs_uninstall_error = Some(error_after);
+            p.rp_delete_failed = Some(failed_after);
+            p.bundle_deleted = Some(retry);
+            p.hc_deleting = Some(hc_deleting + delta);
+            p.hc_gone = Some(hc_gone + delta);
+            p.mw_gone = Some(mw_gone + delta);
+            shift(p, bundle_gone + delta);
+        }
+        Some(FaultKind::RpStuckDeleting) => {
+            p.hc_deleting = Some(hc_deleting);
+            p.hc_gone = Some(hc_gone);
+            p.mw_gone = Some(mw_gone);
+            shift(p, bundle_gone);
+            p.rp_gone = p.rp_gone.map(|t| t + stuck);
+        }
+        _ => {
+            p.hc_deleting = Some(hc_deleting);
+            p.hc_gone = Some(hc_gone);
+            p.mw_gone = Some(mw_gone);
+            shift(p, bundle_gone.max(p.bundle_gone.unwrap_or(bundle_gone)));
+        }
+    }
 }
 
 /// The cluster's bundles: the HostedCluster's (its times are the plan's

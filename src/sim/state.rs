@@ -72,6 +72,11 @@ impl Plan {
         self.delete_requested.map_or(t, |d| t.min(d))
     }
 
+    /// Clusters Service's uninstall has failed and not been retried yet.
+    pub fn uninstall_failed(&self, t: Ms) -> bool {
+        reached(self.cs_uninstall_error, t) && !reached(self.bundle_deleted, t)
+    }
+
     pub fn rp_exists(&self, t: Ms) -> bool {
         self.created <= t && !reached(self.rp_gone, t)
     }
@@ -82,7 +87,11 @@ impl Plan {
             return None;
         }
         if reached(self.delete_requested, t) {
-            return Some("Deleting");
+            return Some(if self.uninstall_failed(t) && reached(self.rp_delete_failed, t) {
+                "Failed"
+            } else {
+                "Deleting"
+            });
         }
         Some(if reached(self.rp_failed, t) {
             "Failed"
@@ -178,6 +187,9 @@ impl Plan {
     pub fn cs_state(&self, t: Ms) -> Option<&'static str> {
         if !self.cs_exists(t) {
             return None;
+        }
+        if self.uninstall_failed(t) {
+            return Some("error");
         }
         if reached(self.cs_uninstalling, t) {
             return Some("uninstalling");

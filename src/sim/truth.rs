@@ -315,6 +315,10 @@ impl FaultKind {
             // The name the ARO world's management-only draw has too
             // (`ground::MANAGED_CLUSTER_NEVER_JOINS`, checked there).
             FaultKind::ManagedClusterNeverJoins => "managed_cluster_never_joins",
+            FaultKind::HostedClusterFinalizerStuck => "hosted_cluster_finalizer_stuck",
+            FaultKind::ManifestWorkAgentGone => "manifestwork_agent_gone",
+            FaultKind::ClustersServiceUninstallError => "clusters_service_uninstall_error",
+            FaultKind::RpStuckDeleting => "rp_stuck_deleting",
         }
     }
 
@@ -343,6 +347,12 @@ impl FaultKind {
             FaultKind::NotHandedOver => "HCPCreationNotHandedOver",
             // A completed cluster's regression pages.
             FaultKind::HostedClusterUnavailable => "HCPHostedClusterUnavailable",
+            // A deletion waits at a hop past its deletion budget.
+            FaultKind::HostedClusterFinalizerStuck
+            | FaultKind::ManifestWorkAgentGone
+            | FaultKind::RpStuckDeleting => "HCPOperationStuckAtHop",
+            // The uninstall error fails the clusters_service hop.
+            FaultKind::ClustersServiceUninstallError => "HCPHopFailed",
         }
     }
 }
@@ -389,6 +399,10 @@ pub(crate) fn management(
                     None => hop(Phase::Pending, "NoStatus", None),
                 },
             );
+            // Deleted: the works carry their deletionTimestamp until gone.
+            if reached(spec.deletion.work_deleting_at).is_some() {
+                hops.insert(Hop::Manifestwork, hop(Phase::Deleting, "deleting", None));
+            }
             applied
         }
         KubeMode::SelfManaged => Some(spec.created_at),
@@ -396,9 +410,14 @@ pub(crate) fn management(
     let Some(start) = start else {
         return hops;
     };
-    // A deleted self-managed cluster: every object carries its
-    // deletionTimestamp until it is gone.
-    if spec.hub.deleting_at.is_some_and(|t| t <= now) {
+    // The HostedCluster's finalizer cleared: it and what hangs off it are
+    // gone (the works go after them).
+    if reached(spec.deletion.objects_gone_at).is_some() {
+        return hops;
+    }
+    // A deleted cluster: every object carries its deletionTimestamp until
+    // it is gone.
+    if spec.objects_deleting_at().is_some_and(|t| t <= now) {
         let deleting = || hop(Phase::Deleting, "deleting", None);
         for h in [Hop::HostedCluster, Hop::ControlPlane, Hop::ManagedCluster] {
             hops.insert(h, deleting());

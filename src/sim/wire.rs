@@ -223,10 +223,25 @@ fn cs_status_fields(state: &str) -> serde_json::Map<String, Value> {
     m
 }
 
+/// The status fields of `p` at `t`: an uninstall that failed says so, with
+/// no provision error code (that names a provisioning failure).
+fn cs_status_fields_of(p: &Plan, t: Ms, state: &str) -> serde_json::Map<String, Value> {
+    let mut m = cs_status_fields(state);
+    if state == "error" && p.uninstall_failed(t) {
+        m.remove("provision_error_code");
+        m.remove("provision_error_message");
+        m.insert(
+            "description".into(),
+            json!("Cluster uninstall failed: cloud resources could not be deleted"),
+        );
+    }
+    m
+}
+
 /// `.../clusters/{id}/status`.
 pub(crate) fn cs_status(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
     let state = p.cs_state(t)?;
-    let mut m = cs_status_fields(state);
+    let mut m = cs_status_fields_of(p, t, state);
     m.insert("kind".into(), json!("ClusterStatus"));
     m.insert("id".into(), json!(p.cluster_id));
     m.insert(
@@ -252,7 +267,7 @@ pub(crate) fn cs_cluster(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
         "href": format!("{prefix}/clusters/{}", p.cluster_id),
         "name": p.name,
         "state": state,
-        "status": Value::Object(cs_status_fields(state)),
+        "status": Value::Object(cs_status_fields_of(p, t, state)),
         "creation_timestamp": time(created, 6),
         "api": api,
         "autoscaler": {

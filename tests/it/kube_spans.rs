@@ -92,6 +92,7 @@ async fn relists_and_watches_are_spans_in_a_process_of_their_own() {
             node_pools: vec![],
             faults: KubeClusterFaults::default(),
             hub: Default::default(),
+            deletion: Default::default(),
         };
         for obj in objects_at(&spec, at) {
             server.apply(obj).unwrap();

@@ -200,6 +200,12 @@ fn faults_follow_their_script() {
                     FaultKind::NotHandedOver => {
                         panic!("not_handed_over is off unless the config asks: {c:?}")
                     }
+                    FaultKind::HostedClusterFinalizerStuck
+                    | FaultKind::ManifestWorkAgentGone
+                    | FaultKind::ClustersServiceUninstallError
+                    | FaultKind::RpStuckDeleting => {
+                        panic!("a deletion's fault in a world without deletions: {c:?}")
+                    }
                     FaultKind::KubeVirtMachinesPending
                     | FaultKind::NoFreeAgent
                     | FaultKind::ReleaseImageInvalid
@@ -400,4 +406,69 @@ fn churn_keeps_the_population_and_deletes_through_every_hop() {
     let truth = w.truth();
     assert!(first.iter().all(|id| truth.cluster(id).is_none()));
     assert!(truth.clusters.len() >= 150);
+}
+
+/// With churn, healthy clusters are deleted hop by hop within minutes, and
+/// each deletion fault holds the hop its name says (docs/design.md §11.8).
+#[test]
+fn deletion_faults_follow_their_script() {
+    let clock = SimClock::manual(t0());
+    let w = World::new(cfg(300, 11, true, true), clock.clone());
+    // fault name → (cluster id, fault_at) of the first seen.
+    let mut seen: BTreeMap<String, (String, Timestamp)> = BTreeMap::new();
+    let mut checked: BTreeMap<&str, usize> = BTreeMap::new();
+    for _ in 0..36 {
+        clock.advance(Duration::from_secs(300));
+        let truth = w.truth();
+        let ground = w.ground_truth();
+        let now = ground.at;
+        for item in &ground.items {
+            let (Some(fault), Some(at)) = (item.fault, item.fault_at) else {
+                continue;
+            };
+            seen.entry(fault.to_string())
+                .or_insert((item.cluster_id.clone(), at));
+            // Judge each once it has held for 10 world-minutes.
+            if now < at + jiff::SignedDuration::from_mins(10) {
+                continue;
+            }
+            let p = |hop| phase(&truth, &item.cluster_id, hop);
+            let ok = match fault {
+                "hosted_cluster_finalizer_stuck" | "manifestwork_agent_gone" => {
+                    p(Hop::MaestroBundle) == Some(Phase::Deleting)
+                        && p(Hop::ClustersService) == Some(Phase::Deleting)
+                        && p(Hop::RpFrontend) == Some(Phase::Deleting)
+                }
+                "clusters_service_uninstall_error" => {
+                    p(Hop::ClustersService) == Some(Phase::Failed)
+                        && p(Hop::RpFrontend) == Some(Phase::Failed)
+                        && p(Hop::MaestroBundle).is_some_and(|ph| ph != Phase::Deleting)
+                }
+                "rp_stuck_deleting" => {
+                    p(Hop::RpFrontend) == Some(Phase::Deleting)
+                        && p(Hop::ClustersService).is_none()
+                        && p(Hop::MaestroBundle).is_none()
+                }
+                _ => continue,
+            };
+            assert!(
+                ok,
+                "{fault} on {} at {now}: {:?}",
+                item.cluster_id,
+                truth.cluster(&item.cluster_id)
+            );
+            *checked.entry(fault).or_default() += 1;
+        }
+    }
+    for fault in [
+        "hosted_cluster_finalizer_stuck",
+        "manifestwork_agent_gone",
+        "clusters_service_uninstall_error",
+        "rp_stuck_deleting",
+    ] {
+        assert!(
+            checked.get(fault).copied().unwrap_or(0) > 0,
+            "{fault} never judged; seen {seen:?}"
+        );
+    }
 }

@@ -624,9 +624,18 @@ impl Fleet {
                 joined = Some(rid);
             }
         }
+        // A cluster being deleted keeps its RP resource after Clusters
+        // Service lets it go: the RP's 404 is the deletion's last hop, so
+        // the deletion ends on this timeline (docs/design.md §15.3).
+        let deleting = || {
+            self.clusters
+                .get(&cluster_id)
+                .is_some_and(|t| t.deletion_in_flight().is_some())
+        };
         let mut unjoined = None;
         if observation.hop == Hop::ClustersService
             && matches!(observation.change, Change::Gone)
+            && !deleting()
             && let Some(rid) = self.resource_id_of.remove(&cluster_id)
             && self.by_resource_id.get(&*rid) == Some(&cluster_id)
         {
@@ -889,6 +898,12 @@ impl Fleet {
             let in_flight = timeline.in_flight();
             let last = self.clusters.remove(cluster_id);
             self.memory.remove(cluster_id);
+            // A deleted cluster kept its join until its RP resource went.
+            if let Some(rid) = self.resource_id_of.remove(cluster_id)
+                && self.by_resource_id.get(&*rid).map(String::as_str) == Some(cluster_id)
+            {
+                self.by_resource_id.remove(&*rid);
+            }
             result.changed.remove(cluster_id);
             result.removed.insert(cluster_id.to_string());
             if !initial && let Some(last) = last {

@@ -35,7 +35,7 @@ use tokio::task::JoinHandle;
 use tracing::debug;
 
 pub use kubeconfig::write_kubeconfig;
-pub use objects::{KubeClusterFaults, KubeClusterSpec, objects_at};
+pub use objects::{KubeClusterFaults, KubeClusterSpec, KubeDeletion, objects_at};
 pub use resources::{RESOURCES, ResourceDef};
 use store::{Inner, Store};
 

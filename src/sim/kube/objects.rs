@@ -73,6 +73,25 @@ pub struct HubClusterSpec {
     pub deleting_at: Option<Timestamp>,
 }
 
+/// ARO: the deletion as a management cluster sees it (docs/design.md
+/// §11.8). The work agent marks the ManifestWork deleting, deletes the
+/// HostedCluster, whose finalizer holds it (and its pools, control plane and
+/// ManagedCluster) while HyperShift destroys the cloud resources; then they
+/// go, and the ManifestWork after them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KubeDeletion {
+    /// The ManifestWorks' deletionTimestamp.
+    pub work_deleting_at: Option<Timestamp>,
+    /// Every object below the ManifestWork gets its deletionTimestamp.
+    pub objects_deleting_at: Option<Timestamp>,
+    /// ... and is gone from here on (the ManifestWorks stay until the spec
+    /// is no longer drawn).
+    pub objects_gone_at: Option<Timestamp>,
+    /// The HostedCluster reports `CloudResourcesDestroyed` False while
+    /// deleting: its finalizer will not clear.
+    pub cloud_resources_stuck: bool,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KubeClusterFaults {
     /// The ManifestWork never gets a status: nothing reaches the management cluster.
@@ -118,6 +137,8 @@ pub struct KubeClusterSpec {
     pub faults: KubeClusterFaults,
     /// Self-managed hubs only.
     pub hub: HubClusterSpec,
+    /// ARO: the deletion, once requested.
+    pub deletion: KubeDeletion,
 }
 
 impl KubeClusterSpec {
@@ -141,6 +162,7 @@ impl KubeClusterSpec {
             node_pools: vec![("workers".to_string(), 2, after(14))],
             faults: KubeClusterFaults::default(),
             hub: HubClusterSpec::default(),
+            deletion: KubeDeletion::default(),
         }
     }
 
@@ -163,9 +185,16 @@ impl KubeClusterSpec {
         }
     }
 
-    /// The HostedCluster was deleted by `now` (self-managed churn).
+    /// The HostedCluster was deleted by `now` (self-managed churn, or an
+    /// ARO deletion that reached the management cluster).
     pub fn deleting(&self, now: Timestamp) -> bool {
-        self.hub.deleting_at.is_some_and(|t| t <= now)
+        self.objects_deleting_at().is_some_and(|t| t <= now)
+    }
+
+    /// When the HostedCluster and what hangs off it got their
+    /// deletionTimestamp.
+    pub fn objects_deleting_at(&self) -> Option<Timestamp> {
+        self.hub.deleting_at.or(self.deletion.objects_deleting_at)
     }
 
     /// How many nodes of pool `i` are ready at `now`, and why the others
@@ -316,10 +345,16 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
                 None => json!({}),
             };
             let name = spec.manifestwork_name(pool.map(String::as_str));
+            let mut metadata = metadata(&name, Some("local-cluster"), &labels, spec.created_at);
+            if let Some(at) = reached(spec.deletion.work_deleting_at, now) {
+                metadata["deletionTimestamp"] = json!(at.to_string());
+                metadata["finalizers"] =
+                    json!(["cluster.open-cluster-management.io/manifest-work-cleanup"]);
+            }
             out.push(json!({
                 "apiVersion": "work.open-cluster-management.io/v1",
                 "kind": "ManifestWork",
-                "metadata": metadata(&name, Some("local-cluster"), &labels, spec.created_at),
+                "metadata": metadata,
                 "spec": {"workload": {"manifests": []}},
                 "status": status,
             }));
@@ -328,6 +363,9 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     let Some(start) = reached(spec.started_at(), now) else {
         return out;
     };
+    if reached(spec.deletion.objects_gone_at, now).is_some() {
+        return out;
+    }
     let mut objects = vec![hosted_cluster(spec, &labels, start, now)];
     objects.extend(control_plane(spec, start, now));
     objects.push(managed_cluster(spec, start, now));
@@ -338,10 +376,23 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     }
     // A deleted HostedCluster takes its objects with it: each carries a
     // deletionTimestamp (held by its finalizer) until it is gone.
-    if let Some(at) = spec.hub.deleting_at.filter(|t| *t <= now) {
+    if let Some(at) = spec.objects_deleting_at().filter(|t| *t <= now) {
         for obj in objects.iter_mut().filter(|o| o["kind"] != "Pod") {
             obj["metadata"]["deletionTimestamp"] = json!(at.to_string());
             obj["metadata"]["finalizers"] = json!(["hypershift.openshift.io/finalizer"]);
+            // HyperShift's word on why the finalizer holds.
+            if spec.deletion.cloud_resources_stuck && obj["kind"] == "HostedCluster" {
+                let stuck = condition(
+                    "CloudResourcesDestroyed",
+                    false,
+                    "CloudResourcesDeletionTimedOut",
+                    "Timed out waiting for cloud resources to be destroyed",
+                    at,
+                );
+                if let Some(conditions) = obj["status"]["conditions"].as_array_mut() {
+                    conditions.push(stuck);
+                }
+            }
         }
     }
     out.extend(objects);
