@@ -10,8 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::hop::{Hop, Phase, SloOutcome};
-use super::stamp::Stamp;
-use super::timeline::TimeMark;
+use super::stamp::{Stamp, TimeMark};
 
 /// The kinds of operation the model follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

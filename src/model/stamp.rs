@@ -114,6 +114,40 @@ impl Serialize for Stamp {
     }
 }
 
+/// A time and where it came from. Upstream times are preferred; the
+/// exporter's own observation time is only a fallback and is marked as such.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TimeMark {
+    pub at: Stamp,
+    /// True when upstream gave no time and this is when the exporter saw it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub observed: bool,
+}
+
+impl TimeMark {
+    pub fn upstream(at: impl Into<Stamp>) -> TimeMark {
+        TimeMark {
+            at: at.into(),
+            observed: false,
+        }
+    }
+
+    pub fn observed(at: impl Into<Stamp>) -> TimeMark {
+        TimeMark {
+            at: at.into(),
+            observed: true,
+        }
+    }
+
+    /// The upstream time when there is one, else the observation time.
+    pub fn from_option(upstream: Option<Stamp>, observed_at: Timestamp) -> TimeMark {
+        match upstream {
+            Some(at) => TimeMark::upstream(at),
+            None => TimeMark::observed(observed_at),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

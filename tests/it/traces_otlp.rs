@@ -509,19 +509,49 @@ fn a_creation_deleted_in_flight_closes_its_trace() {
     apply(&store, 4, vec![obs("c-del", Hop::ClustersService).gone()]);
     tracer.flush();
 
+    // Two traces: the creation's, closed as deleted when the deletion
+    // began, and the deletion's own, a root and a child for the hop.
     let spans = received.spans();
-    assert_eq!(spans.len(), 1);
-    let root = &spans[0];
-    assert_eq!(root.span.name, ROOT_SPAN_NAME);
+    assert_eq!(spans.len(), 3, "{spans:?}");
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|g| g.span.name == name)
+            .unwrap_or_else(|| panic!("no span {name}"))
+    };
+    let root = named(ROOT_SPAN_NAME);
+    assert_eq!(root.span.trace_id, trace_id("c-del").to_vec());
     assert_eq!(
         root.attr("hcp.creation.outcome").as_deref(),
         Some("deleted")
     );
     assert_eq!(root.attr("hcp.cluster.name").as_deref(), Some("doomed"));
     assert_eq!(root.span.start_time_unix_nano, nanos(t(0)));
-    assert!(root.span.end_time_unix_nano >= root.span.start_time_unix_nano);
+    assert_eq!(root.span.end_time_unix_nano, nanos(t(3)), "ended by the deletion's start");
     let status = root.span.status.clone().unwrap_or_default();
     assert_ne!(status.code, StatusCode::Error as i32);
+
+    let delete_root = named("hcp.cluster.delete");
+    let delete_trace = trace_id("c-del/delete").to_vec();
+    assert_eq!(delete_root.span.trace_id, delete_trace);
+    assert_eq!(
+        delete_root.span.span_id,
+        span_id_of("c-del/delete", None, Via::Direct).to_vec()
+    );
+    assert_eq!(delete_root.attr("hcp.operation").as_deref(), Some("delete"));
+    assert_eq!(
+        delete_root.attr("hcp.operation.outcome").as_deref(),
+        Some("succeeded")
+    );
+    assert_eq!(delete_root.attr("hcp.slo.outcome").as_deref(), Some("good"));
+    assert_eq!(delete_root.span.start_time_unix_nano, nanos(t(3)));
+    assert_eq!(delete_root.span.end_time_unix_nano, nanos(t(4)));
+    let hop = named("hcp.hop.clusters_service");
+    assert_eq!(hop.span.trace_id, delete_trace);
+    assert_eq!(hop.span.parent_span_id, delete_root.span.span_id);
+    assert_eq!(hop.attr("hcp.operation").as_deref(), Some("delete"));
+    assert_eq!(hop.span.start_time_unix_nano, nanos(t(3)));
+    assert_eq!(hop.span.end_time_unix_nano, nanos(t(4)));
     tracer.shutdown();
 }
 
