@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::model::{
-    Condition, CreationOutcome, OperationBudgets, HopError, HopP95, Identity, Join, Phase, PodCounts,
+    Condition, CreationOutcome, Hop, OperationBudgets, OperationKind, OperationOutcome, Status, HopError, HopP95, Identity, Join, Phase, PodCounts,
     Replicas, SloOutcome, Stamp, TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
 };
 
@@ -45,10 +45,44 @@ pub struct TimelineJson<'a> {
     /// Absent when the RP and CS are not both in play.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub join: Option<Join>,
-    /// Where the creation stands and why: ready, in_progress, at_risk,
-    /// stuck, failed or deleted (docs/design.md §3.9).
+    /// Where the cluster stands and why: its operation in flight judged
+    /// (in_progress, at_risk, stuck, failed), else ready, degraded or
+    /// deleted (docs/design.md §3.9, §15.7). `verdict.operation` names the
+    /// operation judged.
     pub verdict: Verdict,
+    /// The operation in flight, if any (`create`, `delete`).
+    pub operation_in_flight: Option<OperationKind>,
+    /// Every operation of the cluster the exporter follows, oldest first:
+    /// the creation and, once it began, the deletion.
+    pub operations: Vec<OperationJson>,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
+}
+
+/// One operation of a cluster (docs/design.md §15).
+#[derive(Debug, Serialize)]
+pub struct OperationJson {
+    pub operation: OperationKind,
+    /// The key its trace id derives from: `<cluster_id>`, `<cluster_id>/delete`.
+    pub key: String,
+    pub trace_id: String,
+    pub started_at: TimeMark,
+    pub ended_at: Option<Stamp>,
+    pub outcome: OperationOutcome,
+    pub slo: Option<SloOutcome>,
+    /// The verdict's word while the operation is in flight (or just failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Status>,
+    /// A deletion's hops: when each began deleting and when its object was
+    /// gone (a creation's hops are the timeline's `hops`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<OperationHopJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OperationHopJson {
+    pub hop: Hop,
+    pub started_at: Stamp,
+    pub done_at: Option<Stamp>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,6 +101,10 @@ pub struct HopJson<'a> {
     pub objects: Vec<ObjectJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pods: Option<PodCounts>,
+    /// The finalizers holding a deleting object (a HostedCluster's while
+    /// HyperShift destroys the cloud resources).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -88,6 +126,7 @@ pub struct ObjectJson<'a> {
 }
 
 pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<'a> {
+    let verdict = judge.verdict(timeline);
     let hops = timeline
         .hops
         .iter()
@@ -118,6 +157,10 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
                     .collect(),
                 objects,
                 pods: h.pods(),
+                finalizers: h
+                    .effective_objects()
+                    .flat_map(|(_, o)| o.view.finalizers.iter().flatten().map(|f| &**f))
+                    .collect(),
             };
             (hop.as_str(), json)
         })
@@ -132,7 +175,59 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
         outcome: timeline.outcome,
         slo: timeline.slo,
         join: join_of(timeline, judge.rp_in_scope),
-        verdict: judge.verdict(timeline),
+        operation_in_flight: timeline.operation_in_flight(),
+        operations: operations_json(timeline, &verdict),
+        verdict,
         hops,
     }
+}
+
+/// The cluster's operations, with the verdict's word on the one it judged.
+pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJson> {
+    let judged = |kind: OperationKind, outcome: OperationOutcome| {
+        (verdict.operation == Some(kind)
+            && matches!(outcome, OperationOutcome::InFlight | OperationOutcome::Failed))
+        .then_some(verdict.status)
+    };
+    let id = &timeline.cluster_id;
+    let create = OperationKind::Create;
+    let mut out = vec![OperationJson {
+        operation: create,
+        key: create.key(id),
+        trace_id: trace_id_hex(&create.key(id)),
+        started_at: timeline.created_at,
+        ended_at: timeline.completed_at.or(timeline.failed_at).or_else(|| {
+            // Ended by the deletion's start.
+            (timeline.outcome == CreationOutcome::Deleted)
+                .then(|| timeline.deletion.as_deref().map(|d| d.started_at.at))
+                .flatten()
+        }),
+        outcome: timeline.outcome,
+        slo: timeline.slo,
+        verdict: judged(create, timeline.outcome),
+        hops: Vec::new(),
+    }];
+    if let Some(d) = timeline.deletion.as_deref() {
+        let delete = OperationKind::Delete;
+        out.push(OperationJson {
+            operation: delete,
+            key: delete.key(id),
+            trace_id: trace_id_hex(&delete.key(id)),
+            started_at: d.started_at,
+            ended_at: d.ended_at,
+            outcome: d.outcome,
+            slo: d.slo,
+            verdict: judged(delete, d.outcome),
+            hops: d
+                .hops
+                .iter()
+                .map(|h| OperationHopJson {
+                    hop: h.hop,
+                    started_at: h.started_at,
+                    done_at: h.done_at,
+                })
+                .collect(),
+        });
+    }
+    out
 }

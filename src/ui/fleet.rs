@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::verdict::{STATUSES, Status, Verdict, verdict_of};
 use crate::api::Judge;
 use crate::model::{
-    CreationOutcome, Hop, HopBudgets, HopError, Phase, SloOutcome, Stamp, Timeline,
+    CreationOutcome, Hop, HopBudgets, HopError, OperationKind, Phase, SloOutcome, Stamp, Timeline,
 };
 use crate::store::SourceStatus;
 
@@ -26,6 +26,8 @@ pub struct Row {
     #[serde(skip)]
     pub resource_id: String,
     pub outcome: CreationOutcome,
+    /// The operation in flight (`create`, `delete`), if any.
+    pub operation: Option<OperationKind>,
     pub status: Status,
     pub slo: Option<SloOutcome>,
     pub created_at: Stamp,
@@ -94,6 +96,7 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
         mgmt_cluster: timeline.identity.mgmt_cluster.clone(),
         resource_id: timeline.identity.resource_id.clone(),
         outcome: timeline.outcome,
+        operation: timeline.operation_in_flight(),
         status: verdict.status,
         slo: timeline.slo,
         created_at: timeline.created_at.at,
@@ -124,6 +127,11 @@ pub struct Summary {
     pub phases: Vec<&'static str>,
     /// In-flight creations counted at the hop they stand at, by its phase.
     pub funnel: BTreeMap<&'static str, BTreeMap<&'static str, usize>>,
+    /// The same per operation kind (`create` is `funnel`): each cluster
+    /// counted at the hop its operation in flight stands at.
+    pub funnels: BTreeMap<&'static str, BTreeMap<&'static str, BTreeMap<&'static str, usize>>>,
+    /// Clusters per operation in flight.
+    pub in_flight: BTreeMap<&'static str, usize>,
     pub outcomes: BTreeMap<&'static str, usize>,
     /// Creations per status (every status present, zero or not).
     pub status: BTreeMap<&'static str, usize>,
@@ -152,15 +160,23 @@ pub fn summary(
     sources: Vec<SourceStatus>,
     now: Timestamp,
 ) -> Summary {
-    let mut funnel: BTreeMap<&'static str, BTreeMap<&'static str, usize>> = Hop::ALL
+    let empty_funnel = || -> BTreeMap<&'static str, BTreeMap<&'static str, usize>> {
+        Hop::ALL
+            .iter()
+            .map(|h| {
+                (
+                    h.as_str(),
+                    Phase::ALL.iter().map(|p| (p.as_str(), 0)).collect(),
+                )
+            })
+            .collect()
+    };
+    let mut funnels: BTreeMap<&'static str, _> = OperationKind::ALL
         .iter()
-        .map(|h| {
-            (
-                h.as_str(),
-                Phase::ALL.iter().map(|p| (p.as_str(), 0)).collect(),
-            )
-        })
+        .map(|k| (k.as_str(), empty_funnel()))
         .collect();
+    let mut in_flight: BTreeMap<&'static str, usize> =
+        OperationKind::ALL.iter().map(|k| (k.as_str(), 0)).collect();
     let mut outcomes: BTreeMap<&'static str, usize> = [
         CreationOutcome::InFlight,
         CreationOutcome::Succeeded,
@@ -189,16 +205,23 @@ pub fn summary(
             None if row.outcome == CreationOutcome::InFlight => slo.pending += 1,
             None => {}
         }
-        if row.outcome == CreationOutcome::InFlight
-            && let (Some(hop), Some(phase)) = (row.hop, row.phase)
-        {
-            *funnel
-                .entry(hop.as_str())
-                .or_default()
-                .entry(phase.as_str())
-                .or_default() += 1;
+        if let Some(operation) = row.operation {
+            *in_flight.entry(operation.as_str()).or_default() += 1;
+            if let (Some(hop), Some(phase)) = (row.hop, row.phase) {
+                *funnels
+                    .entry(operation.as_str())
+                    .or_default()
+                    .entry(hop.as_str())
+                    .or_default()
+                    .entry(phase.as_str())
+                    .or_default() += 1;
+            }
         }
     }
+    let funnel = funnels
+        .get(OperationKind::Create.as_str())
+        .cloned()
+        .unwrap_or_else(empty_funnel);
     let ready = sources.iter().all(|s| s.synced);
     Summary {
         at: now,
@@ -206,6 +229,8 @@ pub fn summary(
         hops: Hop::ALL.iter().map(|h| h.as_str()).collect(),
         phases: Phase::ALL.iter().map(|p| p.as_str()).collect(),
         funnel,
+        funnels,
+        in_flight,
         outcomes,
         status,
         slo,
@@ -232,7 +257,7 @@ pub fn outcome_str(outcome: CreationOutcome) -> &'static str {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum QueryError {
     #[error(
-        "unknown query parameter `{0}`; the list takes hop, phase, status, outcome, q, in_flight, limit, offset, sort"
+        "unknown query parameter `{0}`; the list takes hop, phase, status, outcome, operation, q, in_flight, limit, offset, sort"
     )]
     Unknown(String),
     #[error("`{param}={value}` is not one of {expected}")]
@@ -262,6 +287,8 @@ pub struct ListQuery {
     pub phase: Option<Phase>,
     pub status: Option<Status>,
     pub outcome: Option<CreationOutcome>,
+    /// Only clusters with this operation in flight.
+    pub operation: Option<OperationKind>,
     /// Case-insensitive substring of the cluster id, name, ARM resource id
     /// or management cluster.
     pub q: Option<String>,
@@ -282,6 +309,7 @@ impl Default for ListQuery {
             phase: None,
             status: None,
             outcome: None,
+            operation: None,
             q: None,
             in_flight: None,
             limit: DEFAULT_LIMIT,
@@ -344,6 +372,14 @@ impl ListQuery {
                             .ok_or_else(|| bad("outcome", all.map(outcome_str).join(", ")))?,
                     )
                 }
+                "operation" => {
+                    q.operation = Some(OperationKind::parse(value).ok_or_else(|| {
+                        bad(
+                            "operation",
+                            OperationKind::ALL.map(OperationKind::as_str).join(", "),
+                        )
+                    })?)
+                }
                 "q" => q.q = Some(value.to_lowercase()),
                 "in_flight" => {
                     q.in_flight = Some(match value {
@@ -384,6 +420,7 @@ impl ListQuery {
             && self.phase.is_none_or(|p| row.phase == Some(p))
             && self.status.is_none_or(|s| row.status == s)
             && self.outcome.is_none_or(|o| row.outcome == o)
+            && self.operation.is_none_or(|o| row.operation == Some(o))
             && self
                 .in_flight
                 .is_none_or(|f| (row.outcome == CreationOutcome::InFlight) == f)

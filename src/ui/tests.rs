@@ -192,3 +192,50 @@ fn pages_carry_their_settings_and_every_asset_they_load_is_served() {
         assert!(!page.contains("http://") && !page.contains("https://"));
     }
 }
+
+/// A completed cluster being deleted stands in the delete funnel at the
+/// first hop of the deletion's flow still deleting, and the list filters
+/// by operation in flight.
+#[test]
+fn deletions_have_their_own_funnel_and_filter() {
+    let store = fleet_of_three();
+    store.apply_at(
+        batch(
+            false,
+            t("2026-01-01T00:04:00Z"),
+            vec![
+                obs("c", Hop::ClustersService)
+                    .state("uninstalling", Phase::Deleting)
+                    .since(t("2026-01-01T00:04:00Z")),
+                obs("c", Hop::HostedCluster)
+                    .state("deleting", Phase::Deleting)
+                    .since(t("2026-01-01T00:04:00Z")),
+            ],
+        ),
+        t("2026-01-01T00:04:00Z"),
+    );
+    let rows = rows(&store);
+    let c = rows.iter().find(|r| r.cluster_id == "c").unwrap();
+    assert_eq!(c.operation, Some(crate::model::OperationKind::Delete));
+    assert_eq!(c.hop, Some(Hop::HostedCluster));
+    assert_eq!(c.verdict.operation, Some(crate::model::OperationKind::Delete));
+    assert_eq!(c.budget_seconds, Some(1800.0), "the deletion's budget");
+    let summary = fleet::summary(
+        &rows,
+        &store.hop_budgets(),
+        1200.0,
+        vec![],
+        t("2026-01-01T00:05:00Z"),
+    );
+    assert_eq!(summary.in_flight["delete"], 1);
+    assert_eq!(summary.in_flight["create"], 1);
+    assert_eq!(summary.funnels["delete"]["hosted_cluster"]["deleting"], 1);
+    assert_eq!(summary.funnels["create"], summary.funnel);
+    let deleting = fleet::list(&rows, &query("operation=delete").unwrap());
+    assert_eq!(deleting.total, 1);
+    assert_eq!(deleting.items[0].cluster_id, "c");
+    assert!(matches!(
+        query("operation=upgrade"),
+        Err(QueryError::Value { param: "operation", .. })
+    ));
+}
