@@ -314,9 +314,10 @@ fn alertmanager_routes_each_severity_to_its_receiver() {
     let cases: &[(&[&str], &str)] = &[
         (
             &[
-                "alertname=HCPCreationLatencyBudgetBurn",
+                "alertname=HCPOperationLatencyBudgetBurn",
                 "severity=critical",
                 "slo=latency",
+                "operation=delete",
             ],
             "hcp-flow-page",
         ),
@@ -335,18 +336,20 @@ fn alertmanager_routes_each_severity_to_its_receiver() {
         ),
         (
             &[
-                "alertname=HCPCreationStuckAtHop",
+                "alertname=HCPOperationStuckAtHop",
                 "severity=warning",
                 "cluster_id=c1",
+                "operation=delete",
                 "hop=maestro_bundle",
             ],
             "hcp-flow-ticket",
         ),
         (
             &[
-                "alertname=HCPCreationSuccessBudgetBurn",
+                "alertname=HCPOperationSuccessBudgetBurn",
                 "severity=warning",
                 "slo=success",
+                "operation=create",
             ],
             "hcp-flow-ticket",
         ),
@@ -413,6 +416,16 @@ fn alertmanager_inhibits_what_a_down_source_feeds() {
         has("HCPExporterAbsent", "HCP.+"),
         "exporter absent inhibits all"
     );
+    // A health alert never fires on a cluster being deleted, and a stuck
+    // deletion must never be held back by one.
+    assert!(
+        rules.iter().any(|r| {
+            let targets = text(&r["target_matchers"]);
+            targets.iter().any(|m| m.contains("HCPOperationStuckAtHop"))
+                && targets.iter().any(|m| m == "operation=\"create\"")
+        }),
+        "the specific hop alerts must inhibit HCPOperationStuckAtHop of creations only"
+    );
     for (source, target) in [
         ("source=\"rp_frontend\"", "hop=\"rp_frontend\""),
         ("source=\"clusters_service\"", "hop=\"clusters_service\""),
@@ -445,7 +458,7 @@ fn alertmanager_templates_name_cluster_hop_and_runbook() {
             "alpha (2jkq1a7d9r0s8t6u5v4w3x2y1z0abcde)",
             "maestro_bundle",
             "2025-06-01 10:20 UTC",
-            "docs/runbooks.md#hcpcreationstuckathop",
+            "docs/runbooks.md#hcpoperationstuckathop",
         ] {
             assert!(out.contains(needle), "{template} lacks {needle}:\n{out}");
         }

@@ -11,7 +11,7 @@
 //!   (HCPHostedClusterUnavailable, paging to Telegram and #hcp-flow-page),
 //!   then comes back.
 //! - Inhibition: a bundle that never reports makes both
-//!   HCPMaestroStatusNotUpdated and HCPCreationStuckAtHop fire on the same
+//!   HCPMaestroStatusNotUpdated and HCPOperationStuckAtHop fire on the same
 //!   cluster and hop; only the specific one may reach Slack.
 //!
 //! Needs `prometheus` and `prometheus-alertmanager` (Debian packages;
@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::common::ROOT;
 const RUNBOOKS: &str = "https://github.com/hcp-flow/hcp-flow/blob/main/docs/runbooks.md";
-/// The alerts that inhibit HCPCreationStuckAtHop on the same cluster and hop.
+/// The alerts that inhibit HCPOperationStuckAtHop on the same cluster and hop.
 const SPECIFIC: [&str; 5] = [
     "HCPMaestroBundleNotApplied",
     "HCPManifestWorkNotApplied",
@@ -404,11 +404,11 @@ fn assert_since(channel: &str, text: &str, start: f64) {
 /// What the world says about a cluster: its name and injected fault.
 type Known = BTreeMap<String, (String, Option<FaultKind>)>;
 
-/// HCPCreationStuckAtHop alerts Alertmanager holds inhibited: (cluster, hop).
+/// HCPOperationStuckAtHop alerts Alertmanager holds inhibited: (cluster, hop).
 async fn inhibited_stuck(client: &reqwest::Client, am: &str) -> BTreeSet<(String, String)> {
     let Ok(r) = client
         .get(format!("{am}/api/v2/alerts"))
-        .query(&[("filter", "alertname=\"HCPCreationStuckAtHop\"")])
+        .query(&[("filter", "alertname=\"HCPOperationStuckAtHop\"")])
         .send()
         .await
     else {
@@ -811,7 +811,7 @@ async fn slack_and_telegram_get_firing_and_resolved_messages_grouped_and_inhibit
         let leaked: Vec<&Slack> = slack
             .iter()
             .filter(|m| {
-                m.alertname() == "HCPCreationStuckAtHop"
+                m.alertname() == "HCPOperationStuckAtHop"
                     && (from..until).contains(&m.at)
                     && firing_alerts(&m.text).iter().any(|a| {
                         clusters_named(a).contains(cluster) && a.contains(&format!("hop: `{hop}`"))
@@ -820,7 +820,7 @@ async fn slack_and_telegram_get_firing_and_resolved_messages_grouped_and_inhibit
             .collect();
         assert!(
             leaked.is_empty(),
-            "HCPCreationStuckAtHop on {cluster} hop {hop} was sent while {} fired: {leaked:#?}",
+            "HCPOperationStuckAtHop on {cluster} hop {hop} was sent while {} fired: {leaked:#?}",
             specific[0].alertname()
         );
     }

@@ -42,9 +42,11 @@ use sha2::{Digest, Sha256};
 use crate::common::ROOT;
 
 /// The histograms whose quantile panels must show exemplars: the exporter
-/// attaches the creation's trace id to every observation of both.
+/// attaches the operation's trace id to every observation of both. The
+/// dashboards' `$operation` takes its default, `create`, whose trace id is
+/// derived from the cluster id alone (see `trace_id`).
 const LATENCY_HISTOGRAMS: [&str; 2] = [
-    "hcpflow_creation_duration_seconds_bucket",
+    "hcpflow_operation_duration_seconds_bucket",
     "hcpflow_hop_duration_seconds_bucket",
 ];
 

@@ -119,6 +119,8 @@ fn substitute(expr: &str, cluster_id: &str) -> String {
         .replace("$source", ".*")
         .replace("${hop}", ".*")
         .replace("$hop", ".*")
+        .replace("${operation}", "create")
+        .replace("$operation", "create")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
