@@ -25,7 +25,7 @@ use super::{FaultKind, World};
 use crate::model::{HopBudgets, provisional_cluster_id};
 
 /// How long a hop must have been failed before `HCPHopFailed` fires: the
-/// hold in its threshold (alerts/creation.yaml), real seconds, not scaled.
+/// hold in its threshold (alerts/operations.yaml), real seconds, not scaled.
 pub const HOP_FAILED_HOLD: Duration = Duration::from_secs(60);
 
 /// A fault only the management cluster shows (not a [`FaultKind`], which

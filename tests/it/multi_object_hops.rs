@@ -426,8 +426,8 @@ async fn unreadable_or_absent_feedback_shows_on_the_cluster_and_its_hops_age() {
 
 /// Feed the per-cluster series of `body` to promtool (with job/instance as
 /// Prometheus adds them, timestamps shifted so the bundles' creation is
-/// time 0) and check which hops `HCPCreationStuckAtHop` fires for, one
-/// evaluation before and at each hop's budget (alerts/creation.yaml).
+/// time 0) and check which hops `HCPOperationStuckAtHop` fires for, one
+/// evaluation before and at each hop's budget (alerts/operations.yaml).
 fn stuck_alerts_fire_on(body: &str) {
     let base = created().as_second() as f64;
     let mut series = String::new();
@@ -460,15 +460,15 @@ fn stuck_alerts_fire_on(body: &str) {
             samples
         };
         format!(
-            "      - expr: count by (hop) (ALERTS{{alertname=\"HCPCreationStuckAtHop\", alertstate=\"firing\"}})\n        eval_time: {minutes}m\n        exp_samples:\n{samples}"
+            "      - expr: count by (hop) (ALERTS{{alertname=\"HCPOperationStuckAtHop\", alertstate=\"firing\"}})\n        eval_time: {minutes}m\n        exp_samples:\n{samples}"
         )
     };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let test = format!(
-        "rule_files:\n  - {}\n  - {}\n  - {}\nevaluation_interval: 1m\ngroup_eval_order:\n  - hcp-flow-identity\n  - hcp-flow-budgets\n  - hcp-flow-creation\ntests:\n  - interval: 1m\n    input_series:\n{series}    promql_expr_test:\n{}{}{}{}{}{}",
+        "rule_files:\n  - {}\n  - {}\n  - {}\nevaluation_interval: 1m\ngroup_eval_order:\n  - hcp-flow-identity\n  - hcp-flow-budgets\n  - hcp-flow-operations\ntests:\n  - interval: 1m\n    input_series:\n{series}    promql_expr_test:\n{}{}{}{}{}{}",
         repo.join("alerts/identity.yaml").display(),
         repo.join("alerts/budgets.yaml").display(),
-        repo.join("alerts/creation.yaml").display(),
+        repo.join("alerts/operations.yaml").display(),
         expect(9, &[]),
         expect(10, &["manifestwork"]),
         expect(11, &["maestro_bundle", "manifestwork"]),
