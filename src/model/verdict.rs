@@ -269,11 +269,16 @@ fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -
         );
         return about(op, Status::Failed, hop, h, budgets, None, now, reason);
     }
+    // What a deleted bundle carries reads deleting through its feedback,
+    // inheriting the bundle's deletion: the bundle is where the service side
+    // waits (the management side reads those objects directly).
+    let bundle = timeline.hop(Hop::MaestroBundle).is_some();
     let deleting: Vec<(Hop, &HopTimeline)> = DELETE
         .hops
         .iter()
         .filter_map(|hop| timeline.hop(*hop).map(|h| (*hop, h)))
         .filter(|(_, h)| DELETE.waits_in(h.phase))
+        .filter(|(_, h)| !(bundle && h.via == super::hop::Via::Maestro))
         .collect();
     let waited = |h: &HopTimeline| seconds(h.since.at, now);
     if let Some(&(hop, h)) = deleting

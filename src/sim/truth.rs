@@ -94,8 +94,7 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
                 Obj::new(work_phase(ready), work_state(ready), ready)
             }
         });
-        // The nested views exist once the agent reported; they keep their
-        // last served content while the bundle is being deleted. Before the
+        // The nested views exist once the agent reported. Before the
         // first report the exporter cannot read them, and shows each object
         // the bundle carries as unknown, `no_status`.
         let Some(st) = st else {
@@ -107,6 +106,20 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
             continue;
         };
         let ready = work_ready_at(&p.mw_conditions(b, st));
+        // A deleted bundle's objects are being deleted with it (Maestro
+        // deletes in the foreground): each reads deleting, as the exporter
+        // reads the feedback of a bundle with `deleted_at`.
+        if deleting {
+            works.push(Obj::new(Phase::Deleting, "deleting", ready));
+            match b.pool {
+                None => {
+                    hc_st = Some(st);
+                    hosted.push(Obj::new(Phase::Deleting, "deleting", None));
+                }
+                Some(_) => pools.push(Obj::new(Phase::Deleting, "deleting", None)),
+            }
+            continue;
+        }
         works.push(Obj::new(work_phase(ready), work_state(ready), ready));
         match b.pool {
             None => {
