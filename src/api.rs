@@ -6,8 +6,9 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::model::{
-    Condition, CreationOutcome, Hop, OperationBudgets, OperationKind, OperationOutcome, Status, HopError, HopP95, Identity, Join, Phase, PodCounts,
-    Replicas, SloOutcome, Stamp, TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
+    Condition, CreationOutcome, Hop, HopError, HopP95, Identity, Join, OperationBudgets,
+    OperationKind, OperationOutcome, Phase, PodCounts, Replicas, SloOutcome, Stamp, Status,
+    TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
 };
 
 /// What judging a timeline needs besides the timeline: taken once per
@@ -186,7 +187,10 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
 pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJson> {
     let judged = |kind: OperationKind, outcome: OperationOutcome| {
         (verdict.operation == Some(kind)
-            && matches!(outcome, OperationOutcome::InFlight | OperationOutcome::Failed))
+            && matches!(
+                outcome,
+                OperationOutcome::InFlight | OperationOutcome::Failed
+            ))
         .then_some(verdict.status)
     };
     let id = &timeline.cluster_id;

@@ -13,10 +13,10 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 
 use crate::clock::Clock;
-use crate::metrics::operations::OperationMetrics;
 use crate::metrics::exporter::ExporterMetrics;
 use crate::metrics::exposition::{self, Format};
 use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
+use crate::metrics::operations::OperationMetrics;
 use crate::model::{ApplyResult, Batch, Event, Fleet, Hop, ModelConfig, Timeline, Via};
 use crate::sources::ObservationSink;
 use crate::sources::health::SourceHealth;

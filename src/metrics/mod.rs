@@ -1,8 +1,8 @@
 //! Metric families: the fleet families rendered from the timeline store, and
 //! the exporter's own metrics.
 
-pub mod operations;
 pub mod exporter;
 pub mod exposition;
 pub mod fleet;
 mod labels;
+pub mod operations;

@@ -15,8 +15,7 @@ use prometheus_client::registry::Registry;
 
 use crate::metrics::exporter::AlwaysDescribed;
 use crate::model::{
-    Event, Hop, HopDurations, HopP95, ModelConfig, OperationKind, Outcome, SloOutcome,
-    trace_id_hex,
+    Event, Hop, HopDurations, HopP95, ModelConfig, OperationKind, Outcome, SloOutcome, trace_id_hex,
 };
 
 /// Histogram bounds of an operation, in seconds at speed 1. Each operation
@@ -168,7 +167,9 @@ impl OperationMetrics {
         model: &ModelConfig,
         time_scale: f64,
     ) -> OperationMetrics {
-        let mut bounds = Buckets::new(CREATION_BUCKETS, time_scale, None).bounds().to_vec();
+        let mut bounds = Buckets::new(CREATION_BUCKETS, time_scale, None)
+            .bounds()
+            .to_vec();
         for kind in OperationKind::ALL {
             let target = model.target(kind).as_secs_f64();
             if !bounds.iter().any(|b| (b - target).abs() < 1e-9) {

@@ -824,14 +824,33 @@ fn a_deletion_hop_by_hop_is_one_operation_with_upstream_start_and_one_slo_event(
     assert_eq!(deletion.started_at, TimeMark::upstream(t(10)));
     assert!(!deletion.started_at.observed);
     assert_eq!(timeline.operation_in_flight(), Some(OperationKind::Delete));
-    assert_eq!(timeline.outcome, CreationOutcome::Succeeded, "the creation stays done");
+    assert_eq!(
+        timeline.outcome,
+        CreationOutcome::Succeeded,
+        "the creation stays done"
+    );
 
-    let r = f.apply(batch(false, t(14), vec![obs("c1", Hop::HostedCluster).gone()]), t(14));
-    assert_eq!(operation_events(&r.events), ["delete hop hosted_cluster succeeded 180s"]);
-    let r = f.apply(batch(false, t(15), vec![obs("c1", Hop::MaestroBundle).gone()]), t(15));
-    assert_eq!(operation_events(&r.events), ["delete hop maestro_bundle succeeded 300s"]);
+    let r = f.apply(
+        batch(false, t(14), vec![obs("c1", Hop::HostedCluster).gone()]),
+        t(14),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        ["delete hop hosted_cluster succeeded 180s"]
+    );
+    let r = f.apply(
+        batch(false, t(15), vec![obs("c1", Hop::MaestroBundle).gone()]),
+        t(15),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        ["delete hop maestro_bundle succeeded 300s"]
+    );
     assert!(f.get("c1").is_some(), "kept until every hop is gone");
-    let r = f.apply(batch(false, t(16), vec![obs("c1", Hop::ClustersService).gone()]), t(16));
+    let r = f.apply(
+        batch(false, t(16), vec![obs("c1", Hop::ClustersService).gone()]),
+        t(16),
+    );
     assert_eq!(
         operation_events(&r.events),
         [
@@ -853,14 +872,19 @@ fn a_deletion_past_its_target_is_late_at_once_and_counted_once() {
         batch(
             false,
             t(10),
-            vec![obs("c1", Hop::ClustersService)
-                .state("uninstalling", Phase::Deleting)
-                .since(t(10))],
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("uninstalling", Phase::Deleting)
+                    .since(t(10)),
+            ],
         ),
         t(10),
     );
     // The default deletion target is 30m: one step before, nothing.
-    assert_eq!(operation_events(&f.tick(t(39)).events), Vec::<String>::new());
+    assert_eq!(
+        operation_events(&f.tick(t(39)).events),
+        Vec::<String>::new()
+    );
     assert_eq!(operation_events(&f.tick(t(40)).events), ["delete slo late"]);
     let r = f.apply(
         batch(
@@ -893,10 +917,12 @@ fn a_creation_deleted_in_flight_ends_deleted_and_its_deletion_counts_alone() {
         batch(
             false,
             t(0),
-            vec![obs("c1", Hop::ClustersService)
-                .state("installing", Phase::Progressing)
-                .created(t(0))
-                .since(t(0))],
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("installing", Phase::Progressing)
+                    .created(t(0))
+                    .since(t(0)),
+            ],
         ),
         t(0),
     );
@@ -904,9 +930,11 @@ fn a_creation_deleted_in_flight_ends_deleted_and_its_deletion_counts_alone() {
         batch(
             false,
             t(5),
-            vec![obs("c1", Hop::ClustersService)
-                .state("uninstalling", Phase::Deleting)
-                .since(t(5))],
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("uninstalling", Phase::Deleting)
+                    .since(t(5)),
+            ],
         ),
         t(5),
     );
@@ -915,8 +943,14 @@ fn a_creation_deleted_in_flight_ends_deleted_and_its_deletion_counts_alone() {
     assert_eq!(timeline.outcome, CreationOutcome::Deleted);
     assert_eq!(timeline.operation_in_flight(), Some(OperationKind::Delete));
     // Past the creation's target (20m): the deleted creation is not late.
-    assert_eq!(operation_events(&f.tick(t(21)).events), Vec::<String>::new());
-    let r = f.apply(batch(false, t(22), vec![obs("c1", Hop::ClustersService).gone()]), t(22));
+    assert_eq!(
+        operation_events(&f.tick(t(21)).events),
+        Vec::<String>::new()
+    );
+    let r = f.apply(
+        batch(false, t(22), vec![obs("c1", Hop::ClustersService).gone()]),
+        t(22),
+    );
     assert_eq!(
         operation_events(&r.events),
         [
@@ -936,9 +970,11 @@ fn an_rp_failed_during_deletion_fails_the_deletion_not_the_creation() {
         batch(
             false,
             t(10),
-            vec![obs("c1", Hop::ClustersService)
-                .state("uninstalling", Phase::Deleting)
-                .since(t(10))],
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("uninstalling", Phase::Deleting)
+                    .since(t(10)),
+            ],
         ),
         t(10),
     );
@@ -946,10 +982,12 @@ fn an_rp_failed_during_deletion_fails_the_deletion_not_the_creation() {
         batch(
             false,
             t(12),
-            vec![obs("c1", Hop::ClustersService)
-                .state("error", Phase::Failed)
-                .since(t(12))
-                .error("OCM3999", "uninstall failed")],
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("error", Phase::Failed)
+                    .since(t(12))
+                    .error("OCM3999", "uninstall failed"),
+            ],
         ),
         t(12),
     );
@@ -969,10 +1007,12 @@ fn a_deletion_seen_first_in_a_first_sync_starts_silently_and_still_ends_counted(
         batch(
             true,
             t(10),
-            vec![obs("c1", Hop::ClustersService)
-                .state("uninstalling", Phase::Deleting)
-                .created(t(0))
-                .since(t(8))],
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("uninstalling", Phase::Deleting)
+                    .created(t(0))
+                    .since(t(8)),
+            ],
         ),
         t(10),
     );
@@ -981,7 +1021,10 @@ fn a_deletion_seen_first_in_a_first_sync_starts_silently_and_still_ends_counted(
         f.get("c1").unwrap().deletion.as_deref().unwrap().started_at,
         TimeMark::upstream(t(8))
     );
-    let r = f.apply(batch(false, t(12), vec![obs("c1", Hop::ClustersService).gone()]), t(12));
+    let r = f.apply(
+        batch(false, t(12), vec![obs("c1", Hop::ClustersService).gone()]),
+        t(12),
+    );
     assert_eq!(
         operation_events(&r.events),
         [

@@ -256,11 +256,19 @@ fn about(
 /// A deletion in flight or failed: judged along its flow.
 fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -> Verdict {
     let op = Some(OperationKind::Delete);
-    let failed = timeline.deletion.as_deref().is_some_and(|d| d.outcome == OperationOutcome::Failed);
+    let failed = timeline
+        .deletion
+        .as_deref()
+        .is_some_and(|d| d.outcome == OperationOutcome::Failed);
     if failed
         && let Some((hop, h)) = [Hop::ClustersService, Hop::RpFrontend]
             .into_iter()
-            .find_map(|hop| timeline.hop(hop).filter(|h| h.phase == Phase::Failed).map(|h| (hop, h)))
+            .find_map(|hop| {
+                timeline
+                    .hop(hop)
+                    .filter(|h| h.phase == Phase::Failed)
+                    .map(|h| (hop, h))
+            })
     {
         let reason = format!(
             "deletion failed at {hop} {} ago: {}",
@@ -349,7 +357,16 @@ fn creation_verdict(
     let op = Some(OperationKind::Create);
     let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
         let operation = if status == Status::Degraded { None } else { op };
-        about(operation, status, hop, h, budgets, p95.get(hop), now, reason)
+        about(
+            operation,
+            status,
+            hop,
+            h,
+            budgets,
+            p95.get(hop),
+            now,
+            reason,
+        )
     };
     if timeline.outcome == CreationOutcome::Deleted {
         return Verdict {
@@ -667,7 +684,8 @@ mod tests {
     /// the flow still deleting.
     #[test]
     fn a_deletion_is_judged_at_the_first_hop_of_its_flow_still_deleting() {
-        let deleting = |hop: Hop, state: &str| obs("c1", hop).state(state, Phase::Deleting).since(t(0));
+        let deleting =
+            |hop: Hop, state: &str| obs("c1", hop).state(state, Phase::Deleting).since(t(0));
         let at = |now: Timestamp| {
             judge(
                 vec![
@@ -702,19 +720,36 @@ mod tests {
     fn a_clusters_service_error_during_deletion_fails_the_deletion() {
         let mut fleet = Fleet::new(ModelConfig::default());
         let cs = |state: &str, phase: Phase, at: i64| {
-            obs("c1", Hop::ClustersService).state(state, phase).since(t(at))
+            obs("c1", Hop::ClustersService)
+                .state(state, phase)
+                .since(t(at))
         };
         fleet.apply(batch(false, t(0), vec![cs("ready", Phase::Ready, 0)]), t(0));
-        fleet.apply(batch(false, t(1), vec![cs("uninstalling", Phase::Deleting, 1)]), t(1));
         fleet.apply(
-            batch(false, t(5), vec![cs("error", Phase::Failed, 5).error("OCM3999", "uninstall failed")]),
+            batch(false, t(1), vec![cs("uninstalling", Phase::Deleting, 1)]),
+            t(1),
+        );
+        fleet.apply(
+            batch(
+                false,
+                t(5),
+                vec![cs("error", Phase::Failed, 5).error("OCM3999", "uninstall failed")],
+            ),
             t(5),
         );
-        let v = verdict(fleet.get("c1").unwrap(), &OperationBudgets::default(), &HopP95::default(), t(6));
+        let v = verdict(
+            fleet.get("c1").unwrap(),
+            &OperationBudgets::default(),
+            &HopP95::default(),
+            t(6),
+        );
         assert_eq!(v.status, Status::Failed, "{v:?}");
         assert_eq!(v.operation, Some(OperationKind::Delete));
         assert_eq!(v.hop, Some(Hop::ClustersService));
-        assert_eq!(v.reason, "deletion failed at clusters_service 1m ago: OCM3999: uninstall failed");
+        assert_eq!(
+            v.reason,
+            "deletion failed at clusters_service 1m ago: OCM3999: uninstall failed"
+        );
     }
 
     #[test]

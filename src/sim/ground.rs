@@ -222,8 +222,9 @@ fn fault_times(
             let deleting = p.hc_deleting?;
             let bundle = p.bundle_deleted?;
             let due = match mgmt {
-                Some(_) => add(deleting, deletion.hosted_cluster)
-                    .min(add(bundle, deletion.maestro_bundle)),
+                Some(_) => {
+                    add(deleting, deletion.hosted_cluster).min(add(bundle, deletion.maestro_bundle))
+                }
                 None => add(bundle, deletion.maestro_bundle),
             };
             Some((deleting, due))

@@ -352,6 +352,7 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
         deletion: super::kube::KubeDeletion {
             work_deleting_at: at(p.bundle_deleted),
             objects_deleting_at: at(p.hc_deleting),
+            dependents_gone_at: at(p.hc_dependents_gone),
             objects_gone_at: at(p.hc_gone),
             cloud_resources_stuck: p.fault == Some(super::FaultKind::HostedClusterFinalizerStuck),
         },

@@ -165,8 +165,10 @@ pub(crate) struct Plan {
     pub rp_gone: Option<Ms>,
     /// The work agent deletes the HostedCluster (its deletionTimestamp).
     pub hc_deleting: Option<Ms>,
-    /// The HostedCluster's finalizer clears: it, its pools, control plane
-    /// and ManagedCluster are gone.
+    /// HyperShift has deleted the pools, the control plane and the
+    /// ManagedCluster; the HostedCluster waits for its finalizer.
+    pub hc_dependents_gone: Option<Ms>,
+    /// The HostedCluster's finalizer clears: it is gone.
     pub hc_gone: Option<Ms>,
     /// The ManifestWorks are gone from the management cluster.
     pub mw_gone: Option<Ms>,
@@ -509,6 +511,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         cs_gone: None,
         rp_gone: None,
         hc_deleting: None,
+        hc_dependents_gone: None,
         hc_gone: None,
         mw_gone: None,
         cs_uninstall_error: None,
@@ -647,6 +650,7 @@ fn deletion(params: &FleetParams, p: &mut Plan) {
     let failed_after = at(error_after, 5.0, 30.0);
     let hc_deleting = at(bundle_deleted, 1.0, 5.0);
     let hc_gone = at(hc_deleting, 60.0, 240.0);
+    let dependents_gone = hc_deleting + (hc_gone - hc_deleting) / 2;
     let mw_gone = at(hc_gone, 2.0, 10.0);
     let bundle_gone = at(mw_gone, 2.0, 10.0);
     // A cluster whose creation failed, or that never reached a management
@@ -674,6 +678,7 @@ fn deletion(params: &FleetParams, p: &mut Plan) {
             let hc_gone = hc_gone + stuck;
             let mw_gone = mw_gone + stuck;
             p.hc_deleting = Some(hc_deleting);
+            p.hc_dependents_gone = Some(dependents_gone);
             p.hc_gone = Some(hc_gone);
             p.mw_gone = Some(mw_gone);
             shift(p, bundle_gone + stuck);
@@ -683,6 +688,7 @@ fn deletion(params: &FleetParams, p: &mut Plan) {
             // back; then everything goes at once.
             let back = bundle_deleted + stuck;
             p.hc_deleting = Some(back);
+            p.hc_dependents_gone = Some(back);
             p.hc_gone = Some(back);
             p.mw_gone = Some(back);
             shift(p, back + (bundle_gone - mw_gone));
@@ -695,12 +701,14 @@ fn deletion(params: &FleetParams, p: &mut Plan) {
             p.rp_delete_failed = Some(failed_after);
             p.bundle_deleted = Some(retry);
             p.hc_deleting = Some(hc_deleting + delta);
+            p.hc_dependents_gone = Some(dependents_gone + delta);
             p.hc_gone = Some(hc_gone + delta);
             p.mw_gone = Some(mw_gone + delta);
             shift(p, bundle_gone + delta);
         }
         Some(FaultKind::RpStuckDeleting) => {
             p.hc_deleting = Some(hc_deleting);
+            p.hc_dependents_gone = Some(dependents_gone);
             p.hc_gone = Some(hc_gone);
             p.mw_gone = Some(mw_gone);
             shift(p, bundle_gone);
@@ -708,6 +716,7 @@ fn deletion(params: &FleetParams, p: &mut Plan) {
         }
         _ => {
             p.hc_deleting = Some(hc_deleting);
+            p.hc_dependents_gone = Some(dependents_gone);
             p.hc_gone = Some(hc_gone);
             p.mw_gone = Some(mw_gone);
             shift(p, bundle_gone.max(p.bundle_gone.unwrap_or(bundle_gone)));

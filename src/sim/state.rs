@@ -87,11 +87,13 @@ impl Plan {
             return None;
         }
         if reached(self.delete_requested, t) {
-            return Some(if self.uninstall_failed(t) && reached(self.rp_delete_failed, t) {
-                "Failed"
-            } else {
-                "Deleting"
-            });
+            return Some(
+                if self.uninstall_failed(t) && reached(self.rp_delete_failed, t) {
+                    "Failed"
+                } else {
+                    "Deleting"
+                },
+            );
         }
         Some(if reached(self.rp_failed, t) {
             "Failed"

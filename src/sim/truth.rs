@@ -432,11 +432,15 @@ pub(crate) fn management(
     // it is gone.
     if spec.objects_deleting_at().is_some_and(|t| t <= now) {
         let deleting = || hop(Phase::Deleting, "deleting", None);
-        for h in [Hop::HostedCluster, Hop::ControlPlane, Hop::ManagedCluster] {
-            hops.insert(h, deleting());
-        }
-        if !spec.node_pools.is_empty() {
-            hops.insert(Hop::NodePool, deleting());
+        hops.insert(Hop::HostedCluster, deleting());
+        // HyperShift deletes what hangs off the HostedCluster first.
+        if reached(spec.deletion.dependents_gone_at).is_none() {
+            for h in [Hop::ControlPlane, Hop::ManagedCluster] {
+                hops.insert(h, deleting());
+            }
+            if !spec.node_pools.is_empty() {
+                hops.insert(Hop::NodePool, deleting());
+            }
         }
         return hops;
     }

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 
 use crate::model::{
-    CreationOutcome, Event, EventListener, Fleet, Hop, OperationKind, OperationOutcome, Outcome, Via,
+    CreationOutcome, Event, EventListener, Fleet, Hop, OperationKind, OperationOutcome, Outcome,
+    Via,
 };
 
 pub mod config;
@@ -175,12 +176,7 @@ impl CreationTracer {
                         Outcome::Failed => CreationEnd::Failed,
                     };
                     self.queue.push(root_span(
-                        *operation,
-                        cluster_id,
-                        timeline,
-                        end,
-                        *started,
-                        *ended,
+                        *operation, cluster_id, timeline, end, *started, *ended,
                     ));
                 }
             }
@@ -193,7 +189,9 @@ impl CreationTracer {
                 // A deletion first turns an in-flight creation `Deleted`, then
                 // removes it: both mean it never completed.
                 let unfinished = *in_flight || last.outcome == CreationOutcome::Deleted;
-                if unfinished && self.options.root_spans && self.claim(cluster_id, None, Via::Direct)
+                if unfinished
+                    && self.options.root_spans
+                    && self.claim(cluster_id, None, Via::Direct)
                 {
                     // Ended by the deletion's start; without one, when the
                     // exporter saw it go.

@@ -138,12 +138,7 @@ pub struct HopEnd {
 /// (a creation's: ready; a deletion's: gone) or failed, with its condition
 /// changes inside that window as events. A deletion's hop is gone when its
 /// span ends, so it carries what the event says and the view `via`.
-pub fn hop_span(
-    cluster_id: &str,
-    timeline: Option<&Timeline>,
-    end: HopEnd,
-    via: Via,
-) -> SpanData {
+pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via: Via) -> SpanData {
     let key = end.operation.key(cluster_id);
     let hop_state = timeline
         .filter(|_| end.operation == OperationKind::Create)

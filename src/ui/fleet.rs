@@ -108,7 +108,9 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
         hop_since,
         at_hop_seconds: hop_since.map(|since| seconds_between(since, now)),
         budget_seconds: hop.map(|h| {
-            let kind = verdict.operation.unwrap_or(crate::model::OperationKind::Create);
+            let kind = verdict
+                .operation
+                .unwrap_or(crate::model::OperationKind::Create);
             judge.budgets.of(kind).get(h).as_secs_f64()
         }),
         error,

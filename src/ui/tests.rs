@@ -218,7 +218,10 @@ fn deletions_have_their_own_funnel_and_filter() {
     let c = rows.iter().find(|r| r.cluster_id == "c").unwrap();
     assert_eq!(c.operation, Some(crate::model::OperationKind::Delete));
     assert_eq!(c.hop, Some(Hop::HostedCluster));
-    assert_eq!(c.verdict.operation, Some(crate::model::OperationKind::Delete));
+    assert_eq!(
+        c.verdict.operation,
+        Some(crate::model::OperationKind::Delete)
+    );
     assert_eq!(c.budget_seconds, Some(1800.0), "the deletion's budget");
     let summary = fleet::summary(
         &rows,
@@ -236,6 +239,9 @@ fn deletions_have_their_own_funnel_and_filter() {
     assert_eq!(deleting.items[0].cluster_id, "c");
     assert!(matches!(
         query("operation=upgrade"),
-        Err(QueryError::Value { param: "operation", .. })
+        Err(QueryError::Value {
+            param: "operation",
+            ..
+        })
     ));
 }

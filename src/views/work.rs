@@ -169,9 +169,13 @@ pub fn read(conditions: Vec<Condition>, deleting: bool) -> HopView {
         Phase::Failed => failing_condition(&conditions).map(conditions::failure),
         _ => None,
     };
+    // A deleting work is dated by the agent's Deleting condition when it
+    // has one, never by when it was applied (the caller dates it by the
+    // deletionTimestamp or the bundle's deleted_at otherwise).
     let explaining: &[&str] = match phase {
         Phase::Ready => &["Available"],
         Phase::Failed => &["Degraded", "Applied", "Progressing"],
+        Phase::Deleting => &["Deleting"],
         _ => &["Applied", "Available"],
     };
     HopView {

@@ -643,10 +643,15 @@ fn hop_budgets_are_published_as_configured() {
     let delete = body
         .lines()
         .find_map(|l| {
-            l.strip_prefix(r#"hcpflow_hop_budget_seconds{operation="delete",hop="hosted_cluster"} "#)
+            l.strip_prefix(
+                r#"hcpflow_hop_budget_seconds{operation="delete",hop="hosted_cluster"} "#,
+            )
         })
         .expect("the deletion's budget");
-    assert_eq!(delete, "1800.0", "the deletion's own default, not creation's");
+    assert_eq!(
+        delete, "1800.0",
+        "the deletion's own default, not creation's"
+    );
 }
 
 #[test]

@@ -324,7 +324,9 @@ async fn the_exporter_shows_a_creation_not_handed_over_and_its_alert_fires() {
     let budget: f64 = body
         .lines()
         .find_map(|l| {
-            l.strip_prefix(r#"hcpflow_hop_budget_seconds{operation="create",hop="clusters_service"} "#)
+            l.strip_prefix(
+                r#"hcpflow_hop_budget_seconds{operation="create",hop="clusters_service"} "#,
+            )
         })
         .expect("the exporter publishes the clusters_service budget")
         .parse()

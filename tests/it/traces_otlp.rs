@@ -527,7 +527,11 @@ fn a_creation_deleted_in_flight_closes_its_trace() {
     );
     assert_eq!(root.attr("hcp.cluster.name").as_deref(), Some("doomed"));
     assert_eq!(root.span.start_time_unix_nano, nanos(t(0)));
-    assert_eq!(root.span.end_time_unix_nano, nanos(t(3)), "ended by the deletion's start");
+    assert_eq!(
+        root.span.end_time_unix_nano,
+        nanos(t(3)),
+        "ended by the deletion's start"
+    );
     let status = root.span.status.clone().unwrap_or_default();
     assert_ne!(status.code, StatusCode::Error as i32);
 

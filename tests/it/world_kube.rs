@@ -126,7 +126,8 @@ fn slo_events(store: &Store) -> f64 {
         &scrape(store),
         "hcpflow_operation_slo_events_total",
         &[("operation", "create")],
-    ).unwrap_or(0.0)
+    )
+    .unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

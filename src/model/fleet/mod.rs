@@ -20,11 +20,11 @@ use jiff::Timestamp;
 use sha2::{Digest, Sha256};
 
 use super::budget::{HopBudgets, OperationBudgets};
-use super::operation::{Operation, OperationKind, OperationOutcome};
 use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
 use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
+use super::operation::{Operation, OperationKind, OperationOutcome};
 use super::stamp::Stamp;
 use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
 
@@ -806,11 +806,11 @@ impl Fleet {
                     timeline.created_at = TimeMark::upstream(created);
                     let late_at = after(created, self.config.creation_target);
                     queue(
-                    &mut self.deadlines,
-                    late_at,
-                    cluster_id,
-                    Due::Late(OperationKind::Create),
-                );
+                        &mut self.deadlines,
+                        late_at,
+                        cluster_id,
+                        Due::Late(OperationKind::Create),
+                    );
                     changed = true;
                 }
                 // Decided now when already due, else queued below: the same

@@ -84,6 +84,10 @@ pub struct KubeDeletion {
     pub work_deleting_at: Option<Timestamp>,
     /// Every object below the ManifestWork gets its deletionTimestamp.
     pub objects_deleting_at: Option<Timestamp>,
+    /// HyperShift has deleted the node pools, the control plane and the
+    /// ManagedCluster: only the HostedCluster is left, held by its
+    /// finalizer until `objects_gone_at`.
+    pub dependents_gone_at: Option<Timestamp>,
     /// ... and is gone from here on (the ManifestWorks stay until the spec
     /// is no longer drawn).
     pub objects_gone_at: Option<Timestamp>,
@@ -367,12 +371,15 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
         return out;
     }
     let mut objects = vec![hosted_cluster(spec, &labels, start, now)];
-    objects.extend(control_plane(spec, start, now));
-    objects.push(managed_cluster(spec, start, now));
-    // The first pool's NodePool never arrives when its work is not applied.
-    let skip = usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
-    for (i, (pool, desired, _)) in spec.node_pools.iter().enumerate().skip(skip) {
-        objects.push(node_pool(spec, &labels, i, pool, *desired, start, now));
+    if reached(spec.deletion.dependents_gone_at, now).is_none() {
+        objects.extend(control_plane(spec, start, now));
+        objects.push(managed_cluster(spec, start, now));
+        // The first pool's NodePool never arrives when its work is not applied.
+        let skip =
+            usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
+        for (i, (pool, desired, _)) in spec.node_pools.iter().enumerate().skip(skip) {
+            objects.push(node_pool(spec, &labels, i, pool, *desired, start, now));
+        }
     }
     // A deleted HostedCluster takes its objects with it: each carries a
     // deletionTimestamp (held by its finalizer) until it is gone.

@@ -524,6 +524,20 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
         bundle_view,
     )];
     observations.extend(nested.observations);
+    // A deleted bundle and what it carries are deleting from its
+    // `deleted_at`: the deletion's start on the service side
+    // (docs/design.md §15.3), not the time they were last applied.
+    if deleting {
+        let deleted_at = parse_time(bundle.deleted_at.as_deref(), "deleted_at", unknown);
+        for o in observations.iter_mut() {
+            if let crate::model::Change::Upsert(view) = &mut o.change
+                && view.phase == crate::model::Phase::Deleting
+                && deleted_at.is_some()
+            {
+                view.since = deleted_at;
+            }
+        }
+    }
     ParsedBundle {
         cluster_id: Some(cluster_id.to_string()),
         observations,

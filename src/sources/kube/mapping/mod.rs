@@ -130,11 +130,11 @@ pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView)
         return;
     }
     view.since = Some(at.0.into());
-    view.finalizers = meta
-        .finalizers
-        .as_ref()
-        .filter(|f| !f.is_empty())
-        .map(|f| f.iter().map(|s| crate::model::Text::from(s.as_str())).collect());
+    view.finalizers = meta.finalizers.as_ref().filter(|f| !f.is_empty()).map(|f| {
+        f.iter()
+            .map(|s| crate::model::Text::from(s.as_str()))
+            .collect()
+    });
 }
 
 /// Only the facts of one object, keyed by its kind: the hop reading of the
