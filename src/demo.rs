@@ -282,6 +282,7 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
     config.sources.maestro = Some(MaestroConfig {
         http: http(&endpoints.maestro),
         search_scope: None,
+        grpc: None,
     });
     config
 }

@@ -75,7 +75,7 @@ impl HttpSource {
             }
             HttpSource::Maestro(cfg) => {
                 maestro::MaestroSource::with_client(cfg, ctx, client)
-                    .run()
+                    .run_configured()
                     .await
             }
         }

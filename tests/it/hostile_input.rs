@@ -611,6 +611,7 @@ async fn maestro_keeps_its_bundles_through_the_hostile_corpus() {
     let cfg = MaestroConfig {
         http: http(&base),
         search_scope: None,
+        grpc: None,
     };
     let (ctx, client) = wiring("maestro", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(MaestroSource::with_client(
