@@ -366,7 +366,7 @@ async fn a_status_event_reads_as_the_list_would_and_deleted_removes_the_bundle()
     let (grpc, address) = StandInServer::start().await;
     let events = grpc.next_subscription();
     let (source, h) = source_on(&stand, &address, "maestro");
-    let task = tokio::spawn(source.run_configured());
+    let task = tokio::spawn(maestro::stream::run_configured(source));
 
     until("the first list", Duration::from_secs(10), || h.up() == 1).await;
     let first = readings(&h.sink.take());
@@ -487,7 +487,7 @@ async fn a_silent_stream_is_down_until_resubscribed_and_relisted() {
     let (grpc, address) = StandInServer::start().await;
     // No events prepared: the first subscription stays silent.
     let (source, h) = source_on(&stand, &address, "maestro");
-    let task = tokio::spawn(source.run_configured());
+    let task = tokio::spawn(maestro::stream::run_configured(source));
     until("the first list", Duration::from_secs(10), || h.up() == 1).await;
     // Past the heartbeat deadline the source is down and subscribes again.
     until("the source down", Duration::from_secs(10), || h.up() == 0).await;

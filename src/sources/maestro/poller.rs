@@ -14,7 +14,7 @@ use super::{
     BUNDLES_PATH, IDS_PER_QUERY, KIND, LIST_KIND, ResourceBundle, parse_bundle,
     updated_since_search,
 };
-use crate::config::MaestroConfig;
+use crate::config::{MaestroConfig, MaestroGrpcConfig};
 use crate::model::{Observation, Stamp};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
@@ -86,13 +86,9 @@ impl MaestroSource {
         self.cfg.http.full_relist_interval
     }
 
-    /// Poll forever, or, with `grpc` configured, hear the stream and list
-    /// only to reconcile (docs/design.md §9.10). Abort the task to stop.
-    pub async fn run_configured(self) {
-        match self.cfg.grpc.clone() {
-            Some(grpc) => super::stream::run(self, *grpc).await,
-            None => self.run().await,
-        }
+    /// The stream's settings, when Maestro is heard over its stream.
+    pub fn grpc(&self) -> Option<MaestroGrpcConfig> {
+        self.cfg.grpc.as_deref().cloned()
     }
 
     /// Keep what the stream's events need from the lists (docs/design.md

@@ -142,6 +142,15 @@ enum Incoming {
     Lost(StreamError),
 }
 
+/// Run the Maestro source: poll forever, or, with `grpc` configured, hear
+/// the stream and list only to reconcile. Abort the task to stop.
+pub async fn run_configured(source: MaestroSource) {
+    match source.grpc() {
+        Some(grpc) => run(source, grpc).await,
+        None => source.run().await,
+    }
+}
+
 /// Run the Maestro source on the stream forever. Abort the task to stop.
 pub async fn run(mut source: MaestroSource, cfg: MaestroGrpcConfig) {
     let ctx = source.context().clone();
