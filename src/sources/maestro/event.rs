@@ -227,12 +227,3 @@ impl Known {
         matches!((self.sequence, sequence), (Some(known), Some(s)) if s < known)
     }
 }
-
-/// Whether the bundle names its cluster (else the REST read by id must).
-pub fn has_cluster_id(bundle: &ResourceBundle) -> bool {
-    bundle
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.get(CLUSTER_ID_LABEL))
-        .is_some_and(|s| !s.trim().is_empty())
-}

@@ -100,8 +100,8 @@ impl MaestroSource {
     /// Apply status events from the stream: each becomes the bundle the
     /// list would show (completed with what the last list said) and is read
     /// by the same [`parse_bundle`]; `Deleted` removes it. A bundle the
-    /// lists never showed and whose event does not name its cluster is read
-    /// by id. An event older than what a list showed since is skipped.
+    /// lists never showed is read by id, so its first reading is the
+    /// list's. An event older than what a list showed since is skipped.
     /// Malformed events are counted and skipped (docs/design.md §9.10).
     pub async fn apply_events(&mut self, events: Vec<CloudEvent>) {
         let observed_at = self.ctx.clock.now();
@@ -123,11 +123,12 @@ impl MaestroSource {
                     match self.known.as_ref().and_then(|k| k.get(&bundle.id)) {
                         Some(known) if known.is_stale(sequence) => continue,
                         Some(known) => known.fill(&mut bundle),
-                        None if !event::has_cluster_id(&bundle) => {
+                        // Never listed: its event alone would name it by
+                        // the agent's ObjectMeta, not as the list does.
+                        None => {
                             unread.push(bundle.id);
                             continue;
                         }
-                        None => {}
                     }
                     self.accept(*bundle, mode, &mut out, &mut unknown);
                 }
