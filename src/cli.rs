@@ -618,6 +618,11 @@ pub struct DemoArgs {
     #[arg(long, value_enum, default_value_t = WorldKind::Aro, value_name = "WORLD")]
     pub world: WorldKind,
 
+    /// Read Maestro by polling its REST API only, instead of hearing bundle
+    /// status over its gRPC CloudEvents stream (the default).
+    #[arg(long)]
+    pub maestro_rest: bool,
+
     /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::config::{
     ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, MaestroConfig,
-    RpFrontendConfig,
+    MaestroGrpcConfig, RpFrontendConfig,
 };
 use crate::sim::kube::{KubeSimError, write_kubeconfig};
 use crate::sim::mgmt::MgmtCluster;
@@ -36,6 +36,9 @@ pub struct DemoSettings {
     pub listen: SocketAddr,
     /// Which world `start_demo_world` runs (`--world`).
     pub world: WorldKind,
+    /// Hear Maestro over its gRPC stream (the demo's default) rather than
+    /// by polling its REST API alone (`--maestro-rest`).
+    pub maestro_stream: bool,
 }
 
 /// A simulated world and the exporter configuration that reads it.
@@ -286,9 +289,19 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
         api: ClustersServiceApi::AroHcpV1alpha1,
         search_scope: None,
     });
+    let grpc = settings.maestro_stream.then(|| {
+        let mut grpc = MaestroGrpcConfig::new(
+            endpoints.maestro_grpc.clone(),
+            crate::sim::MAESTRO_SOURCE_ID,
+        );
+        // Reconnect fast on loopback: the world's faults drop the stream.
+        grpc.reconnect_backoff = Duration::from_millis(200);
+        Box::new(grpc)
+    });
     config.sources.maestro = Some(MaestroConfig {
         http: http(&endpoints.maestro),
         search_scope: None,
+        grpc,
     });
     config
 }

@@ -49,6 +49,7 @@ fn main() -> anyhow::Result<ExitCode> {
                 faults: !args.no_faults,
                 listen: args.listen,
                 world: args.world,
+                maestro_stream: !args.maestro_rest,
             };
             let runtime = runtime()?;
             runtime.block_on(demo(settings))?;

@@ -90,6 +90,7 @@ pub async fn end_to_end(
         faults: false,
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         world: crate::sim::WorldKind::Aro,
+        maestro_stream: false,
     };
     let mut config = crate::demo::demo_config(&settings, &world, &endpoints);
     config.shard = crate::config::ShardConfig {

@@ -100,6 +100,7 @@ pub async fn soak(
         faults: true,
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         world: WorldKind::Aro,
+        maestro_stream: false,
     };
     // The world's defaults: ARO, churn, faults, realistic latency.
     let world = WorldConfig {

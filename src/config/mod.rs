@@ -31,10 +31,10 @@ pub use overlay::{
 };
 pub use types::{
     Auth, ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, KubeMode,
-    KubeSourceConfig, LogFormat, MaestroConfig, OperationSloConfig, OperationsSloConfig,
-    RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND,
-    ShardConfig, SloConfig, SourcesConfig, TRACE_ID_PLACEHOLDER, UiConfig, default_rp_api_version,
-    defaults, shard_of,
+    KubeSourceConfig, LogFormat, MaestroConfig, MaestroGrpcConfig, OperationSloConfig,
+    OperationsSloConfig, RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO,
+    SOURCE_RP_FRONTEND, ShardConfig, SloConfig, SourcesConfig, TRACE_ID_PLACEHOLDER, UiConfig,
+    default_rp_api_version, defaults, grpc_defaults, shard_of,
 };
 pub use validate::{check_cluster_resource_id, is_guid};
 pub use write::WriteError;

@@ -395,6 +395,9 @@ pub struct MaestroConfig {
     /// JSONB expression, so a label search cannot be ANDed with another
     /// condition. How `diagnose` reads one creation's bundles. None in `serve`.
     pub search_scope: Option<String>,
+    /// Hear bundle status over Maestro's gRPC CloudEvents stream, with the
+    /// REST list only to reconcile (docs/design.md §9.10). None: poll.
+    pub grpc: Option<Box<MaestroGrpcConfig>>,
 }
 
 impl MaestroConfig {
@@ -402,7 +405,80 @@ impl MaestroConfig {
         MaestroConfig {
             http: HttpSourceConfig::new(base_url),
             search_scope: None,
+            grpc: None,
         }
+    }
+}
+
+/// `sources.maestro.grpc`: Maestro's gRPC CloudEvents service
+/// (docs/design.md §9.10).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MaestroGrpcConfig {
+    /// `http://host:port` (plaintext, Maestro's chart default) or
+    /// `https://host:port` (TLS 1.3, what Maestro requires with TLS).
+    pub address: Url,
+    /// The source id subscribed as: the id the bundles were created with
+    /// (Clusters Service's), since Maestro sends a subscriber only the
+    /// status of its source's bundles.
+    pub source_id: String,
+    /// A bearer token (`--grpc-authn-type=token`), re-read at each connect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_file: Option<PathBuf>,
+    /// A client certificate and key (`--grpc-authn-type=mtls`), PEM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert_file: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key_file: Option<PathBuf>,
+    /// PEM bundle of the CAs trusted for the server; without it the
+    /// system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// A stream silent this long (no heartbeat, no event) is reconnected.
+    #[serde(default = "grpc_defaults::heartbeat_timeout", with = "humantime_serde")]
+    pub heartbeat_timeout: Duration,
+    /// Deadline of the TCP and TLS connection and of the subscription's
+    /// answer.
+    #[serde(default = "defaults::connect_timeout", with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// First pause before reconnecting; doubles per failure up to a minute.
+    #[serde(default = "grpc_defaults::reconnect_backoff", with = "humantime_serde")]
+    pub reconnect_backoff: Duration,
+}
+
+pub mod grpc_defaults {
+    use std::time::Duration;
+    /// Maestro sends a heartbeat every 10 s; its own end-to-end tests
+    /// allow 20 s.
+    pub fn heartbeat_timeout() -> Duration {
+        Duration::from_secs(20)
+    }
+    /// sdk-go's first reconnect delay.
+    pub fn reconnect_backoff() -> Duration {
+        Duration::from_secs(5)
+    }
+    /// sdk-go's cap.
+    pub const MAX_RECONNECT_BACKOFF: Duration = Duration::from_secs(60);
+}
+
+impl MaestroGrpcConfig {
+    pub fn new(address: Url, source_id: &str) -> MaestroGrpcConfig {
+        MaestroGrpcConfig {
+            address,
+            source_id: source_id.to_string(),
+            bearer_token_file: None,
+            client_cert_file: None,
+            client_key_file: None,
+            ca_file: None,
+            heartbeat_timeout: grpc_defaults::heartbeat_timeout(),
+            connect_timeout: defaults::connect_timeout(),
+            reconnect_backoff: grpc_defaults::reconnect_backoff(),
+        }
+    }
+
+    /// TLS (1.3) or plaintext, from the address's scheme.
+    pub fn tls(&self) -> bool {
+        self.address.scheme() == "https"
     }
 }
 
@@ -511,6 +587,8 @@ flat_source_shape!(RawMaestro => MaestroConfig {
     /// Set by `diagnose` only, never read from a file (docs/design.md §12.4).
     #[serde(skip)]
     search_scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grpc: Option<Box<MaestroGrpcConfig>>,
 });
 
 impl Config {

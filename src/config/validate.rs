@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use super::error::FieldError;
 use super::types::{
-    Auth, Config, HttpSourceConfig, KubeMode, KubeSourceConfig, RpFrontendConfig,
-    SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND, TRACE_ID_PLACEHOLDER,
-    UiConfig, default_rp_api_version, defaults, join_hops,
+    Auth, Config, HttpSourceConfig, KubeMode, KubeSourceConfig, MaestroGrpcConfig,
+    RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND,
+    TRACE_ID_PLACEHOLDER, UiConfig, default_rp_api_version, defaults, join_hops,
 };
 
 impl Config {
@@ -132,6 +132,9 @@ impl Config {
         }
         if let Some(m) = &self.sources.maestro {
             validate_http(&format!("sources.{SOURCE_MAESTRO}"), &m.http, &mut errors);
+            if let Some(grpc) = &m.grpc {
+                validate_grpc(&format!("sources.{SOURCE_MAESTRO}.grpc"), grpc, &mut errors);
+            }
         }
         validate_ui(&self.ui, &mut errors);
         errors
@@ -369,6 +372,86 @@ fn validate_rp(rp: &RpFrontendConfig, errors: &mut Vec<FieldError>) {
                      Microsoft.RedHatOpenShift/hcpOpenShiftClusters/<name>"
                 ),
             ));
+        }
+    }
+}
+
+/// `sources.maestro.grpc` (docs/design.md §9.10).
+fn validate_grpc(prefix: &str, grpc: &MaestroGrpcConfig, errors: &mut Vec<FieldError>) {
+    let address = &grpc.address;
+    let mut err = |key: &str, message: String| {
+        errors.push(FieldError::new(format!("{prefix}.{key}"), message));
+    };
+    if address.scheme() != "http" && address.scheme() != "https" {
+        err(
+            "address",
+            format!(
+                "scheme must be http (plaintext) or https (TLS 1.3), not `{}`",
+                address.scheme()
+            ),
+        );
+    } else if address.host_str().is_none_or(str::is_empty) {
+        err("address", format!("{address} has no host"));
+    }
+    if !matches!(address.path(), "" | "/") || address.query().is_some() {
+        err(
+            "address",
+            format!("{address} must be scheme, host and port only"),
+        );
+    }
+    if grpc.source_id.trim().is_empty() {
+        err(
+            "source_id",
+            "must name the source the bundles were created by".to_string(),
+        );
+    }
+    let credentials = grpc.bearer_token_file.is_some()
+        || grpc.client_cert_file.is_some()
+        || grpc.client_key_file.is_some()
+        || grpc.ca_file.is_some();
+    if credentials && !grpc.tls() {
+        err(
+            "address",
+            "a token, client certificate or CA needs TLS: an https address (Maestro \
+             authenticates only over TLS)"
+                .to_string(),
+        );
+    }
+    if grpc.bearer_token_file.is_some() && grpc.client_cert_file.is_some() {
+        err(
+            "bearer_token_file",
+            "set a bearer token or a client certificate, not both".to_string(),
+        );
+    }
+    if grpc.client_cert_file.is_some() != grpc.client_key_file.is_some() {
+        err(
+            "client_key_file",
+            "client_cert_file and client_key_file go together".to_string(),
+        );
+    }
+    for (key, path) in [
+        ("bearer_token_file", &grpc.bearer_token_file),
+        ("client_cert_file", &grpc.client_cert_file),
+        ("client_key_file", &grpc.client_key_file),
+    ] {
+        if let Some(path) = path
+            && let Err(e) = check_readable_file(path)
+        {
+            err(key, e);
+        }
+    }
+    if let Some(path) = &grpc.ca_file
+        && let Err(e) = check_ca_file(path)
+    {
+        err("ca_file", e);
+    }
+    for (key, d) in [
+        ("heartbeat_timeout", grpc.heartbeat_timeout),
+        ("connect_timeout", grpc.connect_timeout),
+        ("reconnect_backoff", grpc.reconnect_backoff),
+    ] {
+        if d.is_zero() {
+            err(key, "must be > 0".to_string());
         }
     }
 }

@@ -91,6 +91,7 @@ mod tests {
         config.sources.maestro = Some(MaestroConfig {
             http: HttpSourceConfig::new(url("http://127.0.0.1:8001/")),
             search_scope: None,
+            grpc: None,
         });
         let dir = std::env::temp_dir().join(format!("hcp-flow-write-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

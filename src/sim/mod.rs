@@ -53,6 +53,7 @@ mod truth;
 mod wire;
 
 pub use crate::clock::ManualClock;
+pub use server::maestro_grpc::{SOURCE_ID as MAESTRO_SOURCE_ID, StreamControl};
 
 /// The world's clock (the crate's [`Clock`](crate::clock::Clock)).
 pub type SimClock = crate::clock::Clock;
@@ -215,6 +216,12 @@ pub enum Fault {
     Down { api: Api },
     /// The API listens again on the same address.
     Up { api: Api },
+    /// Maestro's gRPC server ends every open `Subscribe` stream
+    /// (`Unavailable`); subscribing again works.
+    StreamDrop,
+    /// Maestro's gRPC stream sends `count` malformed status events (a
+    /// payload that is not JSON, no resource id, an unknown type, ...).
+    MalformedEvents { count: u32 },
 }
 
 /// Per-cluster scenario faults, chosen by the seed (≈ 5–10 % each for the
@@ -308,6 +315,8 @@ pub struct Endpoints {
     pub rp_frontend: url::Url,
     pub clusters_service: url::Url,
     pub maestro: url::Url,
+    /// Maestro's gRPC CloudEvents service, `http://127.0.0.1:<port>`.
+    pub maestro_grpc: url::Url,
 }
 
 /// Ground truth at one instant.
@@ -400,6 +409,7 @@ struct Inner {
     /// The self-managed hub's clusters (empty unless the kind has a hub).
     hub: RwLock<hub::HubFleet>,
     controls: [Arc<server::ApiControl>; 3],
+    stream: Arc<server::maestro_grpc::StreamControl>,
     endpoints: Mutex<Option<Endpoints>>,
     kube: Mutex<Option<Arc<mgmt::KubeWorld>>>,
 }
@@ -471,6 +481,7 @@ impl World {
                 }),
                 hub: RwLock::new(hub_fleet),
                 controls,
+                stream: Arc::default(),
                 endpoints: Mutex::new(None),
                 kube: Mutex::new(None),
             }),
@@ -547,13 +558,15 @@ impl World {
     }
 
     pub fn inject(&self, fault: Fault) {
+        tracing::info!(?fault, "injecting transport fault");
         let api = match fault {
             Fault::ServerErrors { api, .. }
             | Fault::MalformedJson { api, .. }
             | Fault::Down { api }
             | Fault::Up { api } => api,
+            Fault::StreamDrop => return self.inner.stream.drop_streams(),
+            Fault::MalformedEvents { count } => return self.inner.stream.send_malformed(count),
         };
-        tracing::info!(?fault, "injecting transport fault");
         self.inner.controls[api.index()].inject(fault);
     }
 
@@ -574,6 +587,12 @@ impl World {
             served.insert(format!("kube/{}", cluster.name), cluster.api.items_served());
         }
         served
+    }
+
+    /// Maestro's gRPC stream: its counters (subscriptions, events,
+    /// publishes refused) and settings (heartbeat, token).
+    pub fn stream_control(&self) -> &Arc<server::maestro_grpc::StreamControl> {
+        &self.inner.stream
     }
 
     pub(crate) fn control(&self, api: Api) -> &Arc<server::ApiControl> {

@@ -74,9 +74,10 @@ impl HttpSource {
                     .await
             }
             HttpSource::Maestro(cfg) => {
-                maestro::MaestroSource::with_client(cfg, ctx, client)
-                    .run()
-                    .await
+                maestro::stream::run_configured(maestro::MaestroSource::with_client(
+                    cfg, ctx, client,
+                ))
+                .await
             }
         }
     }

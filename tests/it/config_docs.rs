@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::CommandFactory;
 use hcp_flow::cli::Cli;
 use hcp_flow::config::{
-    Auth, ClustersServiceConfig, Config, MaestroConfig, RpFrontendConfig, defaults,
+    Auth, ClustersServiceConfig, Config, MaestroConfig, MaestroGrpcConfig, RpFrontendConfig,
+    defaults,
 };
 use serde_json::Value;
 
@@ -148,7 +149,14 @@ fn all_keys() -> Vec<String> {
     rp.http.auth = Auth::BearerTokenFile(PathBuf::from("/token"));
     config.sources.rp_frontend = Some(rp);
     config.sources.clusters_service = Some(ClustersServiceConfig::new(url.clone()));
-    config.sources.maestro = Some(MaestroConfig::new(url));
+    let mut maestro = MaestroConfig::new(url.clone());
+    let mut grpc = MaestroGrpcConfig::new(url, "clusters-service");
+    grpc.bearer_token_file = Some(PathBuf::from("/token"));
+    grpc.client_cert_file = Some(PathBuf::from("/tls.crt"));
+    grpc.client_key_file = Some(PathBuf::from("/tls.key"));
+    grpc.ca_file = Some(PathBuf::from("/ca.pem"));
+    maestro.grpc = Some(Box::new(grpc));
+    config.sources.maestro = Some(maestro);
     let value = serde_json::to_value(&config).unwrap();
     let mut keys = Vec::new();
     walk(&value, String::new(), &mut keys);

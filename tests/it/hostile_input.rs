@@ -305,6 +305,71 @@ fn maestro_bundles_and_their_nested_feedback_never_panic() {
         .unwrap();
 }
 
+/// A status CloudEvent of Maestro's stream (docs/design.md §10.12) with
+/// its payload, its ObjectMeta attribute and its raw bytes mutated: decoded
+/// and read as a bundle, or counted, never a panic.
+#[test]
+fn maestro_status_events_never_panic() {
+    use hcp_flow::sources::maestro::event::{self, StatusEvent};
+    use hcp_flow::sources::maestro::proto::{AttributeValue, CloudEvent, Data, attr};
+    use prost::Message;
+    let work = work_status_seed();
+    let seed = bundle_seed(&work);
+    let payload = json!({
+        "manifestBundle": {"manifests": seed["manifests"]},
+        "conditions": seed["status"]["conditions"],
+        "resourceStatus": seed["status"]["resourceStatus"],
+    });
+    let meta = json!({"name": "b", "labels": {"api.openshift.com/id": "c"}, "creationTimestamp": "2026-06-10T22:50:00Z"});
+    runner()
+        .run(
+            &(
+                mutations(),
+                mutations(),
+                prop::collection::vec(any::<u8>(), 0..64),
+            ),
+            |(pm, mm, noise)| {
+                let mut ev = CloudEvent {
+                    id: "e".to_string(),
+                    spec_version: "1.0".to_string(),
+                    r#type: hcp_flow::sources::maestro::proto::STATUS_UPDATE_TYPE.to_string(),
+                    data: Some(Data::BinaryData(
+                        mutate(&payload, &pm).to_string().into_bytes().into(),
+                    )),
+                    ..CloudEvent::default()
+                };
+                ev.attributes
+                    .insert(attr::RESOURCE_ID.to_string(), AttributeValue::string("b"));
+                ev.attributes.insert(
+                    attr::METADATA.to_string(),
+                    AttributeValue::string(mutate(&meta, &mm).to_string()),
+                );
+                ev.attributes.insert(
+                    attr::SEQUENCE_ID.to_string(),
+                    AttributeValue::string(String::from_utf8_lossy(&noise)),
+                );
+                // The event whole, and the same bytes cut and noised on the wire.
+                let mut wire = ev.encode_to_vec();
+                for ev in [Some(ev), CloudEvent::decode(&noise[..]).ok(), {
+                    wire.extend_from_slice(&noise);
+                    CloudEvent::decode(&wire[..]).ok()
+                }]
+                .into_iter()
+                .flatten()
+                {
+                    let mut unknown = Vec::new();
+                    if let Some(StatusEvent::Status { bundle, .. }) =
+                        event::decode(&ev, &mut unknown)
+                    {
+                        let _ = maestro::parse_bundle(&bundle, &mut unknown);
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
 fn kube_facts<K>(seed: &Value, m: &[(prop::sample::Index, Value)], cfg: &MapperConfig)
 where
     K: serde::de::DeserializeOwned + ToFacts,
@@ -611,6 +676,7 @@ async fn maestro_keeps_its_bundles_through_the_hostile_corpus() {
     let cfg = MaestroConfig {
         http: http(&base),
         search_scope: None,
+        grpc: None,
     };
     let (ctx, client) = wiring("maestro", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(MaestroSource::with_client(

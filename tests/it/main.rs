@@ -30,6 +30,7 @@ mod kube_sim_protocol;
 mod kube_spans;
 mod kube_watch;
 mod layering;
+mod maestro_stream;
 mod metrics_exposition;
 mod multi_object_hops;
 mod one_reading_per_kind;

@@ -170,6 +170,7 @@ async fn exporter(bundles: Arc<Mutex<Vec<Value>>>) -> Exporter {
         MaestroConfig {
             http,
             search_scope: None,
+            grpc: None,
         },
         ctx,
     )

@@ -556,6 +556,7 @@ fn maestro_source_with(
         MaestroConfig {
             http,
             search_scope: None,
+            grpc: None,
         },
         ctx,
     )
@@ -1152,6 +1153,7 @@ async fn oversized_body_is_counted() {
         MaestroConfig {
             http: cfg,
             search_scope: None,
+            grpc: None,
         },
         h.ctx.clone(),
         client,
@@ -1414,6 +1416,7 @@ async fn run_loops_start_with_a_full_sync_then_poll_fast() {
             MaestroConfig {
                 http: fast(http_config(&mock.base)),
                 search_scope: None,
+                grpc: None,
             },
             h.ctx.clone(),
         )

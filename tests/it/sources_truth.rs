@@ -101,6 +101,7 @@ async fn a_frozen_or_dripping_upstream_fails_as_timeout_within_the_deadline() {
     let cfg = MaestroConfig {
         http: http_config(&upstream.base),
         search_scope: None,
+        grpc: None,
     };
     let mut m = MaestroSource::new(cfg, h.ctx.clone()).unwrap();
 
@@ -257,6 +258,7 @@ async fn a_decode_error_names_the_json_path_and_shows_the_text_around_it() {
         MaestroConfig {
             http: http_config(&upstream.base),
             search_scope: None,
+            grpc: None,
         },
         h.ctx.clone(),
         client(&h, &upstream.base),
@@ -381,6 +383,7 @@ async fn maestro_empty_items_with_a_total_forget_no_bundle() {
         MaestroConfig {
             http: http_config(&upstream.base),
             search_scope: None,
+            grpc: None,
         },
         h.ctx.clone(),
         client(&h, &upstream.base),
@@ -507,6 +510,7 @@ async fn rp_and_maestro_hold_mass_deletions_back_too() {
         MaestroConfig {
             http: http_config(&upstream.base),
             search_scope: None,
+            grpc: None,
         },
         h.ctx.clone(),
         client(&h, &upstream.base),

@@ -96,6 +96,7 @@ fn a_real_poll_exports_its_spans_and_sends_their_traceparent() {
             MaestroConfig {
                 http,
                 search_scope: None,
+                grpc: None,
             },
             ctx,
             client,

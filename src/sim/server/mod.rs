@@ -6,6 +6,7 @@
 
 mod clusters_service;
 mod maestro;
+pub(crate) mod maestro_grpc;
 mod rp_frontend;
 mod shared;
 
@@ -50,6 +51,13 @@ pub(crate) async fn serve_all(world: World) -> std::io::Result<Endpoints> {
         ));
         urls.push(url);
     }
+    // Maestro's gRPC service, on its own port as in Maestro (docs/design.md §11.8).
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let addr = listener.local_addr()?;
+    let maestro_grpc = url::Url::parse(&format!("http://{addr}"))
+        .map_err(|e| std::io::Error::other(format!("bad loopback url for {addr}: {e}")))?;
+    tracing::info!(url = %maestro_grpc, "simulated Maestro gRPC listening");
+    tokio::spawn(maestro_grpc::serve(world.clone(), listener));
     let mut urls = urls.into_iter();
     let mut next = || {
         urls.next()
@@ -59,6 +67,7 @@ pub(crate) async fn serve_all(world: World) -> std::io::Result<Endpoints> {
         rp_frontend: next()?,
         clusters_service: next()?,
         maestro: next()?,
+        maestro_grpc,
     })
 }
 

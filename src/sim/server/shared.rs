@@ -74,6 +74,8 @@ impl ApiControl {
             Fault::Up { .. } => {
                 self.down.send_replace(false);
             }
+            // The stream's own switches (`maestro_grpc`).
+            Fault::StreamDrop | Fault::MalformedEvents { .. } => {}
         }
     }
 

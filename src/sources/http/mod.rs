@@ -16,7 +16,7 @@ mod tracker;
 mod wire;
 
 pub use client::{
-    Backoff, BuildError, DEFAULT_BODY_LIMIT, HttpClient, RequestHook, SourceError, after,
+    Backoff, BuildError, DEFAULT_BODY_LIMIT, HttpClient, RequestHook, SourceError, after, sanitise,
 };
 pub use pager::{MAX_PAGES, PAGE_ATTEMPTS, PagedList, Pager, RawItem, decode_item, get_page};
 pub use tracker::{

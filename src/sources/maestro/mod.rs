@@ -110,6 +110,17 @@ pub struct ResourceBundle {
     pub status: Option<BundleStatus>,
 }
 
+impl BundleStatus {
+    /// The agent's sequence id of this status, when readable.
+    pub fn sequence(&self) -> Option<u64> {
+        match self.sequence_id.as_ref()? {
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            serde_json::Value::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+}
+
 impl ResourceBundle {
     /// The bundle's object key in hop `maestro_bundle`: its `name` (the
     /// ManifestWork's, unique per consumer and meaningful to an SRE), else
@@ -129,10 +140,16 @@ pub struct BundleMetadata {
     pub labels: BTreeMap<String, String>,
 }
 
-/// Bundle `status`: the keys `ObservedVersion` and `SequenceID` are not read.
+/// Bundle `status`: the key `ObservedVersion` is not read; `SequenceID`
+/// only orders what the stream says against what a list said
+/// (docs/design.md §9.10).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BundleStatus {
+    /// Text or number, read leniently: a value of another type is no
+    /// sequence.
+    #[serde(rename = "SequenceID", default)]
+    pub sequence_id: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "null_default")]
     pub conditions: Vec<WireCondition>,
     /// A flat list here, unlike the ManifestWork CR's `resourceStatus.manifests`.
@@ -590,6 +607,9 @@ pub fn cluster_label_search(cluster_id: &str) -> String {
     )
 }
 
+pub mod event;
 mod poller;
+pub mod proto;
+pub mod stream;
 
 pub use poller::{MaestroSource, PollKind, next_incremental_wait};

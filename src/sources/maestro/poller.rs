@@ -2,17 +2,19 @@
 //! timed from when the last began, interleaved with a relist's pages
 //! (docs/design.md §9.5). What a bundle says is read in the parent module.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use tracing::Instrument;
 
+use super::event::{self, Known, StatusEvent};
+use super::proto::CloudEvent;
 use super::{
     BUNDLES_PATH, IDS_PER_QUERY, KIND, LIST_KIND, ResourceBundle, parse_bundle,
     updated_since_search,
 };
-use crate::config::MaestroConfig;
+use crate::config::{MaestroConfig, MaestroGrpcConfig};
 use crate::model::{Observation, Stamp};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
@@ -43,6 +45,9 @@ pub struct MaestroSource {
     incremental_due: Instant,
     /// How long the last incremental pass took.
     incremental_takes: Duration,
+    /// With the stream: what the lists said of each followed bundle that
+    /// a status event does not say (docs/design.md §9.10). None when polling.
+    known: Option<HashMap<String, Known>>,
 }
 
 impl MaestroSource {
@@ -68,7 +73,75 @@ impl MaestroSource {
             deleting: HashSet::new(),
             incremental_due: Instant::now(),
             incremental_takes: Duration::ZERO,
+            known: None,
         }
+    }
+
+    pub fn context(&self) -> &SourceContext {
+        &self.ctx
+    }
+
+    /// How often the whole collection is listed again.
+    pub fn relist_interval(&self) -> Duration {
+        self.cfg.http.full_relist_interval
+    }
+
+    /// The stream's settings, when Maestro is heard over its stream.
+    pub fn grpc(&self) -> Option<MaestroGrpcConfig> {
+        self.cfg.grpc.as_deref().cloned()
+    }
+
+    /// Keep what the stream's events need from the lists (docs/design.md
+    /// §9.10).
+    pub fn remember_for_stream(&mut self) {
+        self.known.get_or_insert_with(HashMap::new);
+    }
+
+    /// Apply status events from the stream: each becomes the bundle the
+    /// list would show (completed with what the last list said) and is read
+    /// by the same [`parse_bundle`]; `Deleted` removes it. A bundle the
+    /// lists never showed is read by id, so its first reading is the
+    /// list's. An event older than what a list showed since is skipped.
+    /// Malformed events are counted and skipped (docs/design.md §9.10).
+    pub async fn apply_events(&mut self, events: Vec<CloudEvent>) {
+        let observed_at = self.ctx.clock.now();
+        let mode = UpdateMode {
+            send_all: false,
+            partial: false,
+        };
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        let mut unread = Vec::new();
+        for ev in &events {
+            match event::decode(ev, &mut unknown) {
+                None => {}
+                Some(StatusEvent::Deleted { id, .. }) => self.forget(&[id], &mut out),
+                Some(StatusEvent::Status {
+                    mut bundle,
+                    sequence,
+                }) => {
+                    match self.known.as_ref().and_then(|k| k.get(&bundle.id)) {
+                        Some(known) if known.is_stale(sequence) => continue,
+                        Some(known) => known.fill(&mut bundle),
+                        // Never listed: its event alone would name it by
+                        // the agent's ObjectMeta, not as the list does.
+                        None => {
+                            unread.push(bundle.id);
+                            continue;
+                        }
+                    }
+                    self.accept(*bundle, mode, &mut out, &mut unknown);
+                }
+            }
+        }
+        drop(events);
+        if !unread.is_empty() {
+            unread.sort();
+            unread.dedup();
+            // A failed read leaves them to the next list.
+            let _ = self.read_by_id(unread, mode, &mut out, &mut unknown).await;
+        }
+        http::deliver(&self.ctx, false, observed_at, out, &unknown);
     }
 
     /// The newest bundle `updated_at` seen (the incremental query's start).
@@ -390,6 +463,9 @@ impl MaestroSource {
     fn forget(&mut self, gone: &[String], out: &mut Vec<Observation>) {
         for id in gone {
             self.deleting.remove(id);
+            if let Some(known) = &mut self.known {
+                known.remove(id);
+            }
         }
         self.tracker.remove_vanished(gone, out);
     }
@@ -419,8 +495,14 @@ impl MaestroSource {
             // keeps only its own bundles, docs/design.md §8.3); forget it if
             // it once was.
             self.deleting.remove(&bundle.id);
+            if let Some(known) = &mut self.known {
+                known.remove(&bundle.id);
+            }
             self.tracker.remove(&bundle.id, out);
             return;
+        }
+        if let Some(known) = &mut self.known {
+            known.insert(bundle.id.clone(), Known::of(&bundle));
         }
         let mode = UpdateMode {
             partial: parsed.feedback_error.is_some(),

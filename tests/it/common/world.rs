@@ -36,6 +36,9 @@ pub fn settings(world: &WorldConfig) -> DemoSettings {
         faults: world.faults,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         world: world.kind,
+        // The harness reads Maestro over REST unless a test asks for the
+        // stream (`start_streaming`).
+        maestro_stream: false,
     }
 }
 
@@ -72,11 +75,27 @@ pub async fn start(world: WorldConfig) -> TestWorld {
     start_with_clock(world, SimClock::Real).await
 }
 
+/// Starts `world` on the real clock, with the exporter's configuration
+/// hearing Maestro over its gRPC stream (what `hcp-flow demo` does).
+pub async fn start_streaming(world: WorldConfig) -> TestWorld {
+    let mut settings = settings(&world);
+    settings.maestro_stream = true;
+    start_with_settings(settings, world, SimClock::Real).await
+}
+
 /// Starts `world` on `clock` (a manual one moves only when the test says).
 pub async fn start_with_clock(world: WorldConfig, clock: SimClock) -> TestWorld {
+    start_with_settings(settings(&world), world, clock).await
+}
+
+async fn start_with_settings(
+    settings: DemoSettings,
+    world: WorldConfig,
+    clock: SimClock,
+) -> TestWorld {
     super::init();
     let load = super::load::share();
-    let demo = start_world(&settings(&world), world, clock)
+    let demo = start_world(&settings, world, clock)
         .await
         .expect("the simulated world starts on loopback");
     TestWorld { demo, _load: load }

@@ -1,0 +1,229 @@
+//! A bundle's status CloudEvent → the [`ResourceBundle`] the REST list
+//! would show, so the stream and the list are read by the one
+//! [`parse_bundle`](super::parse_bundle) (docs/design.md §9.10).
+//!
+//! Where sdk-go puts things (Maestro's `encodeResourceStatus` and sdk-go's
+//! protobuf writer): the bundle's id in `ce-resourceid`, the instant of the
+//! status in `ce-time`, the agent's order in `ce-sequenceid`, the consumer
+//! in `ce-clustername`, the work's ObjectMeta as a JSON string in
+//! `ce-metadata`, and the payload — `{manifestBundle?, conditions[],
+//! resourceStatus[]}` — as JSON in `binary_data`. A `Deleted` condition
+//! True means the bundle is gone (REST answers 404 for it).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::proto::{self, CloudEvent, Data, attr};
+use super::{BundleMetadata, BundleStatus, CLUSTER_ID_LABEL, ResourceBundle};
+use crate::sources::UnknownValue;
+use crate::sources::http::sanitise;
+use crate::views::work::ManifestCondition;
+use crate::views::{WireCondition, null_default};
+
+/// What one status event says.
+#[derive(Debug)]
+pub enum StatusEvent {
+    /// The bundle as the list would show it, as far as the event tells;
+    /// [`Known`] fills what it does not.
+    Status {
+        bundle: Box<ResourceBundle>,
+        sequence: Option<u64>,
+    },
+    /// The bundle is gone.
+    Deleted { id: String, sequence: Option<u64> },
+}
+
+/// The status payload, the fields read.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Payload {
+    #[serde(default)]
+    manifest_bundle: Option<PayloadBundle>,
+    #[serde(default, deserialize_with = "null_default")]
+    conditions: Vec<WireCondition>,
+    #[serde(default, deserialize_with = "null_default")]
+    resource_status: Vec<ManifestCondition>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PayloadBundle {
+    #[serde(default)]
+    manifests: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// The ObjectMeta in `ce-metadata`, the fields read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    creation_timestamp: Option<String>,
+    #[serde(default)]
+    deletion_timestamp: Option<String>,
+}
+
+/// Longest upstream text kept in an unknown value.
+const MAX_VALUE: usize = 120;
+
+fn unknown(out: &mut Vec<UnknownValue>, field: &'static str, value: &str) {
+    let mut value = sanitise(value);
+    if value.len() > MAX_VALUE {
+        let mut end = MAX_VALUE;
+        while !value.is_char_boundary(end) {
+            end -= 1;
+        }
+        value.truncate(end);
+    }
+    out.push(UnknownValue { field, value });
+}
+
+/// Decode one event that is not a heartbeat. `None`: not a bundle status
+/// hcp-flow can read, counted in `unknown` under the field that failed.
+pub fn decode(event: &CloudEvent, out: &mut Vec<UnknownValue>) -> Option<StatusEvent> {
+    if event.r#type != proto::STATUS_UPDATE_TYPE {
+        unknown(out, "cloudevent.type", &event.r#type);
+        return None;
+    }
+    let id = event
+        .attribute(attr::RESOURCE_ID)
+        .and_then(proto::AttributeValue::as_text)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let Some(id) = id else {
+        unknown(out, "cloudevent.ce-resourceid", &event.id);
+        return None;
+    };
+    let sequence = match event.attribute(attr::SEQUENCE_ID) {
+        None => None,
+        Some(v) => match v.as_text().and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(s) => Some(s),
+            None => {
+                unknown(out, "cloudevent.ce-sequenceid", &format!("{v:?}"));
+                None
+            }
+        },
+    };
+    let payload: Payload = match &event.data {
+        Some(Data::BinaryData(bytes)) => match serde_json::from_slice(bytes) {
+            Ok(p) => p,
+            Err(err) => {
+                unknown(out, "cloudevent.data", &err.to_string());
+                return None;
+            }
+        },
+        _ => {
+            unknown(out, "cloudevent.data", "no binary_data");
+            return None;
+        }
+    };
+    if payload
+        .conditions
+        .iter()
+        .any(|c| c.kind == "Deleted" && c.status == "True")
+    {
+        return Some(StatusEvent::Deleted { id, sequence });
+    }
+    let meta = match event.attribute(attr::METADATA).and_then(|v| v.as_text()) {
+        None => EventMeta::default(),
+        Some(json) => match serde_json::from_str::<Option<EventMeta>>(&json) {
+            Ok(m) => m.unwrap_or_default(),
+            Err(err) => {
+                unknown(out, "cloudevent.ce-metadata", &err.to_string());
+                EventMeta::default()
+            }
+        },
+    };
+    let updated_at = event
+        .attribute(attr::TIME)
+        .and_then(proto::AttributeValue::as_time)
+        .map(|t| t.to_string());
+    let deleted_at = meta.deletion_timestamp.or_else(|| {
+        event
+            .attribute(attr::DELETION_TIMESTAMP)
+            .and_then(proto::AttributeValue::as_time)
+            .map(|t| t.to_string())
+    });
+    let bundle = ResourceBundle {
+        id,
+        name: meta.name,
+        consumer_name: event
+            .attribute(attr::CLUSTER_NAME)
+            .and_then(proto::AttributeValue::as_text),
+        created_at: meta.creation_timestamp,
+        updated_at,
+        deleted_at,
+        metadata: Some(BundleMetadata {
+            labels: meta.labels,
+        }),
+        manifests: payload.manifest_bundle.and_then(|b| b.manifests),
+        status: Some(BundleStatus {
+            conditions: payload.conditions,
+            resource_status: payload.resource_status,
+            sequence_id: sequence.map(|s| serde_json::Value::String(s.to_string())),
+        }),
+    };
+    Some(StatusEvent::Status {
+        bundle: Box::new(bundle),
+        sequence,
+    })
+}
+
+/// What the last list said of a bundle that a status event does not say
+/// the same way: the REST name (an event's ObjectMeta may carry the
+/// resource id as its name), the cluster id label, `created_at` (the
+/// database's), `deleted_at`, and the newest status sequence id applied.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub name: Option<Box<str>>,
+    pub cluster_id: Option<Box<str>>,
+    pub created_at: Option<Box<str>>,
+    pub deleted_at: Option<Box<str>>,
+    pub sequence: Option<u64>,
+}
+
+impl Known {
+    pub fn of(bundle: &ResourceBundle) -> Known {
+        Known {
+            name: bundle.name.as_deref().map(Into::into),
+            cluster_id: bundle
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.get(CLUSTER_ID_LABEL))
+                .map(|s| s.as_str().into()),
+            created_at: bundle.created_at.as_deref().map(Into::into),
+            deleted_at: bundle.deleted_at.as_deref().map(Into::into),
+            sequence: bundle.status.as_ref().and_then(BundleStatus::sequence),
+        }
+    }
+
+    /// The event's bundle completed with what the list said: the reading
+    /// the list would give of this status.
+    pub fn fill(&self, bundle: &mut ResourceBundle) {
+        if self.name.is_some() {
+            bundle.name = self.name.as_deref().map(str::to_string);
+        }
+        if let Some(id) = &self.cluster_id {
+            bundle
+                .metadata
+                .get_or_insert_with(BundleMetadata::default)
+                .labels
+                .insert(CLUSTER_ID_LABEL.to_string(), id.to_string());
+        }
+        if self.created_at.is_some() {
+            bundle.created_at = self.created_at.as_deref().map(str::to_string);
+        }
+        if bundle.deleted_at.is_none() {
+            bundle.deleted_at = self.deleted_at.as_deref().map(str::to_string);
+        }
+    }
+
+    /// Whether a status with `sequence` is older than one already applied
+    /// (an event queued while a list read a newer state).
+    pub fn is_stale(&self, sequence: Option<u64>) -> bool {
+        matches!((self.sequence, sequence), (Some(known), Some(s)) if s < known)
+    }
+}

@@ -1,0 +1,416 @@
+//! Maestro heard over its gRPC CloudEvents stream, as Clusters Service
+//! hears it (docs/design.md §9.10): `Subscribe` as the bundles' source,
+//! each status event read by the same code as a listed bundle, and one REST
+//! list after every (re)subscription (and every `full_relist_interval`) to
+//! reconcile what the stream did not say.
+//!
+//! - One task reads the stream and does nothing else, so Maestro's
+//!   100-event buffer per subscriber never fills while the source lists;
+//!   heartbeats are told apart by their type before any payload is read.
+//! - Any message (heartbeat or event) is evidence of life; none for
+//!   `heartbeat_timeout` and the stream is dropped and reconnected.
+//! - The source is down (kind `resource-bundle-stream` failing) from the
+//!   moment the stream is lost until a new subscription and its list have
+//!   both succeeded; reconnects back off from `reconnect_backoff`, doubling
+//!   to a minute, with jitter.
+//! - Nothing is ever published: the only RPC this module names is
+//!   `Subscribe` (a status resync request would make Maestro re-send the
+//!   source's bundles to every subscriber, Clusters Service included).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::poller::MaestroSource;
+use super::proto::{self, CloudEvent, SubscriptionRequest};
+use super::{KIND, PollKind};
+use crate::config::{MaestroGrpcConfig, grpc_defaults};
+use crate::metrics::exporter::RequestErrorKind;
+use crate::sources::SourceContext;
+use crate::sources::health::cause_chain;
+use crate::sources::http::{Backoff, after};
+
+/// The kind the stream reports in `/readyz` and `hcpflow_source_kind_info`.
+pub const STREAM_KIND: &str = "resource-bundle-stream";
+
+/// Events read ahead of the source: past this the source is too far behind
+/// (a list of minutes under heavy churn), and the stream is dropped and
+/// reconnected rather than holding unbounded memory; the reconnect's list
+/// reconciles.
+const QUEUE: usize = 20_000;
+
+/// Events applied in one batch.
+const BATCH: usize = 512;
+
+/// Why the stream could not be had or was lost.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("reading the gRPC bearer token file {path}")]
+    Token {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the gRPC bearer token in {path} is not a valid header value")]
+    TokenValue { path: String },
+    #[error("reading TLS material from {path}")]
+    TlsFile {
+        path: String,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("building the TLS 1.3 client")]
+    Tls(#[source] rustls::Error),
+    #[error("the gRPC address {0} has no host")]
+    Address(String),
+    #[error("connecting to {address}")]
+    Connect {
+        address: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("no connection to {address} within {timeout:?}")]
+    ConnectTimeout { address: String, timeout: Duration },
+    #[error("subscribing as source {source_id}")]
+    Subscribe {
+        source_id: String,
+        #[source]
+        source: tonic::Status,
+    },
+    #[error("no answer to the subscription within {0:?}")]
+    SubscribeTimeout(Duration),
+    #[error("the stream failed")]
+    Stream(#[source] tonic::Status),
+    #[error("the server ended the stream")]
+    Ended,
+    #[error("the stream was silent for {0:?}: no heartbeat, no event")]
+    Quiet(Duration),
+    #[error("more than {QUEUE} events waited for the source")]
+    Overflow,
+    #[error("the re-list after subscribing failed")]
+    Relist,
+}
+
+impl StreamError {
+    /// The `kind` label of `hcpflow_source_request_errors_total`.
+    pub fn kind(&self) -> RequestErrorKind {
+        use tonic::Code;
+        let status_kind = |s: &tonic::Status| match s.code() {
+            Code::Unavailable => RequestErrorKind::connect,
+            Code::DeadlineExceeded => RequestErrorKind::timeout,
+            Code::Unauthenticated | Code::PermissionDenied | Code::NotFound => {
+                RequestErrorKind::status_4xx
+            }
+            Code::Internal | Code::Unknown => RequestErrorKind::status_5xx,
+            _ => RequestErrorKind::other,
+        };
+        match self {
+            StreamError::Token { .. } | StreamError::TokenValue { .. } => {
+                RequestErrorKind::credentials
+            }
+            StreamError::TlsFile { .. } | StreamError::Tls(_) => RequestErrorKind::tls,
+            StreamError::Address(_) => RequestErrorKind::other,
+            StreamError::Connect { source, .. } => {
+                let chain = cause_chain(source);
+                if chain.contains("refused") {
+                    RequestErrorKind::connect_refused
+                } else if chain.contains("certificate") || chain.contains("tls") {
+                    RequestErrorKind::tls
+                } else {
+                    RequestErrorKind::connect
+                }
+            }
+            StreamError::ConnectTimeout { .. }
+            | StreamError::SubscribeTimeout(_)
+            | StreamError::Quiet(_) => RequestErrorKind::timeout,
+            StreamError::Subscribe { source, .. } | StreamError::Stream(source) => {
+                status_kind(source)
+            }
+            StreamError::Ended | StreamError::Overflow | StreamError::Relist => {
+                RequestErrorKind::other
+            }
+        }
+    }
+}
+
+/// What the reading task hands the source.
+enum Incoming {
+    /// A heartbeat: the stream is alive.
+    Alive,
+    Event(CloudEvent),
+    Lost(StreamError),
+}
+
+/// Run the Maestro source: poll forever, or, with `grpc` configured, hear
+/// the stream and list only to reconcile. Abort the task to stop.
+pub async fn run_configured(source: MaestroSource) {
+    match source.grpc() {
+        Some(grpc) => run(source, grpc).await,
+        None => source.run().await,
+    }
+}
+
+/// Run the Maestro source on the stream forever. Abort the task to stop.
+pub async fn run(mut source: MaestroSource, cfg: MaestroGrpcConfig) {
+    let ctx = source.context().clone();
+    ctx.health.declare(&ctx.name, &[KIND, STREAM_KIND]);
+    source.remember_for_stream();
+    let relist_every = source.relist_interval();
+    let mut backoff = Backoff::new(cfg.reconnect_backoff, grpc_defaults::MAX_RECONNECT_BACKOFF);
+    loop {
+        let lost = match subscribe(&cfg).await {
+            Err(err) => err,
+            Ok(stream) => {
+                tracing::debug!(source = %ctx.name, address = %cfg.address, "subscribed to Maestro's stream");
+                let (tx, rx) = mpsc::channel(QUEUE);
+                let reader = tokio::spawn(read(stream, tx, cfg.heartbeat_timeout));
+                let lost = follow(&mut source, &ctx, rx, relist_every, &mut backoff).await;
+                reader.abort();
+                lost
+            }
+        };
+        ctx.metrics.request_failed(&ctx.name, lost.kind());
+        ctx.health
+            .failed(&ctx.name, STREAM_KIND, &cause_chain(&lost));
+        tokio::time::sleep(backoff.next_delay()).await;
+    }
+}
+
+/// After a subscription: list, then apply events as they come, listing
+/// again every `relist_every`. Returns why the stream was lost.
+async fn follow(
+    source: &mut MaestroSource,
+    ctx: &SourceContext,
+    mut rx: mpsc::Receiver<Incoming>,
+    relist_every: Duration,
+    backoff: &mut Backoff,
+) -> StreamError {
+    // The list that reconciles what the stream missed while it was not
+    // there (docs/design.md §9.10). Events read meanwhile wait in the queue.
+    if !source.poll(PollKind::Full).await {
+        return StreamError::Relist;
+    }
+    backoff.reset();
+    ctx.health.listed(&ctx.name, STREAM_KIND);
+    let mut next_relist = after(Instant::now(), relist_every);
+    let mut batch = Vec::new();
+    loop {
+        let first = tokio::select! {
+            m = rx.recv() => m,
+            () = tokio::time::sleep_until(next_relist.into()) => {
+                source.poll(PollKind::Full).await;
+                next_relist = after(Instant::now(), relist_every);
+                continue;
+            }
+        };
+        let mut lost = None;
+        let mut alive = false;
+        let mut take = |m: Option<Incoming>, batch: &mut Vec<CloudEvent>| match m {
+            Some(Incoming::Alive) => alive = true,
+            Some(Incoming::Event(ev)) => {
+                alive = true;
+                batch.push(ev);
+            }
+            Some(Incoming::Lost(err)) => lost = Some(err),
+            None => lost = Some(StreamError::Ended),
+        };
+        take(first, &mut batch);
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(m) => take(Some(m), &mut batch),
+                Err(_) => break,
+            }
+        }
+        if alive {
+            ctx.health.alive(&ctx.name);
+        }
+        if !batch.is_empty() {
+            source.apply_events(std::mem::take(&mut batch)).await;
+        }
+        if let Some(err) = lost {
+            return err;
+        }
+    }
+}
+
+/// Read the stream into `tx` until it fails, ends or goes quiet.
+async fn read(
+    mut stream: tonic::Streaming<CloudEvent>,
+    tx: mpsc::Sender<Incoming>,
+    quiet: Duration,
+) {
+    let lost = loop {
+        let message = match tokio::time::timeout(quiet, stream.message()).await {
+            Err(_) => break StreamError::Quiet(quiet),
+            Ok(Err(status)) => break StreamError::Stream(status),
+            Ok(Ok(None)) => break StreamError::Ended,
+            Ok(Ok(Some(ev))) if ev.is_heartbeat() => Incoming::Alive,
+            Ok(Ok(Some(ev))) => Incoming::Event(ev),
+        };
+        match tx.try_send(message) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => break StreamError::Overflow,
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
+    };
+    // The queue may be full: the source reads `Lost` after what is queued.
+    let _ = tx.send(Incoming::Lost(lost)).await;
+}
+
+/// Connect and subscribe as `cfg.source_id`.
+async fn subscribe(cfg: &MaestroGrpcConfig) -> Result<tonic::Streaming<CloudEvent>, StreamError> {
+    let channel = connect(cfg).await?;
+    let mut request = tonic::Request::new(SubscriptionRequest {
+        source: cfg.source_id.clone(),
+        cluster_name: String::new(),
+        data_type: String::new(),
+    });
+    if let Some(path) = &cfg.bearer_token_file {
+        let shown = path.display().to_string();
+        let token = std::fs::read_to_string(path).map_err(|source| StreamError::Token {
+            path: shown.clone(),
+            source,
+        })?;
+        let value = format!("Bearer {}", token.trim())
+            .parse()
+            .map_err(|_| StreamError::TokenValue { path: shown })?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    let mut grpc = tonic::client::Grpc::new(channel);
+    let call = async {
+        grpc.ready().await.map_err(|e| StreamError::Connect {
+            address: cfg.address.to_string(),
+            source: e,
+        })?;
+        grpc.server_streaming(
+            request,
+            http::uri::PathAndQuery::from_static(proto::SUBSCRIBE_PATH),
+            tonic_prost::ProstCodec::<SubscriptionRequest, CloudEvent>::default(),
+        )
+        .await
+        .map_err(|source| StreamError::Subscribe {
+            source_id: cfg.source_id.clone(),
+            source,
+        })
+    };
+    let response = tokio::time::timeout(cfg.connect_timeout, call)
+        .await
+        .map_err(|_| StreamError::SubscribeTimeout(cfg.connect_timeout))??;
+    Ok(response.into_inner())
+}
+
+/// The HTTP/2 channel: plaintext for `http://`, TLS 1.3 only for
+/// `https://` (what Maestro's server allows), with the configured CA or
+/// the system's roots and, when configured, a client certificate.
+async fn connect(cfg: &MaestroGrpcConfig) -> Result<tonic::transport::Channel, StreamError> {
+    let address = cfg.address.to_string();
+    let host = cfg
+        .address
+        .host_str()
+        .ok_or_else(|| StreamError::Address(address.clone()))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let port = cfg
+        .address
+        .port_or_known_default()
+        .ok_or_else(|| StreamError::Address(address.clone()))?;
+    let authority = match host.contains(':') {
+        true => format!("[{host}]:{port}"),
+        false => format!("{host}:{port}"),
+    };
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{authority}"))
+        .map_err(|source| StreamError::Connect {
+            address: address.clone(),
+            source,
+        })?
+        .connect_timeout(cfg.connect_timeout)
+        // Maestro lets a client ping no more often than every 5 s, and only
+        // with a stream open.
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(10))
+        .keep_alive_while_idle(false);
+    let connecting = async {
+        if cfg.tls() {
+            let tls = tokio_rustls::TlsConnector::from(Arc::new(tls_config(cfg)?));
+            let name = rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|_| StreamError::Address(address.clone()))?;
+            let connector = tower::service_fn(move |_: http::Uri| {
+                let tls = tls.clone();
+                let name = name.clone();
+                let authority = authority.clone();
+                async move {
+                    let tcp = tokio::net::TcpStream::connect(authority).await?;
+                    tcp.set_nodelay(true)?;
+                    let stream = tls.connect(name, tcp).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                }
+            });
+            endpoint.connect_with_connector(connector).await
+        } else {
+            endpoint.connect().await
+        }
+        .map_err(|source| StreamError::Connect {
+            address: address.clone(),
+            source,
+        })
+    };
+    tokio::time::timeout(cfg.connect_timeout, connecting)
+        .await
+        .map_err(|_| StreamError::ConnectTimeout {
+            address: address.clone(),
+            timeout: cfg.connect_timeout,
+        })?
+}
+
+fn tls_config(cfg: &MaestroGrpcConfig) -> Result<rustls::ClientConfig, StreamError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let file_err = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |source| StreamError::TlsFile {
+            path: path.clone(),
+            source,
+        }
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    match &cfg.ca_file {
+        Some(path) => {
+            for cert in CertificateDer::pem_file_iter(path).map_err(file_err(path))? {
+                roots
+                    .add(cert.map_err(file_err(path))?)
+                    .map_err(StreamError::Tls)?;
+            }
+        }
+        None => {
+            let native = rustls_native_certs::load_native_certs();
+            for err in &native.errors {
+                tracing::debug!(error = %err, "a system CA could not be loaded");
+            }
+            let (added, _) = roots.add_parsable_certificates(native.certs);
+            tracing::debug!(added, "system CAs trusted for Maestro's gRPC server");
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .map_err(StreamError::Tls)?
+    .with_root_certificates(roots);
+    let mut config = match (&cfg.client_cert_file, &cfg.client_key_file) {
+        (Some(cert), Some(key)) => {
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+                .map_err(file_err(cert))?
+                .collect::<Result<_, _>>()
+                .map_err(file_err(cert))?;
+            let key = PrivateKeyDer::from_pem_file(key).map_err(file_err(key))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(StreamError::Tls)?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(config)
+}
