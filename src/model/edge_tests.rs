@@ -166,8 +166,14 @@ fn a_sharded_merge_takes_the_verdict_the_other_shard_gave() {
     assert!(slo(&f.tick(t(40)).events).is_empty());
 }
 
+/// The deletion's last hop is the RP: Clusters Service letting the
+/// cluster go first does not hand the RP resource to a provisional id (a
+/// second timeline, a second deletion); the deletion waits for the RP's 404
+/// on its own timeline (docs/design.md §15.3). Without a deletion in
+/// flight, a CS cluster gone hands its live RP resource back (the fleet
+/// module's tests).
 #[test]
-fn a_deleted_cs_cluster_hands_its_live_rp_resource_back_to_the_provisional_id() {
+fn a_deleted_cs_cluster_keeps_its_deleting_rp_resource_until_it_goes() {
     let mut f = Fleet::new(config());
     f.apply(
         batch(
@@ -180,18 +186,16 @@ fn a_deleted_cs_cluster_hands_its_live_rp_resource_back_to_the_provisional_id() 
         ),
         t(1),
     );
-    assert!(f.get("cs-1").is_some());
+    assert!(f.get("cs-1").unwrap().deletion_in_flight().is_some());
     let r = f.apply(batch(false, t(2), vec![cs("cs-1").gone()]), t(2));
-    assert!(
-        r.removed.contains("cs-1"),
-        "nothing of the CS timeline left"
-    );
-    let id = provisional_cluster_id(RID);
+    assert!(!r.removed.contains("cs-1"));
     assert_eq!(
-        f.get(&id).unwrap().phase(Hop::RpFrontend),
+        f.get("cs-1").unwrap().phase(Hop::RpFrontend),
         Some(Phase::Deleting)
     );
-    f.apply(batch(false, t(3), vec![rp(RID).gone()]), t(3));
+    assert!(f.get(&provisional_cluster_id(RID)).is_none());
+    let r = f.apply(batch(false, t(3), vec![rp(RID).gone()]), t(3));
+    assert!(r.removed.contains("cs-1"));
     assert!(f.is_empty());
 }
 

@@ -47,6 +47,33 @@ pub struct ClusterMemory {
     pub slo: Option<SloOutcome>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hops: Vec<HopMemory>,
+    /// The deletion once it began: its start (upstream or observed), its
+    /// verdict and each hop's times, so a restart mid-deletion neither loses
+    /// it nor counts it twice (docs/design.md §15.8). Absent in files of
+    /// version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<DeletionMemory>,
+}
+
+/// A deletion as a restart must find it again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeletionMemory {
+    pub started_at: Timestamp,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub started_observed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloOutcome>,
+    /// Hops the deletion reached: when each began and, once gone, when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<DeletionHopMemory>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeletionHopMemory {
+    pub hop: Hop,
+    pub started_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_at: Option<Timestamp>,
 }
 
 /// One hop's remembered aggregate and the objects whose phase time was observed.

@@ -23,7 +23,9 @@ pub use fleet::{
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
 pub use listener::EventListener;
-pub use memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
+pub use memory::{
+    ClusterMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory, ObjectMemory,
+};
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,

@@ -1035,3 +1035,145 @@ fn a_deletion_seen_first_in_a_first_sync_starts_silently_and_still_ends_counted(
         ]
     );
 }
+
+fn memory_of_all(f: &Fleet) -> Memory {
+    Memory {
+        clusters: f
+            .iter()
+            .map(|tl| (tl.cluster_id.clone(), f.memory_of(&tl.cluster_id).unwrap()))
+            .collect(),
+    }
+}
+
+/// Killed mid-deletion and started again: the deletion goes on with its
+/// observed start and its late verdict, the hops already gone are not
+/// counted again, and it ends once, with no second SLO event.
+#[test]
+fn a_restart_mid_deletion_neither_counts_it_twice_nor_loses_it() {
+    let mut before = fleet();
+    ready_cluster(&mut before);
+    // Clusters Service gives no time for `uninstalling`: the start is the
+    // exporter's own observation, which only the memory keeps.
+    before.apply(
+        batch(
+            false,
+            t(10),
+            vec![
+                obs("c1", Hop::ClustersService).state("uninstalling", Phase::Deleting),
+                obs("c1", Hop::MaestroBundle)
+                    .state("Deleting", Phase::Deleting)
+                    .since(t(11)),
+            ],
+        ),
+        t(10),
+    );
+    before.apply(
+        batch(false, t(12), vec![obs("c1", Hop::HostedCluster).gone()]),
+        t(12),
+    );
+    assert_eq!(
+        operation_events(&before.tick(t(40)).events),
+        ["delete slo late"]
+    );
+    let memory: Memory =
+        serde_json::from_str(&serde_json::to_string(&memory_of_all(&before)).unwrap()).unwrap();
+    assert!(memory.clusters["c1"].deletion.is_some());
+
+    let mut after = fleet();
+    after.restore(memory);
+    after.begin_load(t(45));
+    after.apply(
+        batch(
+            true,
+            t(45),
+            vec![
+                obs("c1", Hop::ClustersService).state("uninstalling", Phase::Deleting),
+                obs("c1", Hop::MaestroBundle)
+                    .state("Deleting", Phase::Deleting)
+                    .since(t(11)),
+            ],
+        ),
+        t(45),
+    );
+    let r = after.finish_load(t(45));
+    assert!(r.events.is_empty(), "{:?}", r.events);
+    let timeline = after.get("c1").unwrap();
+    let deletion = timeline.deletion.as_deref().unwrap();
+    assert_eq!(deletion.started_at, TimeMark::observed(t(10)));
+    assert_eq!(deletion.slo, Some(SloOutcome::Late));
+    assert_eq!(timeline.operation_in_flight(), Some(OperationKind::Delete));
+    assert!(deletion.hop(Hop::HostedCluster).unwrap().done_at.is_some());
+
+    let r = after.apply(
+        batch(
+            false,
+            t(50),
+            vec![
+                obs("c1", Hop::MaestroBundle).gone(),
+                obs("c1", Hop::ClustersService).gone(),
+            ],
+        ),
+        t(50),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "delete hop maestro_bundle succeeded 2340s",
+            "delete hop clusters_service succeeded 2400s",
+            "delete ended succeeded 2400s",
+            "removed"
+        ]
+    );
+}
+
+/// Clusters Service lets a deleted cluster go before the RP answers 404:
+/// the deletion waits for the RP on the same timeline and ends there.
+#[test]
+fn a_deletion_ends_when_the_rp_resource_goes_after_clusters_service() {
+    let rid = "/subscriptions/s/resourcegroups/g/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a";
+    let mut f = fleet();
+    let cs = || obs("c1", Hop::ClustersService).resource_id(rid);
+    f.apply(
+        batch(
+            false,
+            t(0),
+            vec![
+                rp(rid).state("Succeeded", Phase::Ready).created(t(0)),
+                cs().state("ready", Phase::Ready).created(t(0)),
+            ],
+        ),
+        t(0),
+    );
+    f.apply(
+        batch(
+            false,
+            t(10),
+            vec![
+                rp(rid).state("Deleting", Phase::Deleting).since(t(10)),
+                cs().state("uninstalling", Phase::Deleting).since(t(10)),
+            ],
+        ),
+        t(10),
+    );
+    let r = f.apply(batch(false, t(14), vec![cs().gone()]), t(14));
+    assert_eq!(
+        operation_events(&r.events),
+        ["delete hop clusters_service succeeded 240s"]
+    );
+    assert!(
+        f.get(&provisional_cluster_id(rid)).is_none(),
+        "no provisional timeline for a resource being deleted"
+    );
+    let r = f.apply(batch(false, t(15), vec![rp(rid).gone()]), t(15));
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "delete hop rp_frontend succeeded 300s",
+            "delete ended succeeded 300s",
+            "delete slo good",
+            "removed"
+        ]
+    );
+    assert!(f.get("c1").is_none());
+    assert!(f.resolve(rid).is_none(), "the join went with the cluster");
+}

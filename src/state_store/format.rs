@@ -12,9 +12,13 @@ use crate::model::ClusterMemory;
 
 /// The `format` field of the envelope: what the file is.
 pub const FORMAT: &str = "hcp-flow/state";
-/// The `version` field this exporter writes and reads. A file of another
-/// version is ignored (and set aside), never half-read.
-pub const VERSION: u32 = 1;
+/// The `version` field this exporter writes. Version 2 added each
+/// cluster's deletion; a version-1 file is its subset and is read as it is
+/// (its clusters have none). A file of any other version is ignored (and
+/// set aside), never half-read.
+pub const VERSION: u32 = 2;
+/// Versions this exporter reads.
+pub const READS: [u32; 2] = [1, 2];
 /// At most this many clusters are written and read (docs/design.md §3.8):
 /// ten times the fleet one instance is sized for, so a runaway can neither
 /// fill the volume nor make a start take minutes.

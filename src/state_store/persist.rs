@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use parking_lot::Mutex;
 
 use super::format::{
-    Envelope, EnvelopeOut, FORMAT, Header, MAX_CLUSTERS, MAX_DECOMPRESSED_BYTES, VERSION,
+    Envelope, EnvelopeOut, FORMAT, Header, MAX_CLUSTERS, MAX_DECOMPRESSED_BYTES, READS, VERSION,
 };
 use super::memory::MemorySnapshot;
 use super::metrics::{StateStoreMetrics, WriteResult, gauge_value};
@@ -159,7 +159,7 @@ impl StateStore {
     /// at most [`MAX_CLUSTERS`] clusters are kept while parsing.
     fn read(&self) -> Result<(Memory, Timestamp, usize), LoadError> {
         let header: Header = self.parse()?;
-        if header.format != FORMAT || header.version != u64::from(VERSION) {
+        if header.format != FORMAT || !READS.iter().any(|v| u64::from(*v) == header.version) {
             return Err(LoadError::OtherVersion {
                 path: self.path.clone(),
                 format: header.format,
@@ -327,7 +327,9 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::model::{Hop, HopMemory, ObjectMemory, Phase, SloOutcome, Via};
+    use crate::model::{
+        DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory, Phase, SloOutcome, Via,
+    };
     use crate::state_store::Remembered;
 
     fn t(s: i64) -> Timestamp {
@@ -355,6 +357,17 @@ mod tests {
                     since: t(i + 590),
                 }],
             }],
+            // Every other cluster is being deleted: what version 2 adds.
+            deletion: (i % 2 == 1).then(|| DeletionMemory {
+                started_at: t(i + 900),
+                started_observed: true,
+                slo: None,
+                hops: vec![DeletionHopMemory {
+                    hop: Hop::HostedCluster,
+                    started_at: t(i + 905),
+                    done_at: Some(t(i + 960)),
+                }],
+            }),
         }
     }
 
@@ -505,9 +518,9 @@ mod tests {
         let state = store(&dir);
         for (body, format, version) in [
             (
-                r#"{"format":"hcp-flow/state","version":2,"written_at":"2026-01-01T00:00:00Z","clusters":{"c1":{"something":"new"}}}"#,
+                r#"{"format":"hcp-flow/state","version":3,"written_at":"2026-01-01T00:00:00Z","clusters":{"c1":{"something":"new"}}}"#,
                 "hcp-flow/state",
-                2,
+                3,
             ),
             (
                 r#"{"format":"other-tool","version":1,"clusters":{}}"#,
@@ -531,6 +544,21 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A file the previous version wrote (no deletions in it) is read as
+    /// it is: its clusters come back, none of them deleting.
+    #[test]
+    fn a_version_1_file_is_read_and_its_clusters_have_no_deletion() {
+        let dir = scratch("version-1");
+        let state = store(&dir);
+        let body = r#"{"format":"hcp-flow/state","version":1,"written_at":"2026-01-01T00:00:00Z","exporter_version":"0.2.0","clusters":{"c1":{"created_at":"2026-01-01T00:00:00Z","slo":"good"}}}"#;
+        plant(&dir, body.as_bytes());
+        let (memory, restored) = state.load();
+        assert!(matches!(restored, Restored::Loaded { .. }), "{restored:?}");
+        assert_eq!(memory.clusters["c1"].slo, Some(SloOutcome::Good));
+        assert_eq!(memory.clusters["c1"].deletion, None);
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -22,7 +22,9 @@ use sha2::{Digest, Sha256};
 use super::budget::{HopBudgets, OperationBudgets};
 use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
-use super::memory::{ClusterMemory, HopMemory, Memory, ObjectMemory};
+use super::memory::{
+    ClusterMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory, ObjectMemory,
+};
 use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
 use super::operation::{Operation, OperationKind, OperationOutcome};
 use super::stamp::Stamp;
@@ -202,6 +204,7 @@ struct Recall {
     completed_at: Option<Timestamp>,
     failed_at: Option<Timestamp>,
     slo: Option<SloOutcome>,
+    deletion: Option<DeletionMemory>,
     hops: HashMap<Hop, HopMemory>,
     objects: HashMap<(Hop, Via, String), ObjectMemory>,
 }
@@ -221,6 +224,7 @@ impl From<ClusterMemory> for Recall {
             completed_at: m.completed_at,
             failed_at: m.failed_at,
             slo: m.slo,
+            deletion: m.deletion,
             hops,
             objects,
         }
@@ -377,6 +381,20 @@ impl Fleet {
             failed_at: timeline.failed_at.map(Into::into),
             slo: timeline.slo,
             hops,
+            deletion: timeline.deletion.as_deref().map(|d| DeletionMemory {
+                started_at: d.started_at.at.into(),
+                started_observed: d.started_at.observed,
+                slo: d.slo,
+                hops: d
+                    .hops
+                    .iter()
+                    .map(|h| DeletionHopMemory {
+                        hop: h.hop,
+                        started_at: h.started_at.into(),
+                        done_at: h.done_at.map(Into::into),
+                    })
+                    .collect(),
+            }),
         })
     }
 
@@ -757,6 +775,7 @@ impl Fleet {
                     restored.completed_at = recall.completed_at.take();
                     restored.failed_at = recall.failed_at.take();
                     restored.slo = recall.slo.take();
+                    restored.deletion = recall.deletion.take();
                 }
                 let created = match (view.created_at, restored.created_at) {
                     (Some(at), _) => TimeMark::upstream(at),
@@ -781,6 +800,37 @@ impl Fleet {
                 } else if let Some(at) = restored.completed_at {
                     timeline.outcome = CreationOutcome::Succeeded;
                     timeline.completed_at = Some(at.into());
+                }
+                // A deletion in flight before the restart goes on from where
+                // it was (docs/design.md §15.8): its start, its verdict and
+                // the hops already gone are not taken again.
+                if let Some(d) = restored.deletion {
+                    let mut deletion = Operation::new(
+                        OperationKind::Delete,
+                        TimeMark {
+                            at: d.started_at.into(),
+                            observed: d.started_observed,
+                        },
+                    );
+                    deletion.slo = d.slo;
+                    deletion.hops = d
+                        .hops
+                        .into_iter()
+                        .map(|h| super::operation::OperationHop {
+                            hop: h.hop,
+                            started_at: h.started_at.into(),
+                            done_at: h.done_at.map(Into::into),
+                        })
+                        .collect();
+                    if deletion.slo.is_none() {
+                        let late_at = after(d.started_at, self.config.delete_target);
+                        let due = Due::Late(OperationKind::Delete);
+                        queue(&mut self.deadlines, late_at, cluster_id, due);
+                    }
+                    if timeline.outcome == CreationOutcome::InFlight {
+                        timeline.outcome = CreationOutcome::Deleted;
+                    }
+                    timeline.deletion = Some(Box::new(deletion));
                 }
                 Arc::make_mut(
                     self.clusters
