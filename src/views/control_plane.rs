@@ -20,14 +20,15 @@ pub struct HostedControlPlaneStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostedControlPlaneReading {
     pub created_at: Option<Stamp>,
-    pub deleting: bool,
+    /// Its deletionTimestamp: the control plane is going from then on.
+    pub deleting: Option<Stamp>,
     pub ready: bool,
     pub conditions: Vec<Condition>,
 }
 
 pub fn read_hosted_control_plane(
     status: Option<&HostedControlPlaneStatus>,
-    deleting: bool,
+    deleting: Option<Stamp>,
     created_at: Option<Stamp>,
     unknown: &mut Vec<UnknownValue>,
 ) -> HostedControlPlaneReading {
@@ -49,7 +50,7 @@ pub fn read_hosted_control_plane(
 /// worth the RBAC).
 pub fn phase(hcp: Option<&HostedControlPlaneReading>, pods: PodCounts) -> Phase {
     match hcp {
-        Some(h) if h.deleting => Phase::Deleting,
+        Some(h) if h.deleting.is_some() => Phase::Deleting,
         None => Phase::Pending,
         Some(h) if h.ready && pods.not_ready == 0 => Phase::Ready,
         Some(_) => Phase::Progressing,
@@ -70,7 +71,11 @@ pub fn read(hcp: Option<&HostedControlPlaneReading>, pods: PodCounts) -> HopView
     view.pods = Some(pods);
     if let Some(h) = hcp {
         view.created_at = h.created_at;
-        view.since = transition_of(&h.conditions, &["Available"]);
+        // Deleting since its deletionTimestamp (docs/design.md §15.3).
+        view.since = match phase {
+            Phase::Deleting => h.deleting,
+            _ => transition_of(&h.conditions, &["Available"]),
+        };
         view.conditions = h.conditions.clone();
     }
     view
@@ -83,10 +88,20 @@ mod tests {
     fn hcp(ready: bool, deleting: bool) -> HostedControlPlaneReading {
         HostedControlPlaneReading {
             created_at: None,
-            deleting,
+            deleting: deleting.then(|| Stamp::from(jiff::Timestamp::UNIX_EPOCH)),
             ready,
             conditions: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_deleting_control_plane_is_dated_by_its_deletion_timestamp() {
+        let at = Stamp::from(jiff::Timestamp::from_second(1_800_000_000).unwrap_or_default());
+        let mut h = hcp(true, false);
+        h.deleting = Some(at);
+        let view = read(Some(&h), PodCounts { ready: 3, not_ready: 0 });
+        assert_eq!(view.phase, Phase::Deleting);
+        assert_eq!(view.since, Some(at));
     }
 
     #[test]

@@ -46,7 +46,7 @@ const SLACK: Duration = Duration::from_secs(
 );
 
 /// Every fault the world injects; each must be judged at least once.
-const FAULTS: [&str; 11] = [
+const FAULTS: [&str; 15] = [
     "clusters_service_error",
     "bundle_never_applied",
     "maestro_status_not_updated",
@@ -58,6 +58,12 @@ const FAULTS: [&str; 11] = [
     "unknown_provisioning_state",
     "not_handed_over",
     "managed_cluster_never_joins",
+    // A deletion's: held by a finalizer, an agent gone, an uninstall that
+    // failed, an RP that stays Deleting.
+    "hosted_cluster_finalizer_stuck",
+    "manifestwork_agent_gone",
+    "clusters_service_uninstall_error",
+    "rp_stuck_deleting",
 ];
 
 /// The world, the exporter and a Prometheus with every rule of `alerts/`,

@@ -1,7 +1,7 @@
 //! HostedControlPlanes and control-plane pods: hop `control_plane`, one per
 //! control-plane namespace (`<hc namespace>-<hc name>`).
 
-use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting};
+use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created};
 use crate::model::{Hop, PodCounts};
 use crate::sources::kube::objects;
 use crate::views::{UnknownValue, conditions, control_plane};
@@ -10,7 +10,10 @@ impl ToFacts for objects::HostedControlPlane {
     fn facts(&self, _cfg: &MapperConfig, unknown: &mut Vec<UnknownValue>) -> Facts {
         Facts::HostedControlPlane(control_plane::read_hosted_control_plane(
             self.status.as_ref(),
-            deleting(&self.metadata),
+            self.metadata
+                .deletion_timestamp
+                .as_ref()
+                .map(|t| t.0.into()),
             created(&self.metadata),
             unknown,
         ))
