@@ -741,7 +741,7 @@ fn a_views_fingerprint_sees_every_change() {
 fn operation_events(events: &[Event]) -> Vec<String> {
     events
         .iter()
-        .filter_map(|e| match e {
+        .map(|e| match e {
             Event::HopEnded {
                 operation,
                 hop,
@@ -749,26 +749,26 @@ fn operation_events(events: &[Event]) -> Vec<String> {
                 started,
                 ended,
                 ..
-            } => Some(format!(
+            } => format!(
                 "{operation} hop {hop} {} {}s",
                 outcome.as_str(),
                 (*ended - *started).get_seconds()
-            )),
+            ),
             Event::OperationEnded {
                 operation,
                 outcome,
                 started,
                 ended,
                 ..
-            } => Some(format!(
+            } => format!(
                 "{operation} ended {} {}s",
                 outcome.as_str(),
                 (*ended - *started).get_seconds()
-            )),
+            ),
             Event::Slo {
                 operation, outcome, ..
-            } => Some(format!("{operation} slo {}", outcome.as_str())),
-            Event::ClusterRemoved { .. } => Some("removed".to_string()),
+            } => format!("{operation} slo {}", outcome.as_str()),
+            Event::ClusterRemoved { .. } => "removed".to_string(),
         })
         .collect()
 }

@@ -226,16 +226,23 @@ pub fn verdict(
     creation_verdict(timeline, &budgets.create, p95, now)
 }
 
+/// What a verdict about one hop is measured against: the operation's
+/// budgets, the fleet's p95 for the hop, and now.
+struct Against<'a> {
+    budget: &'a HopBudgets,
+    p95: Option<f64>,
+    now: Timestamp,
+}
+
 fn about(
     operation: Option<OperationKind>,
     status: Status,
     hop: Hop,
     h: &HopTimeline,
-    budget: &HopBudgets,
-    p95: Option<f64>,
-    now: Timestamp,
+    against: Against<'_>,
     reason: String,
 ) -> Verdict {
+    let Against { budget, p95, now } = against;
     let since = if matches!(status, Status::Failed) || h.phase == Phase::Failed {
         h.since.at
     } else {
@@ -275,7 +282,18 @@ fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -
             human(seconds(h.since.at, now)),
             explain(h)
         );
-        return about(op, Status::Failed, hop, h, budgets, None, now, reason);
+        return about(
+            op,
+            Status::Failed,
+            hop,
+            h,
+            Against {
+                budget: budgets,
+                p95: None,
+                now,
+            },
+            reason,
+        );
     }
     // What a deleted bundle carries reads deleting through its feedback,
     // inheriting the bundle's deletion: the bundle is where the service side
@@ -299,7 +317,18 @@ fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -
             human(budgets.get(hop).as_secs_f64()),
             explain_deletion(h)
         );
-        return about(op, Status::Stuck, hop, h, budgets, None, now, reason);
+        return about(
+            op,
+            Status::Stuck,
+            hop,
+            h,
+            Against {
+                budget: budgets,
+                p95: None,
+                now,
+            },
+            reason,
+        );
     }
     // Not deleting yet, but still there: the first such hop on the flow.
     let present = || {
@@ -316,7 +345,12 @@ fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -
                 human(budgets.get(hop).as_secs_f64()),
                 explain_deletion(h)
             );
-            let mut v = about(op, Status::InProgress, hop, h, budgets, None, now, reason);
+            let against = Against {
+                budget: budgets,
+                p95: None,
+                now,
+            };
+            let mut v = about(op, Status::InProgress, hop, h, against, reason);
             v.since = Some(h.since.at.into());
             v.elapsed_seconds = Some(waited(h));
             v
@@ -357,16 +391,12 @@ fn creation_verdict(
     let op = Some(OperationKind::Create);
     let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
         let operation = if status == Status::Degraded { None } else { op };
-        about(
-            operation,
-            status,
-            hop,
-            h,
-            budgets,
-            p95.get(hop),
+        let against = Against {
+            budget: budgets,
+            p95: p95.get(hop),
             now,
-            reason,
-        )
+        };
+        about(operation, status, hop, h, against, reason)
     };
     if timeline.outcome == CreationOutcome::Deleted {
         return Verdict {

@@ -99,7 +99,13 @@ mod tests {
         let at = Stamp::from(jiff::Timestamp::from_second(1_800_000_000).unwrap_or_default());
         let mut h = hcp(true, false);
         h.deleting = Some(at);
-        let view = read(Some(&h), PodCounts { ready: 3, not_ready: 0 });
+        let view = read(
+            Some(&h),
+            PodCounts {
+                ready: 3,
+                not_ready: 0,
+            },
+        );
         assert_eq!(view.phase, Phase::Deleting);
         assert_eq!(view.since, Some(at));
     }
