@@ -47,7 +47,9 @@ pub enum Command {
     /// running exporter with --from), print each hop and a verdict. Exit
     /// code: 0 ready, 1 in progress within budget (or at risk), 2 stuck past
     /// a budget, 3 failed, 4 a hop could not be read or the cluster was not
-    /// found.
+    /// found, 5 degraded (no operation in flight; a hop regressed after the
+    /// creation completed). The verdict judges the operation in flight: the
+    /// creation or the deletion.
     Diagnose(DiagnoseArgs),
     /// Load and validate a configuration file; print every error as
     /// `<field.path>: <message>` and exit non-zero if there is any.

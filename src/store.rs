@@ -395,12 +395,17 @@ impl Store {
         self.state.lock().fleet.config().hop_budgets
     }
 
+    /// Every operation kind's hop budgets (docs/design.md §15.4).
+    pub fn operation_budgets(&self) -> crate::model::OperationBudgets {
+        self.state.lock().fleet.config().budgets()
+    }
+
     /// What the JSON, the UI and `diagnose` need to judge a timeline now:
     /// budgets, the fleet's p95 per hop, the time (docs/design.md §3.9).
     pub fn judge(&self) -> crate::api::Judge {
         crate::api::Judge {
             rp_in_scope: self.rp_in_scope,
-            budgets: self.state.lock().fleet.config().budgets(),
+            budgets: self.operation_budgets(),
             p95: self.creation.hop_p95(),
             now: self.clock.now(),
         }

@@ -204,7 +204,7 @@ impl World {
 
     /// The management-side view of one plan, `None` once its ManifestWorks
     /// are gone (the deletion takes everything with it, docs/design.md
-    /// §11.8).
+    /// §11.9).
     pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<KubeClusterSpec> {
         // Nothing reaches a management cluster the RP never handed over;
         // a deleted cluster's objects are gone with its ManifestWorks.

@@ -630,7 +630,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
 }
 
 /// The deletion on the management cluster and the deletion's faults, from
-/// their own stream (docs/design.md §11.8). The agent deletes the
+/// their own stream (docs/design.md §11.9). The agent deletes the
 /// HostedCluster seconds after its bundle is marked deleted; HyperShift
 /// takes one to four minutes to destroy the cloud resources and clear the
 /// finalizer; the ManifestWorks go seconds later, and only then does Maestro

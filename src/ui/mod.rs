@@ -112,6 +112,10 @@ struct PageSettings<'a> {
     hops: Vec<&'static str>,
     hop_budgets_seconds: std::collections::BTreeMap<&'static str, f64>,
     creation_target_seconds: f64,
+    /// A deletion's hops in the order it takes them, and its budgets
+    /// (docs/design.md §15.1, §15.4).
+    delete_hops: Vec<&'static str>,
+    delete_budgets_seconds: std::collections::BTreeMap<&'static str, f64>,
 }
 
 fn settings(store: &Store, config: &UiConfig, cluster_id: Option<&str>) -> String {
@@ -130,6 +134,17 @@ fn settings(store: &Store, config: &UiConfig, cluster_id: Option<&str>) -> Strin
             .map(|(hop, d)| (hop.as_str(), d.as_secs_f64()))
             .collect(),
         creation_target_seconds: store.creation_target_seconds(),
+        delete_hops: crate::model::DELETE
+            .hops
+            .iter()
+            .map(|h| h.as_str())
+            .collect(),
+        delete_budgets_seconds: store
+            .operation_budgets()
+            .delete
+            .iter()
+            .map(|(hop, d)| (hop.as_str(), d.as_secs_f64()))
+            .collect(),
     };
     script_json(&serde_json::to_string(&settings).unwrap_or_else(|_| "{}".to_string()))
 }

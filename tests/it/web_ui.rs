@@ -256,11 +256,16 @@ async fn the_pages_render_the_fleet_and_a_failed_creation_as_the_exporter_sees_t
         client: reqwest::Client::new(),
     };
 
-    // A creation whose Clusters Service failed, failed in the exporter too.
+    // A creation whose Clusters Service failed, failed in the exporter too,
+    // while the churn deletes some cluster.
     let faulty = wait_for(
-        "a creation whose Clusters Service failed",
-        Duration::from_secs(45),
+        "a creation whose Clusters Service failed, and a deletion in flight",
+        Duration::from_secs(90),
         async || {
+            let deleting = run.json("/api/v1/clusters?operation=delete&limit=1").await;
+            if deleting["total"].as_u64().unwrap_or(0) == 0 {
+                return None;
+            }
             let truth = run.json(GROUND_TRUTH_PATH).await;
             for item in truth["items"].as_array()? {
                 if item["fault"] != "clusters_service_error" {
@@ -434,6 +439,71 @@ async fn the_pages_render_the_fleet_and_a_failed_creation_as_the_exporter_sees_t
         "{}",
         grafana["href"]
     );
+
+    // A deletion in flight: the fleet page's deletion funnel and the
+    // cluster page's deletion flow, each hop as the JSON has it.
+    let deleting = run.json("/api/v1/clusters?operation=delete&limit=1").await;
+    let deleted = deleting["items"][0]["cluster_id"]
+        .as_str()
+        .expect("a deletion in flight")
+        .to_string();
+    let fleet = run.json("/api/v1/fleet").await;
+    assert!(
+        fleet["in_flight"]["delete"].as_u64().unwrap() >= 1,
+        "{fleet}"
+    );
+    let delete_dom = browser.dom(&format!("{base}/?operation=delete")).await;
+    assert_rendered(&delete_dom, "fleet");
+    assert!(
+        delete_dom.contains("data-operation=\"delete\""),
+        "the funnel is not the deletion's"
+    );
+    assert!(
+        tags(region(&delete_dom, "in-flight"), "tr")
+            .iter()
+            .any(|a| a.get("data-cluster-id") == Some(&deleted)),
+        "{deleted} is not listed among the deletions in flight"
+    );
+    let json = run
+        .json(&format!("/api/v1/clusters/{}", cluster_path(&deleted)))
+        .await;
+    assert_eq!(json["operation_in_flight"], "delete", "{json}");
+    let dom = browser
+        .dom(&format!("{base}/ui/clusters/{}", cluster_path(&deleted)))
+        .await;
+    assert_rendered(&dom, "cluster");
+    let drawn: BTreeMap<String, String> = tags(region(&dom, "operations"), "div")
+        .into_iter()
+        .filter_map(|a| {
+            Some((
+                a.get("data-delete-hop")?.clone(),
+                a.get("data-phase")?.clone(),
+            ))
+        })
+        .collect();
+    assert_eq!(drawn.len(), HOPS.len(), "{drawn:?}");
+    let deletion = json["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["operation"] == "delete")
+        .expect("the deletion among the operations");
+    for hop in HOPS {
+        let gone = deletion["hops"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|h| h["hop"] == hop && !h["done_at"].is_null());
+        let want = if gone {
+            "ready".to_string()
+        } else {
+            json["hops"][hop]["phase"]
+                .as_str()
+                .unwrap_or("none")
+                .to_string()
+        };
+        assert_eq!(drawn[hop], want, "{hop} of {deleted}'s deletion");
+    }
 
     // An unknown cluster renders as such, not as a broken page.
     let missing = browser

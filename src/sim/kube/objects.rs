@@ -74,7 +74,7 @@ pub struct HubClusterSpec {
 }
 
 /// ARO: the deletion as a management cluster sees it (docs/design.md
-/// §11.8). The work agent marks the ManifestWork deleting, deletes the
+/// §11.9). The work agent marks the ManifestWork deleting, deletes the
 /// HostedCluster, whose finalizer holds it (and its pools, control plane and
 /// ManagedCluster) while HyperShift destroys the cloud resources; then they
 /// go, and the ManifestWork after them.

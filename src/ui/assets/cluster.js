@@ -91,6 +91,47 @@
     replace("flow", boxes);
   }
 
+  // The cluster's operations, and a deletion's flow: each hop in the order
+  // the deletion takes it, gone (and after how long), deleting against its
+  // budget, or not deleting yet.
+  function operations(t) {
+    const ops = t.operations || [];
+    const head = h("tr", {}, ["operation", "started", "ended", "outcome", "SLO", "verdict", "trace id"].map((c) => h("th", {}, c)));
+    const rows = ops.map((o) => h("tr", { "data-operation": o.operation, "data-outcome": o.outcome },
+      h("td", {}, o.operation), h("td", {}, time(o.started_at.at) + (o.started_at.observed ? " (observed)" : "")),
+      h("td", {}, time(o.ended_at)), h("td", {}, o.outcome), h("td", {}, o.slo || "–"),
+      h("td", {}, o.verdict ? badge("status", o.verdict) : "–"), h("td", { class: "mono" }, o.trace_id)));
+    const parts = [h("table", { "data-operations": ops.length }, h("thead", {}, head), h("tbody", {}, rows))];
+    const deletion = ops.find((o) => o.operation === "delete");
+    if (deletion) {
+      const now = new Date().toISOString();
+      const boxes = [];
+      settings.delete_hops.forEach((hop, i) => {
+        const done = (deletion.hops || []).find((x) => x.hop === hop);
+        const hj = t.hops[hop];
+        if (i > 0) boxes.push(h("div", { class: "arrow" }, "→"));
+        const budget = settings.delete_budgets_seconds[hop];
+        let phase = "none";
+        let text = "not seen";
+        if (done && done.done_at) {
+          phase = "ready";
+          text = "gone after " + duration(seconds(done.started_at, done.done_at));
+        } else if (hj && hj.phase === "deleting") {
+          phase = "deleting";
+          const took = seconds(hj.since.at, now);
+          text = "deleting " + duration(took) + " / " + duration(budget);
+        } else if (hj) {
+          phase = hj.phase;
+          text = "not deleting yet";
+        }
+        boxes.push(h("div", { class: "hop phase-" + phase + (t.verdict && t.verdict.operation === "delete" && t.verdict.hop === hop ? " current" : ""), "data-delete-hop": hop, "data-phase": phase },
+          h("div", { class: "name" }, hop), h("div", { class: "phase" }, text)));
+      });
+      parts.push(h("h3", {}, "Deletion"), h("div", { class: "flow", "data-deletion-flow": deletion.outcome }, boxes));
+    }
+    replace("operations", parts);
+  }
+
   function nodePools(t) {
     const np = t.hops.node_pool;
     const objects = np ? (np.objects || []) : [];
@@ -154,7 +195,7 @@
       if (e.status !== 404) throw e;
       replace("verdict", h("div", { class: "verdict failed", "data-found": "false" },
         "Cluster ", h("code", {}, id), " is not tracked: deleted, never seen, or followed by another shard."));
-      for (const region of ["identity", "flow", "node-pools", "pods", "conditions"]) replace(region);
+      for (const region of ["identity", "flow", "operations", "node-pools", "pods", "conditions"]) replace(region);
       main.dataset.found = "false";
       main.dataset.rendered = "true";
       return;
@@ -162,6 +203,7 @@
     verdict(t);
     identity(t);
     flow(t);
+    operations(t);
     nodePools(t);
     pods(t);
     conditions(t);

@@ -1,5 +1,5 @@
-// The fleet page: summary counts, the funnel, in-flight creations oldest
-// first, failures, SLO and sources. The server filters and pages; this page
+// The fleet page: summary counts, the funnel and the in-flight list of one
+// operation (creations or deletions, a selector), failures, SLO and sources. The server filters and pages; this page
 // asks for one page at a time and never for the whole fleet.
 "use strict";
 
@@ -8,7 +8,7 @@
   const PAGE = 25;
   const REFRESH_MS = 5000;
   const params = new URLSearchParams(location.search);
-  const filters = { q: params.get("q") || "", hop: params.get("hop") || "", phase: params.get("phase") || "", status: params.get("status") || "" };
+  const filters = { operation: params.get("operation") || "create", q: params.get("q") || "", hop: params.get("hop") || "", phase: params.get("phase") || "", status: params.get("status") || "" };
   let inFlightOffset = 0;
   let failedOffset = 0;
   let optionsFilled = false;
@@ -20,7 +20,7 @@
   }
 
   function setFilters(next) {
-    Object.assign(filters, { q: "", hop: "", phase: "", status: "" }, next);
+    Object.assign(filters, { operation: filters.operation, q: "", hop: "", phase: "", status: "" }, next);
     inFlightOffset = 0;
     const form = document.getElementById("filters");
     for (const k of Object.keys(filters)) form.elements[k].value = filters[k];
@@ -37,6 +37,7 @@
       for (const v of values) form.elements[name].append(h("option", { value: v }, v));
       form.elements[name].value = filters[name];
     };
+    form.elements.operation.value = filters.operation;
     add("hop", summary.hops);
     add("phase", summary.phases);
     add("status", Object.keys(summary.status));
@@ -49,25 +50,31 @@
     replace("cards",
       card(s.clusters, "clusters tracked", "clusters"),
       card(s.outcomes.in_flight, "in flight", "in_flight"),
+      card((s.in_flight || {}).delete || 0, "being deleted", "deleting"),
       card(s.status.at_risk, "at risk", "at_risk"),
       card(s.status.stuck, "stuck", "stuck"),
+      card(s.status.degraded || 0, "degraded", "degraded"),
       card(s.outcomes.failed, "failed", "failed"),
       card(s.outcomes.succeeded, "succeeded", "succeeded"),
       card(s.ready ? "yes" : "no", "every source synced", "ready"));
   }
 
   function funnel(s) {
+    // The selected operation's funnel: each cluster with that operation in
+    // flight, counted at the hop it stands at.
+    const counts = (s.funnels && s.funnels[filters.operation]) || s.funnel;
+    document.getElementById("funnel").dataset.operation = filters.operation;
     let max = 1;
     const totals = {};
     for (const hop of s.hops) {
-      totals[hop] = s.phases.reduce((n, p) => n + (s.funnel[hop][p] || 0), 0);
+      totals[hop] = s.phases.reduce((n, p) => n + (counts[hop][p] || 0), 0);
       max = Math.max(max, totals[hop]);
     }
     const head = h("tr", {}, h("th", {}, "hop"), s.phases.map((p) => h("th", { class: "num" }, badge("phase", p))), h("th", {}, "in flight here"));
     const rows = s.hops.map((hop) => h("tr", { "data-hop": hop },
       h("th", {}, hop, h("div", { class: "muted" }, "budget " + duration(s.hop_budgets_seconds[hop]))),
       s.phases.map((phase) => {
-        const n = s.funnel[hop][phase] || 0;
+        const n = counts[hop][phase] || 0;
         return h("td", { class: "num" + (n ? "" : " zero"), "data-hop": hop, "data-phase": phase, "data-count": n },
           n ? h("a", { href: "#in-flight", onclick: () => setFilters({ hop, phase }) }, n) : "0");
       }),
@@ -92,7 +99,7 @@
 
   function inFlight(page) {
     if (!page.items.length) {
-      replace("in-flight", h("p", { class: "muted", "data-empty": "true" }, "No creation in flight matches."), pager(page, inFlightOffset, moveInFlight));
+      replace("in-flight", h("p", { class: "muted", "data-empty": "true" }, "No " + (filters.operation === "delete" ? "deletion" : "creation") + " in flight matches."), pager(page, inFlightOffset, moveInFlight));
       return;
     }
     const head = h("tr", {}, ["cluster", "name", "mgmt cluster", "status", "at hop", "phase", "at hop for", "budget", "age", "why"].map((c) => h("th", {}, c)));
@@ -156,7 +163,7 @@
   async function refresh() {
     const [summary, flying, failures] = await Promise.all([
       json("/api/v1/fleet"),
-      json("/api/v1/clusters?" + query({ in_flight: "true", sort: "age", limit: PAGE, offset: inFlightOffset })),
+      json("/api/v1/clusters?" + query({ sort: "age", limit: PAGE, offset: inFlightOffset })),
       json("/api/v1/clusters?" + new URLSearchParams({ outcome: "failed", sort: "-age", limit: PAGE, offset: failedOffset })),
     ]);
     fillOptions(summary);
@@ -178,9 +185,10 @@
   document.getElementById("filters").addEventListener("submit", (e) => {
     e.preventDefault();
     const f = e.target.elements;
-    setFilters({ q: f.q.value.trim(), hop: f.hop.value, phase: f.phase.value, status: f.status.value });
+    setFilters({ operation: f.operation.value, q: f.q.value.trim(), hop: f.hop.value, phase: f.phase.value, status: f.status.value });
   });
   document.getElementById("clear-filters").addEventListener("click", () => setFilters({}));
+  document.getElementById("filters").elements.operation.addEventListener("change", (e) => setFilters({ operation: e.target.value }));
   refreshNow = () => refresh().catch((e) => {
     const error = document.getElementById("load-error");
     error.hidden = false;
