@@ -90,7 +90,7 @@ impl World {
                 self.hub_plans(now)
                     .iter()
                     .filter(|p| p.created <= now && p.gone_at().is_none_or(|gone| now < gone))
-                    .map(|p| hub_cluster(p, &budgets)),
+                    .map(|p| hub_cluster(p, &budgets, &deletion)),
             )
             .collect();
         GroundTruth {
@@ -253,7 +253,7 @@ fn fault_times(
 /// The ground truth of one cluster of the self-managed hub (docs/design.md
 /// §11.7): its id is the exporter's (`spec.clusterID`, else
 /// `<namespace>/<name>`), and it has no ARM resource.
-fn hub_cluster(p: &HubPlan, budgets: &HopBudgets) -> GroundTruthCluster {
+fn hub_cluster(p: &HubPlan, budgets: &HopBudgets, deletion: &HopBudgets) -> GroundTruthCluster {
     let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let created = trunc_s(p.created);
     let when = p.fault.and_then(|kind| match kind {
@@ -278,6 +278,11 @@ fn hub_cluster(p: &HubPlan, budgets: &HopBudgets) -> GroundTruthCluster {
         FaultKind::ManagedClusterNeverJoins => p
             .completed()
             .map(|done| (done, add(done, budgets.managed_cluster))),
+        // The HostedCluster deleting since its deletionTimestamp, held.
+        FaultKind::HostedClusterFinalizerStuck => p
+            .deleting
+            .map(trunc_s)
+            .map(|at| (at, add(at, deletion.hosted_cluster))),
         _ => None,
     });
     GroundTruthCluster {

@@ -47,6 +47,13 @@ const MINUTE: f64 = 60.0;
 const LIFETIME_S: (f64, f64) = (40.0 * MINUTE, 50.0 * MINUTE);
 /// A faulty cluster lingers until someone deletes it: its alerts fire first.
 const FAULTY_LIFETIME_S: (f64, f64) = (180.0 * MINUTE, 240.0 * MINUTE);
+/// Seed salt of the deletion's fault: its own stream, so every other draw
+/// of the hub is what it was.
+const HUB_DELETION_SALT: u64 = 0x6875_6264_656c_6574;
+/// Share of healthy hub clusters whose HostedCluster keeps its finalizer.
+const FINALIZER_STUCK_SHARE: f64 = 0.06;
+/// How long that lasts before someone clears it.
+const STUCK_DELETION_S: (f64, f64) = (150.0 * MINUTE, 200.0 * MINUTE);
 /// A degraded HostedCluster turns Degraded this long after its creation.
 pub(crate) const DEGRADED_AFTER_WORLD_S: f64 = 60.0;
 
@@ -75,6 +82,9 @@ pub(crate) struct HubPlan {
     pub degraded_after: SignedDuration,
     pub invalid_image: Option<Ms>,
     pub deleting: Option<Ms>,
+    /// HyperShift has deleted the pools, control plane and ManagedCluster;
+    /// the HostedCluster waits for its finalizer until `gone`.
+    pub dependents_gone: Option<Ms>,
     pub gone: Option<Ms>,
 }
 
@@ -142,7 +152,11 @@ impl HubPlan {
                 agents: self.agents,
                 deleting_at: at(self.deleting),
             },
-            deletion: Default::default(),
+            deletion: super::kube::KubeDeletion {
+                dependents_gone_at: at(self.dependents_gone),
+                cloud_resources_stuck: self.fault == Some(FaultKind::HostedClusterFinalizerStuck),
+                ..Default::default()
+            },
         }
     }
 }
@@ -233,9 +247,22 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
         degraded_after: SignedDuration::from_millis(params.ms(DEGRADED_AFTER_WORLD_S)),
         invalid_image: None,
         deleting: params.churn.then_some(deleting),
+        // HyperShift deletes what hangs off the HostedCluster first.
+        dependents_gone: params.churn.then_some(deleting + (gone - deleting) / 2),
         gone: params.churn.then_some(gone),
         pools,
     };
+    // A healthy cluster whose deletion the finalizer holds, from its own
+    // stream (docs/design.md §11.9).
+    if params.churn && params.faults && p.fault.is_none() {
+        let mut stuck = ChaCha8Rng::seed_from_u64(params.seed ^ HUB_DELETION_SALT);
+        stuck.set_stream(index);
+        if stuck.random_range(0.0..1.0) < FINALIZER_STUCK_SHARE {
+            p.fault = Some(FaultKind::HostedClusterFinalizerStuck);
+            let held = params.ms(stuck.random_range(STUCK_DELETION_S.0..STUCK_DELETION_S.1));
+            p.gone = p.gone.map(|g| g + held);
+        }
+    }
     match fault {
         Some(FaultKind::HostedClusterDegraded) => {
             // The kube-apiserver never comes up: Degraded, never Available.

@@ -34,12 +34,14 @@ const WATCH: Duration = Duration::from_secs(100);
 const SLACK: SignedDuration = SignedDuration::from_secs(2 + 1 + 1 + 4);
 
 /// The hub's faults; each must be judged at least once.
-const FAULTS: [&str; 5] = [
+const FAULTS: [&str; 6] = [
     "kubevirt_machines_pending",
     "no_free_agent",
     "release_image_invalid",
     "hosted_cluster_degraded",
     "managed_cluster_never_joins",
+    // A deletion the HostedCluster's finalizer holds.
+    "hosted_cluster_finalizer_stuck",
 ];
 
 /// The hub, the exporter and a Prometheus with every rule of `alerts/`,
