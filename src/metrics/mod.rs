@@ -3,6 +3,7 @@
 
 pub mod exporter;
 pub mod exposition;
+pub mod families;
 pub mod fleet;
 mod labels;
 pub mod operations;

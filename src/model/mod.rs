@@ -44,4 +44,6 @@ pub use verdict::{Status, Verdict, explain, failed_hop, human, verdict};
 #[cfg(test)]
 mod edge_tests;
 #[cfg(test)]
+mod operation_tests;
+#[cfg(test)]
 mod tests;

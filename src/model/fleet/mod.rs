@@ -32,10 +32,14 @@ use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timel
 
 mod config;
 mod evaluate;
+mod join;
+mod recall;
 
 pub use config::*;
 pub use evaluate::join_of;
 use evaluate::*;
+use join::RpReading;
+use recall::Recall;
 
 /// Something histograms, counters or spans must hear about. Produced only for
 /// transitions witnessed after a source's first sync.
@@ -94,73 +98,6 @@ pub struct ApplyResult {
     pub removed: BTreeSet<String>,
 }
 
-/// The latest reading of one RP resource, kept for every resource (every
-/// shard) so a Clusters Service join can move it under the CS id. Kept
-/// without what its map key says, the resource id (as the cluster key and,
-/// usually, in the identity): some 300 bytes per resource of a fleet
-/// (docs/performance.md).
-#[derive(Clone, Debug)]
-struct RpReading {
-    hop: Hop,
-    via: Via,
-    object: Box<str>,
-    view: Box<HopView>,
-    /// The identity's resource id was the key, and is put back from it.
-    rid_in_identity: bool,
-    initial: bool,
-    observed_at: Stamp,
-}
-
-impl RpReading {
-    fn new(
-        rid: &str,
-        observation: &Observation,
-        view: &HopView,
-        initial: bool,
-        observed_at: Timestamp,
-    ) -> RpReading {
-        let mut view = Box::new(view.clone());
-        // The key says the resource id; kept once there, not again here.
-        let mut rid_in_identity = false;
-        if let Some(identity) = view.identity.as_mut()
-            && identity.resource_id.as_deref() == Some(rid)
-        {
-            identity.resource_id = None;
-            rid_in_identity = true;
-        }
-        RpReading {
-            hop: observation.hop,
-            via: observation.via,
-            object: observation.object.as_str().into(),
-            view,
-            rid_in_identity,
-            initial,
-            observed_at: observed_at.into(),
-        }
-    }
-
-    /// The reading as an observation of `cluster_id`: `change` is the view
-    /// (with the resource id `rid` back in its identity) or `Gone`.
-    fn observation(&self, rid: &str, cluster_id: &str, gone: bool) -> Observation {
-        let change = if gone {
-            Change::Gone
-        } else {
-            let mut view = self.view.clone();
-            if self.rid_in_identity {
-                view.identity_mut().resource_id = Some(rid.to_string());
-            }
-            Change::Upsert(view)
-        };
-        Observation {
-            key: ClusterKey::Id(cluster_id.to_string()),
-            hop: self.hop,
-            via: self.via,
-            object: self.object.to_string(),
-            change,
-        }
-    }
-}
-
 /// What a deadline waits for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Due {
@@ -196,41 +133,6 @@ pub struct Fleet {
     loading_since: Option<Timestamp>,
 }
 
-/// A restored [`ClusterMemory`], taken piece by piece as the cluster, its
-/// hops and its objects are read again.
-#[derive(Debug, Default)]
-struct Recall {
-    created_at: Option<Timestamp>,
-    completed_at: Option<Timestamp>,
-    failed_at: Option<Timestamp>,
-    slo: Option<SloOutcome>,
-    deletion: Option<DeletionMemory>,
-    hops: HashMap<Hop, HopMemory>,
-    objects: HashMap<(Hop, Via, String), ObjectMemory>,
-}
-
-impl From<ClusterMemory> for Recall {
-    fn from(m: ClusterMemory) -> Recall {
-        let mut objects = HashMap::new();
-        let mut hops = HashMap::new();
-        for mut hop in m.hops {
-            for o in std::mem::take(&mut hop.objects) {
-                objects.insert((hop.hop, o.via, o.object.clone()), o);
-            }
-            hops.insert(hop.hop, hop);
-        }
-        Recall {
-            created_at: m.created_at,
-            completed_at: m.completed_at,
-            failed_at: m.failed_at,
-            slo: m.slo,
-            deletion: m.deletion,
-            hops,
-            objects,
-        }
-    }
-}
-
 impl Fleet {
     pub fn new(config: ModelConfig) -> Fleet {
         Fleet {
@@ -259,17 +161,6 @@ impl Fleet {
 
     pub fn is_empty(&self) -> bool {
         self.clusters.is_empty()
-    }
-
-    /// Hand the model what a previous run remembered. Call before the first
-    /// batch; entries are used when their cluster is read again and state
-    /// that reads the same keeps its remembered time.
-    pub fn restore(&mut self, memory: Memory) {
-        self.memory = memory
-            .clusters
-            .into_iter()
-            .map(|(id, m)| (id, Recall::from(m)))
-            .collect();
     }
 
     /// Start a load: until [`Fleet::finish_load`], deadlines wait, so what
@@ -337,88 +228,6 @@ impl Fleet {
             Some(id) => self.clusters.get(id),
             None => self.clusters.get(&provisional_cluster_id(&rid)),
         }
-    }
-
-    /// How many restored clusters have not been read again yet.
-    pub fn unclaimed_memory(&self) -> usize {
-        self.memory.len()
-    }
-
-    /// What a restart would lose of one cluster: observed times, first
-    /// readiness, verdicts. `None` when the cluster is not tracked.
-    pub fn memory_of(&self, cluster_id: &str) -> Option<ClusterMemory> {
-        let timeline = self.clusters.get(cluster_id)?;
-        let hops = timeline
-            .hops
-            .iter()
-            .map(|(hop, h)| HopMemory {
-                hop: *hop,
-                phase: h.phase,
-                since: h.since.at.into(),
-                since_observed: h.since.observed,
-                ready_at: h.ready_at.map(Into::into),
-                ended: h.ended,
-                objects: h
-                    .objects
-                    .iter()
-                    .filter(|(_, o)| o.since.observed)
-                    .map(|((via, object), o)| ObjectMemory {
-                        via: *via,
-                        object: object.clone(),
-                        phase: o.view.phase,
-                        state: o.view.state.to_string(),
-                        since: o.since.at.into(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        Some(ClusterMemory {
-            created_at: timeline
-                .created_at
-                .observed
-                .then_some(timeline.created_at.at.into()),
-            completed_at: timeline.completed_at.map(Into::into),
-            failed_at: timeline.failed_at.map(Into::into),
-            slo: timeline.slo,
-            hops,
-            deletion: timeline.deletion.as_deref().map(|d| DeletionMemory {
-                started_at: d.started_at.at.into(),
-                started_observed: d.started_at.observed,
-                slo: d.slo,
-                hops: d
-                    .hops
-                    .iter()
-                    .map(|h| DeletionHopMemory {
-                        hop: h.hop,
-                        started_at: h.started_at.into(),
-                        done_at: h.done_at.map(Into::into),
-                    })
-                    .collect(),
-            }),
-        })
-    }
-
-    /// RP resources Clusters Service does not show: tracked under their
-    /// provisional id (in this shard or another).
-    pub fn unjoined_len(&self) -> usize {
-        self.rp_latest
-            .keys()
-            .filter(|rid| !self.by_resource_id.contains_key(*rid))
-            .count()
-    }
-
-    /// The copy of a lower-cased resource id the model's maps already hold,
-    /// else a new one.
-    fn shared_rid(&self, rid: &str) -> Arc<str> {
-        self.rp_latest
-            .get_key_value(rid)
-            .map(|(k, _)| k.clone())
-            .or_else(|| {
-                self.by_resource_id
-                    .get_key_value(rid)
-                    .map(|(k, _)| k.clone())
-            })
-            .unwrap_or_else(|| Arc::from(rid))
     }
 
     fn in_shard(&self, cluster_id: &str) -> bool {
@@ -672,82 +481,6 @@ impl Fleet {
         }
     }
 
-    /// Clusters Service now shows the cluster of an ARM resource: its
-    /// provisional timeline ends and the RP reading moves under the CS id,
-    /// counted once — a verdict the provisional timeline already gave is
-    /// kept (docs/design.md §4.4).
-    fn merge_provisional(
-        &mut self,
-        rid: &str,
-        cluster_id: &str,
-        initial: bool,
-        now: Timestamp,
-        result: &mut ApplyResult,
-    ) {
-        let provisional = provisional_cluster_id(rid);
-        let mut carried = None;
-        if let Some(old) = self.clusters.remove(&provisional) {
-            result.changed.remove(&provisional);
-            result.removed.insert(provisional.clone());
-            carried = old.slo;
-        }
-        let Some(reading) = self.rp_latest.get(rid).cloned() else {
-            return;
-        };
-        if !self.in_shard(cluster_id) {
-            return;
-        }
-        if carried.is_none() && !self.in_shard(&provisional) {
-            // Another shard tracked the provisional timeline and counted it
-            // late if it passed the target before this join; decide the same
-            // from the same upstream times instead of counting it again.
-            carried = provisional_verdict(&reading.view, self.config.creation_target, now);
-        }
-        if let Some(verdict) = carried
-            && let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut)
-            && timeline.slo.is_none()
-        {
-            timeline.slo = Some(verdict);
-            result.changed.insert(cluster_id.to_string());
-        }
-        let observation = reading.observation(rid, cluster_id, false);
-        // A move, not news: silent unless both readings are news.
-        let silent = reading.initial || initial;
-        self.apply_to_cluster(
-            cluster_id,
-            observation,
-            silent,
-            reading.observed_at.timestamp(),
-            now,
-            result,
-        );
-    }
-
-    /// Clusters Service no longer shows the cluster: its RP reading leaves
-    /// the CS timeline and, while the ARM resource exists, is tracked under
-    /// its provisional id again.
-    fn split_provisional(
-        &mut self,
-        rid: &str,
-        cluster_id: &str,
-        now: Timestamp,
-        result: &mut ApplyResult,
-    ) {
-        let Some(reading) = self.rp_latest.get(rid).cloned() else {
-            return;
-        };
-        let observed_at = reading.observed_at.timestamp();
-        if self.in_shard(cluster_id) {
-            let gone = reading.observation(rid, cluster_id, true);
-            self.apply_to_cluster(cluster_id, gone, true, observed_at, now, result);
-        }
-        let provisional = provisional_cluster_id(rid);
-        if self.in_shard(&provisional) {
-            let moved = reading.observation(rid, &provisional, false);
-            self.apply_to_cluster(&provisional, moved, true, observed_at, now, result);
-        }
-    }
-
     fn apply_to_cluster(
         &mut self,
         cluster_id: &str,
@@ -993,74 +726,5 @@ impl Fleet {
             result.events.append(&mut gone_events);
             result.events.extend(events);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Phase;
-    use crate::model::testing::{batch, obs, rp};
-
-    #[test]
-    fn the_join_maps_share_one_copy_of_a_resource_id() {
-        let at: Timestamp = "2026-06-10T23:00:00Z".parse().unwrap_or_default();
-        let rid = "/subscriptions/s/resourcegroups/g/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a";
-        let mut fleet = Fleet::new(ModelConfig::default());
-        fleet.apply(
-            batch(false, at, vec![rp(rid).state("Accepted", Phase::Pending)]),
-            at,
-        );
-        fleet.apply(
-            batch(
-                false,
-                at,
-                vec![
-                    obs("c1", Hop::ClustersService)
-                        .state("installing", Phase::Progressing)
-                        .resource_id(rid),
-                ],
-            ),
-            at,
-        );
-        let (latest, _) = fleet.rp_latest.get_key_value(rid).expect("the RP reading");
-        let (joined, id) = fleet.by_resource_id.get_key_value(rid).expect("the join");
-        assert_eq!(id, "c1");
-        assert!(Arc::ptr_eq(latest, joined));
-        assert!(Arc::ptr_eq(latest, &fleet.resource_id_of["c1"]));
-    }
-
-    #[test]
-    fn a_kept_rp_reading_gets_its_resource_id_back_from_its_key() {
-        let at: Timestamp = "2026-06-10T23:00:00Z".parse().unwrap_or_default();
-        let rid = "/subscriptions/s/resourcegroups/g/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a";
-        let mut fleet = Fleet::new(ModelConfig::default());
-        let cs = || {
-            obs("c1", Hop::ClustersService)
-                .state("installing", Phase::Progressing)
-                .resource_id(rid)
-        };
-        let reading = rp(rid)
-            .state("Accepted", Phase::Pending)
-            .resource_id(rid)
-            .name("a");
-        fleet.apply(batch(false, at, vec![reading, cs()]), at);
-        let kept = &fleet.rp_latest[rid];
-        assert_eq!(
-            kept.view.identity().resource_id,
-            None,
-            "held once, as the key"
-        );
-        assert_eq!(kept.view.identity().name.as_deref(), Some("a"));
-
-        // Clusters Service lets the cluster go; the RP resource moves back
-        // under its provisional id, whole.
-        fleet.apply(batch(false, at, vec![cs().gone()]), at);
-        let back = fleet
-            .get(&provisional_cluster_id(rid))
-            .expect("the provisional timeline");
-        assert_eq!(back.identity.resource_id, rid);
-        assert_eq!(back.identity.name, "a");
-        assert_eq!(back.phase(Hop::RpFrontend), Some(Phase::Pending));
     }
 }
