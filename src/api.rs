@@ -160,7 +160,9 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
                 pods: h.pods(),
                 finalizers: h
                     .effective_objects()
-                    .flat_map(|(_, o)| o.view.finalizers.iter().flatten().map(|f| &**f))
+                    .flat_map(|(_, o)| o.view.conditions.iter())
+                    .filter(|c| c.is_finalizer())
+                    .map(|c| &*c.reason)
                     .collect(),
             };
             (hop.as_str(), json)

@@ -84,9 +84,6 @@ pub struct HopView {
     pub pods: Option<PodCounts>,
     /// A failure that elapsed time alone brings, decided by the model.
     pub fails_after_budget: Option<Box<FailsAfterBudget>>,
-    /// The finalizers holding a deleting object (a HostedCluster's while
-    /// HyperShift destroys its cloud resources); `None` unless deleting.
-    pub finalizers: Option<Box<[Text]>>,
 }
 
 /// "If this object still reads the same when its hop budget has run out since
@@ -120,7 +117,6 @@ impl HopView {
             replicas,
             pods,
             fails_after_budget,
-            finalizers,
         } = view;
         let mut h = DefaultHasher::new();
         if let Some(f) = fails_after_budget {
@@ -131,7 +127,6 @@ impl HopView {
         since.hash(&mut h);
         created_at.hash(&mut h);
         updated_at.hash(&mut h);
-        finalizers.hash(&mut h);
         for c in conditions {
             let Condition {
                 kind,
@@ -183,6 +178,19 @@ pub struct Condition {
     pub reason: Text,
     pub message: Text,
     pub last_transition: Option<Stamp>,
+}
+
+impl Condition {
+    /// The kind a finalizer holding a deleting object is kept as: one
+    /// condition per finalizer, status True, its name the reason, dated by
+    /// the deletionTimestamp (docs/design.md §15.3). Kept among the
+    /// conditions rather than in a field of its own: a field would cost
+    /// every view of a fleet its size, for the few objects being deleted.
+    pub const FINALIZER: &'static str = "Finalizer";
+
+    pub fn is_finalizer(&self) -> bool {
+        self.kind == Self::FINALIZER
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -373,7 +373,9 @@ fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -
 fn explain_deletion(h: &HopTimeline) -> String {
     let finalizers: Vec<&str> = h
         .effective_objects()
-        .flat_map(|(_, o)| o.view.finalizers.iter().flatten().map(|f| &**f))
+        .flat_map(|(_, o)| o.view.conditions.iter())
+        .filter(|c| c.is_finalizer())
+        .map(|c| &*c.reason)
         .collect();
     let mut out = explain(h);
     if !finalizers.is_empty() {

@@ -129,12 +129,17 @@ pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView)
     if view.phase != crate::model::Phase::Deleting {
         return;
     }
-    view.since = Some(at.0.into());
-    view.finalizers = meta.finalizers.as_ref().filter(|f| !f.is_empty()).map(|f| {
-        f.iter()
-            .map(|s| crate::model::Text::from(s.as_str()))
-            .collect()
-    });
+    let since: crate::model::Stamp = at.0.into();
+    view.since = Some(since);
+    for name in meta.finalizers.iter().flatten().filter(|f| !f.is_empty()) {
+        view.conditions.push(crate::model::Condition {
+            kind: crate::model::Condition::FINALIZER.into(),
+            status: crate::model::ConditionStatus::True,
+            reason: name.as_str().into(),
+            message: crate::model::Text::default(),
+            last_transition: Some(since),
+        });
+    }
 }
 
 /// Only the facts of one object, keyed by its kind: the hop reading of the
