@@ -392,9 +392,31 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
             .join("\n"),
         run.logs()
     );
+    // What the exporter holds of the first false alarms' clusters now, to
+    // tell a stale object from a wrong rule.
+    let mut held = String::new();
+    for alarm in false_alarms.iter().take(3) {
+        let id = alarm.split(" on ").nth(1).and_then(|r| r.split(' ').next());
+        if let Some(id) = id {
+            let body = run
+                .client
+                .get(format!("{}/api/v1/clusters/{id}", run.exporter))
+                .send()
+                .await
+                .ok();
+            let text = match body {
+                Some(r) => r.text().await.unwrap_or_default(),
+                None => String::new(),
+            };
+            held.push_str(&format!("\n{id}: {}", &text[..text.len().min(3000)]));
+            if let Some(item) = seen.get(id) {
+                held.push_str(&format!("\n  truth: {}", item.item));
+            }
+        }
+    }
     assert!(
         false_alarms.is_empty(),
-        "precision {precision:.2}: per-cluster alerts on clusters without a fault:\n  {}",
+        "precision {precision:.2}: per-cluster alerts on clusters without a fault:\n  {}\n{held}",
         false_alarms.join("\n  ")
     );
 }

@@ -4,7 +4,7 @@
 
 #[test]
 fn exposition_figures_are_consistent_at_small_scale() {
-    let _machine = crate::common::load::share();
+    let _machine = crate::common::load::hog();
     let figures = hcp_flow::bench::exposition(200, 3);
     assert_eq!(figures.clusters, 200);
     // At least one hop series per cluster.
@@ -27,7 +27,7 @@ fn exposition_figures_are_consistent_at_small_scale() {
 /// The yardstick renders every sample the exporter served.
 #[test]
 fn the_generic_encoder_baseline_renders_every_sample() {
-    let _machine = crate::common::load::share();
+    let _machine = crate::common::load::hog();
     let figures = hcp_flow::bench::exposition(50, 2);
     assert_eq!(figures.generic_encoder_samples, figures.series);
     assert_eq!(figures.generic_encoder.samples, 2);
@@ -38,7 +38,7 @@ fn the_generic_encoder_baseline_renders_every_sample() {
 /// says which.
 #[test]
 fn the_exporter_command_is_pinned_only_when_pinning_worked() {
-    let _machine = crate::common::load::share();
+    let _machine = crate::common::load::hog();
     use hcp_flow::bench::pin::Pinning;
     let exe = std::path::Path::new("/bin/true");
     let pinned = Pinning::Pinned {
@@ -61,7 +61,7 @@ fn the_exporter_command_is_pinned_only_when_pinning_worked() {
 /// nothing, so only the exit codes the check allows are accepted.
 #[test]
 fn the_soak_runs_both_sides_and_prints_its_memory_curve() {
-    let _machine = crate::common::load::share();
+    let _machine = crate::common::load::hog();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hcp-flow"))
         .args([
             "bench",
@@ -140,7 +140,7 @@ fn first_number(report: &str, row: &str) -> f64 {
 /// smaller than the text.
 #[test]
 fn the_kube_bench_runs_and_reports_both_encodings() {
-    let _machine = crate::common::load::share();
+    let _machine = crate::common::load::hog();
     let report = bench_report(&["--kube", "--clusters", "30", "--scrapes", "3"]);
     let bytes = first_number(&report, "| bytes |");
     let gzip = report
@@ -161,7 +161,7 @@ fn the_kube_bench_runs_and_reports_both_encodings() {
 /// The service-side end-to-end bench at small scale.
 #[test]
 fn the_end_to_end_bench_runs_at_small_scale() {
-    let _machine = crate::common::load::share();
+    let _machine = crate::common::load::hog();
     // As one shard of two: the figures are that shard's, over its part of
     // the fleet (tests/it/shards.rs shows the split is exact).
     // Thirty clusters at real speed never turn 50 bundles Available: a

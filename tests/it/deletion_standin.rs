@@ -248,7 +248,10 @@ async fn a_hosted_cluster_holding_its_finalizer_is_a_deletion_stuck_there() {
     let id = "5b1c7d3e-0f2a-4c8b-9d6e-0000000000d2";
     // Deleting for 29 minutes of the 30 the deletion gives a HostedCluster;
     // its pools are gone already.
-    let deleting = now - SignedDuration::from_mins(29);
+    // Whole seconds, as the object carries it.
+    let deleting = (now - SignedDuration::from_mins(29))
+        .round(jiff::Unit::Second)
+        .unwrap();
     server
         .apply(hosted_cluster("stuck", id, created, Some(deleting), true))
         .unwrap();
