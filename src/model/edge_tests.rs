@@ -523,7 +523,8 @@ fn second_run(memory: Memory, hc_state: (&str, Phase)) -> Fleet {
     f
 }
 
-fn memory_of(f: &Fleet) -> Memory {
+/// Every cluster's memory, as the state store would keep it.
+pub(super) fn memory_of(f: &Fleet) -> Memory {
     Memory {
         clusters: f
             .iter()

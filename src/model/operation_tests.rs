@@ -4,24 +4,10 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use std::time::Duration;
-
-use jiff::Timestamp;
-
+use super::edge_tests::memory_of;
 use super::testing::{batch, obs, rp};
+use super::tests::{fleet, t};
 use super::*;
-
-fn t(minutes: i64) -> Timestamp {
-    Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
-}
-
-fn fleet() -> Fleet {
-    Fleet::new(ModelConfig {
-        creation_target: Duration::from_secs(20 * 60),
-        terminal_hops: vec![Hop::HostedCluster],
-        ..ModelConfig::default()
-    })
-}
 
 /// The operation kinds of the events of one apply, with what they say.
 fn operation_events(events: &[Event]) -> Vec<String> {
@@ -322,15 +308,6 @@ fn a_deletion_seen_first_in_a_first_sync_starts_silently_and_still_ends_counted(
     );
 }
 
-fn memory_of_all(f: &Fleet) -> Memory {
-    Memory {
-        clusters: f
-            .iter()
-            .map(|tl| (tl.cluster_id.clone(), f.memory_of(&tl.cluster_id).unwrap()))
-            .collect(),
-    }
-}
-
 /// Killed mid-deletion and started again: the deletion goes on with its
 /// observed start and its late verdict, the hops already gone are not
 /// counted again, and it ends once, with no second SLO event.
@@ -362,7 +339,7 @@ fn a_restart_mid_deletion_neither_counts_it_twice_nor_loses_it() {
         ["delete slo late"]
     );
     let memory: Memory =
-        serde_json::from_str(&serde_json::to_string(&memory_of_all(&before)).unwrap()).unwrap();
+        serde_json::from_str(&serde_json::to_string(&memory_of(&before)).unwrap()).unwrap();
     assert!(memory.clusters["c1"].deletion.is_some());
 
     let mut after = fleet();

@@ -8,13 +8,13 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::*;
 
-fn t(minutes: i64) -> Timestamp {
+pub(super) fn t(minutes: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
 }
 
 use super::testing::{Obs, batch, obs, rp};
 
-fn fleet() -> Fleet {
+pub(super) fn fleet() -> Fleet {
     Fleet::new(ModelConfig {
         creation_target: Duration::from_secs(20 * 60),
         terminal_hops: vec![Hop::HostedCluster],

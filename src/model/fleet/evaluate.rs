@@ -224,29 +224,17 @@ pub(super) fn evaluate_creation(
     {
         timeline.outcome = CreationOutcome::Failed;
         timeline.failed_at = Some(failed_at);
-        events.push(Event::OperationEnded {
-            cluster_id: timeline.cluster_id.clone(),
+        let ending = Ending {
+            cluster_id: &timeline.cluster_id,
             operation: OperationKind::Create,
             counted,
-            platform: timeline.identity.platform.clone(),
+            platform: &timeline.identity.platform,
             outcome: Outcome::Failed,
             started: started.into(),
-            ended: failed_at.max(started).into(),
-        });
-        if timeline.slo.is_none() {
-            let verdict = if elapsed(started, failed_at) < target {
-                SloOutcome::Failed
-            } else {
-                SloOutcome::Late
-            };
-            timeline.slo = Some(verdict);
-            events.push(Event::Slo {
-                cluster_id: timeline.cluster_id.clone(),
-                operation: OperationKind::Create,
-                counted,
-                outcome: verdict,
-            });
-        }
+            ended: failed_at.into(),
+            target,
+        };
+        ending.record(&mut timeline.slo, events);
         return;
     }
     // An RP resource not joined has one hop; it completes when the RP says
@@ -290,29 +278,65 @@ pub(super) fn evaluate_creation(
     {
         timeline.outcome = CreationOutcome::Succeeded;
         timeline.completed_at = Some(completed_at);
-        events.push(Event::OperationEnded {
-            cluster_id: timeline.cluster_id.clone(),
+        let ending = Ending {
+            cluster_id: &timeline.cluster_id,
             operation: OperationKind::Create,
             counted,
-            platform: timeline.identity.platform.clone(),
+            platform: &timeline.identity.platform,
             outcome: Outcome::Succeeded,
             started: started.into(),
-            ended: completed_at.max(started).into(),
+            ended: completed_at.into(),
+            target,
+        };
+        ending.record(&mut timeline.slo, events);
+    }
+}
+
+/// How an operation ended: what its duration and its one SLO verdict are
+/// made of, for every kind alike.
+pub(super) struct Ending<'a> {
+    pub(super) cluster_id: &'a str,
+    pub(super) operation: OperationKind,
+    pub(super) counted: bool,
+    pub(super) platform: &'a str,
+    pub(super) outcome: Outcome,
+    pub(super) started: Timestamp,
+    pub(super) ended: Timestamp,
+    pub(super) target: Duration,
+}
+
+impl Ending<'_> {
+    /// Emit the operation's end and, unless it was given already (late in
+    /// flight, or before a restart), its SLO verdict: good when it
+    /// succeeded within the target, failed when it failed before it, late
+    /// otherwise.
+    pub(super) fn record(self, slo: &mut Option<SloOutcome>, events: &mut Vec<Event>) {
+        let ended = self.ended.max(self.started);
+        events.push(Event::OperationEnded {
+            cluster_id: self.cluster_id.to_string(),
+            operation: self.operation,
+            counted: self.counted,
+            platform: self.platform.to_string(),
+            outcome: self.outcome,
+            started: self.started,
+            ended,
         });
-        if timeline.slo.is_none() {
-            let verdict = if elapsed(started, completed_at) <= target {
-                SloOutcome::Good
-            } else {
-                SloOutcome::Late
-            };
-            timeline.slo = Some(verdict);
-            events.push(Event::Slo {
-                cluster_id: timeline.cluster_id.clone(),
-                operation: OperationKind::Create,
-                counted,
-                outcome: verdict,
-            });
+        if slo.is_some() {
+            return;
         }
+        let took = elapsed(self.started, ended);
+        let verdict = match self.outcome {
+            Outcome::Succeeded if took <= self.target => SloOutcome::Good,
+            Outcome::Failed if took < self.target => SloOutcome::Failed,
+            _ => SloOutcome::Late,
+        };
+        *slo = Some(verdict);
+        events.push(Event::Slo {
+            cluster_id: self.cluster_id.to_string(),
+            operation: self.operation,
+            counted: self.counted,
+            outcome: verdict,
+        });
     }
 }
 
@@ -372,29 +396,17 @@ pub(super) fn evaluate_deletion(
     if let Some(failed_at) = failed_at {
         deletion.outcome = OperationOutcome::Failed;
         deletion.ended_at = Some(failed_at);
-        events.push(Event::OperationEnded {
-            cluster_id: cluster_id.clone(),
+        let ending = Ending {
+            cluster_id: &cluster_id,
             operation: OperationKind::Delete,
             counted,
-            platform,
+            platform: &platform,
             outcome: Outcome::Failed,
             started: started.into(),
             ended: failed_at.into(),
-        });
-        if deletion.slo.is_none() {
-            let verdict = if elapsed(started, failed_at) < config.delete_target {
-                SloOutcome::Failed
-            } else {
-                SloOutcome::Late
-            };
-            deletion.slo = Some(verdict);
-            events.push(Event::Slo {
-                cluster_id,
-                operation: OperationKind::Delete,
-                counted,
-                outcome: verdict,
-            });
-        }
+            target: config.delete_target,
+        };
+        ending.record(&mut deletion.slo, events);
     }
     started_now
 }
@@ -443,30 +455,17 @@ pub(super) fn deletion_done(
         return;
     };
     let started = deletion.started_at.at.timestamp();
-    let ended = at.max(started);
     deletion.outcome = OperationOutcome::Succeeded;
-    deletion.ended_at = Some(ended.into());
-    events.push(Event::OperationEnded {
-        cluster_id: cluster_id.clone(),
+    deletion.ended_at = Some(at.max(started).into());
+    let ending = Ending {
+        cluster_id: &cluster_id,
         operation: OperationKind::Delete,
         counted,
-        platform,
+        platform: &platform,
         outcome: Outcome::Succeeded,
         started,
-        ended,
-    });
-    if deletion.slo.is_none() {
-        let verdict = if elapsed(started, ended) <= config.delete_target {
-            SloOutcome::Good
-        } else {
-            SloOutcome::Late
-        };
-        deletion.slo = Some(verdict);
-        events.push(Event::Slo {
-            cluster_id,
-            operation: OperationKind::Delete,
-            counted,
-            outcome: verdict,
-        });
-    }
+        ended: at,
+        target: config.delete_target,
+    };
+    ending.record(&mut deletion.slo, events);
 }
