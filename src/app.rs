@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::config::{Config, HttpSourceConfig};
+use crate::config::{Config, HttpSourceConfig, SOURCE_MAESTRO};
 use crate::metrics::fleet::RenderConfig;
 use crate::model::ModelConfig;
 use crate::sources::http::BuildError;
 use crate::sources::http::{HttpClient, RequestHook};
 use crate::sources::kube::{KubeMetrics, KubeSource, KubeSourceConfig};
 use crate::sources::{HttpSource, SourceContext};
-use crate::state_store::{Restored, StateStore, StateStoreError, StateStoreMetrics};
+use crate::state_store::{
+    READINGS_INTERVAL, ReadingsOf, Restored, StateStore, StateStoreError, StateStoreMetrics,
+};
 use crate::store::{Store, StoreConfig};
 use crate::supervise::{Restart, supervise};
 use crate::telemetry::TraceparentHook;
@@ -74,6 +76,11 @@ pub fn exporter_registry() -> (prometheus_client::registry::Registry, RegistryPa
 /// enough for a slow relist of a large fleet, short enough that a source down
 /// at start holds back late verdicts only briefly (docs/design.md §3.3).
 pub const FIRST_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// How long restored readings may hold the first-sync load open while
+/// their source lists again: a list of Maestro's bundles takes some 12
+/// minutes at 50,000 clusters (docs/design.md §3.10).
+pub const RESTORED_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 pub struct Exporter {
     pub store: Arc<Store>,
@@ -162,17 +169,29 @@ impl Exporter {
         );
         // What the last run observed goes back into the model before any
         // source reads anything (docs/design.md §3.8).
+        let mut readings_restored = false;
         let state = match &config.state_dir {
             Some(dir) => {
                 let state = StateStore::open(dir, state_metrics).map_err(AppError::StateStore)?;
                 let (memory, restored) = state.load();
                 store.restore(memory);
+                // Maestro's last readings are served at once, before its
+                // first list of minutes (docs/design.md §3.10).
+                if config.sources.maestro.is_some() {
+                    readings_restored = restore_readings(&store, &state, SOURCE_MAESTRO);
+                }
                 Some((Arc::new(state), restored))
             }
             None => None,
         };
         // The first syncs are judged as one load (docs/design.md §3.3).
-        store.begin_load(FIRST_LOAD_TIMEOUT);
+        // Restored readings hold it open until their source has listed
+        // again: a verdict is never settled on what was read before the
+        // restart (docs/design.md §3.10).
+        store.begin_load(match readings_restored {
+            true => RESTORED_LOAD_TIMEOUT,
+            false => FIRST_LOAD_TIMEOUT,
+        });
         // One trace per creation over OTLP, when OTEL_EXPORTER_OTLP_* says where.
         // A management-only instance sees a creation end too, but the root
         // span belongs to the service side's instance (one root per trace).
@@ -253,9 +272,14 @@ impl Exporter {
                 let mut interval = tokio::time::interval(crate::state_store::SAVE_INTERVAL);
                 interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 interval.tick().await;
+                let mut readings_due = tokio::time::Instant::now() + READINGS_INTERVAL;
                 loop {
                     interval.tick().await;
                     save_state(&saving, &state).await;
+                    if tokio::time::Instant::now() >= readings_due {
+                        save_readings(&saving, &state).await;
+                        readings_due = tokio::time::Instant::now() + READINGS_INTERVAL;
+                    }
                 }
             }));
         }
@@ -332,10 +356,11 @@ impl Exporter {
             let left = deadline
                 .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
                 .unwrap_or(grace);
-            if tokio::time::timeout(left, save_state(&self.store, state))
-                .await
-                .is_err()
-            {
+            let both = async {
+                save_state(&self.store, state).await;
+                save_readings(&self.store, state).await;
+            };
+            if tokio::time::timeout(left, both).await.is_err() {
                 tracing::warn!(
                     "the state file was still being written at the end of the grace period; the previous one is kept"
                 );
@@ -390,6 +415,48 @@ async fn save_state(store: &Arc<Store>, state: &Arc<StateStore>) {
         Ok(Ok(_)) => store.memory_saved(generation),
         Ok(Err(_)) => {}
         Err(error) => tracing::error!(%error, "the state file writer stopped unexpectedly"),
+    }
+}
+
+/// Read `source`'s readings file into the store, if there is a usable
+/// one, and keep its readings from now on. Returns whether anything was
+/// restored.
+fn restore_readings(store: &Arc<Store>, state: &StateStore, source: &str) -> bool {
+    store.keep_readings(source, ReadingsOf::Maestro);
+    let mut deliver = |chunk, written_at| store.restore_readings(source, chunk, written_at);
+    let Some(restored) = state.load_readings(source, &mut deliver) else {
+        return false;
+    };
+    tracing::info!(
+        source,
+        objects = restored.objects,
+        written_at = %restored.written_at,
+        "serving the last readings of the source until it has listed again"
+    );
+    restored.objects > 0
+}
+
+/// Write the kept source's readings if it delivered anything since the
+/// last write, on a blocking thread; a failed write keeps them dirty.
+async fn save_readings(store: &Arc<Store>, state: &Arc<StateStore>) {
+    if !store.readings_dirty() {
+        return;
+    }
+    let Some((source, of, timelines)) = store.readings_snapshot() else {
+        return;
+    };
+    let now = store.clock().now();
+    let writer = state.clone();
+    let written =
+        tokio::task::spawn_blocking(move || writer.save_readings(&source, of, &timelines, now))
+            .await;
+    match written {
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => store.readings_unsaved(),
+        Err(error) => {
+            store.readings_unsaved();
+            tracing::error!(%error, "the readings writer stopped unexpectedly");
+        }
     }
 }
 

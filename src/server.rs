@@ -242,7 +242,9 @@ async fn healthz() -> &'static str {
 
 async fn readyz(State(store): State<Arc<Store>>) -> Response {
     let sources = store.source_status();
-    let ready = sources.iter().all(|s| s.synced);
+    // A source serving the last run's readings is ready: it has state to
+    // show, and says it is restored (docs/design.md §3.10).
+    let ready = sources.iter().all(|s| s.synced || s.restored);
     let body = serde_json::json!({
         "ready": ready,
         "clusters": store.len(),

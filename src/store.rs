@@ -17,10 +17,13 @@ use crate::metrics::exporter::ExporterMetrics;
 use crate::metrics::exposition::{self, Format};
 use crate::metrics::fleet::{RenderConfig, RenderedCluster, render_cluster};
 use crate::metrics::operations::OperationMetrics;
-use crate::model::{ApplyResult, Batch, Event, Fleet, Hop, ModelConfig, Timeline, Via};
+use crate::model::{
+    ApplyResult, Batch, Change, ClusterKey, Event, Fleet, Hop, ModelConfig, Observation, Timeline,
+    Via,
+};
 use crate::sources::ObservationSink;
 use crate::sources::health::SourceHealth;
-use crate::state_store::{MemorySnapshot, Remembered};
+use crate::state_store::{MemorySnapshot, ReadingsOf, Remembered};
 
 /// Defined beside the events it hears; re-exported so
 /// `store::EventListener` keeps working.
@@ -77,6 +80,44 @@ struct State {
     remembered: Remembered,
     /// While the first syncs come in: when the load ends at the latest.
     load_deadline: Option<Timestamp>,
+    /// The source whose last readings the state directory keeps, and
+    /// whether it delivered anything since they were last written
+    /// (docs/design.md §3.10).
+    readings: Option<KeptReadings>,
+    /// Objects restored from the readings file that their source has not
+    /// delivered again since.
+    unconfirmed: Option<Unconfirmed>,
+}
+
+struct KeptReadings {
+    source: String,
+    of: ReadingsOf,
+    changed: bool,
+}
+
+/// Restored objects awaiting their source's word, by cluster id. When the
+/// source has listed every kind once, those it did not deliver are gone.
+struct Unconfirmed {
+    source: String,
+    objects: HashMap<String, Vec<(Hop, Via, Box<str>)>>,
+}
+
+impl Unconfirmed {
+    fn confirm(&mut self, batch: &Batch) {
+        for o in &batch.observations {
+            let ClusterKey::Id(cluster) = &o.key else {
+                continue;
+            };
+            if let Some(objects) = self.objects.get_mut(cluster) {
+                objects.retain(|(hop, via, object)| {
+                    !(*hop == o.hop && *via == o.via && **object == *o.object)
+                });
+                if objects.is_empty() {
+                    self.objects.remove(cluster);
+                }
+            }
+        }
+    }
 }
 
 impl State {
@@ -132,6 +173,8 @@ impl Store {
                 per_scope: [0; SCOPES.len()],
                 remembered: Remembered::default(),
                 load_deadline: None,
+                readings: None,
+                unconfirmed: None,
             }),
             listeners: parking_lot::RwLock::new(Vec::new()),
             registry,
@@ -182,7 +225,7 @@ impl Store {
             return Vec::new();
         };
         let timed_out = now >= deadline;
-        if !timed_out && !self.health.ready() {
+        if !timed_out && !self.health.synced() {
             return Vec::new();
         }
         state.load_deadline = None;
@@ -199,16 +242,158 @@ impl Store {
     /// Apply a batch with an explicit clock (tests drive time through this).
     pub fn apply_at(&self, batch: Batch, now: Timestamp) -> Vec<Event> {
         let mut state = self.state.lock();
+        if let Some(kept) = state.readings.as_mut()
+            && kept.source == batch.source
+        {
+            kept.changed = true;
+        }
+        if let Some(unconfirmed) = state.unconfirmed.as_mut()
+            && unconfirmed.source == batch.source
+        {
+            unconfirmed.confirm(&batch);
+        }
         let result = state.fleet.apply(batch, now);
         let mut events = self.after(&mut state, result);
+        events.extend(self.reconcile_restored(&mut state, now));
         events.extend(self.finish_load_if_due(&mut state, now));
         events
+    }
+
+    /// Keep the last readings of `source` (what `of` says it delivers) for
+    /// the state directory (docs/design.md §3.10).
+    pub fn keep_readings(&self, source: &str, of: ReadingsOf) {
+        self.state.lock().readings = Some(KeptReadings {
+            source: source.to_string(),
+            of,
+            changed: false,
+        });
+    }
+
+    /// Serve what the last run read of `source`, before the source runs:
+    /// one chunk of the readings file, delivered silently as the source's
+    /// own first sync would be. Every object stays unconfirmed until the
+    /// source delivers it again; when the source has listed every kind
+    /// once, those it did not deliver are gone. `written_at` stands in for
+    /// upstream times the objects do not carry.
+    pub fn restore_readings(
+        &self,
+        source: &str,
+        observations: Vec<Observation>,
+        written_at: Timestamp,
+    ) {
+        let mut state = self.state.lock();
+        let unconfirmed = state.unconfirmed.get_or_insert_with(|| Unconfirmed {
+            source: source.to_string(),
+            objects: HashMap::new(),
+        });
+        let observations: Vec<Observation> = observations
+            .into_iter()
+            .filter(|o| match &o.key {
+                ClusterKey::Id(cluster) => crate::model::follows(self.shard, cluster),
+                ClusterKey::ArmResourceId(_) => false,
+            })
+            .collect();
+        for o in &observations {
+            if let ClusterKey::Id(cluster) = &o.key {
+                unconfirmed
+                    .objects
+                    .entry(cluster.clone())
+                    .or_default()
+                    .push((o.hop, o.via, o.object.as_str().into()));
+            }
+        }
+        let batch = Batch {
+            source: source.to_string(),
+            initial: true,
+            observed_at: written_at,
+            observations,
+        };
+        let now = self.clock.now();
+        let result = state.fleet.apply(batch, now);
+        self.after(&mut state, result);
+        drop(state);
+        self.health.restored(source);
+    }
+
+    /// Once the restored source has listed every kind, what it restored and
+    /// did not deliver again is gone (deleted while the exporter was down):
+    /// removed silently, as a first sync would never have shown it.
+    fn reconcile_restored(&self, state: &mut State, now: Timestamp) -> Vec<Event> {
+        let due = state
+            .unconfirmed
+            .as_ref()
+            .is_some_and(|u| self.health.synced_source(&u.source));
+        let Some(unconfirmed) = state.unconfirmed.take_if(|_| due) else {
+            return Vec::new();
+        };
+        let observations: Vec<Observation> = unconfirmed
+            .objects
+            .into_iter()
+            .flat_map(|(cluster, objects)| {
+                objects
+                    .into_iter()
+                    .map(move |(hop, via, object)| Observation {
+                        key: ClusterKey::Id(cluster.clone()),
+                        hop,
+                        via,
+                        object: object.into(),
+                        change: Change::Gone,
+                    })
+            })
+            .collect();
+        tracing::info!(
+            source = %unconfirmed.source,
+            gone = observations.len(),
+            "restored readings reconciled: objects the source no longer shows are removed"
+        );
+        if observations.is_empty() {
+            return Vec::new();
+        }
+        let batch = Batch {
+            source: unconfirmed.source,
+            initial: true,
+            observed_at: now,
+            observations,
+        };
+        let result = state.fleet.apply(batch, now);
+        self.after(state, result)
+    }
+
+    /// Whether the kept source delivered anything since its readings were
+    /// last written.
+    pub fn readings_dirty(&self) -> bool {
+        self.state
+            .lock()
+            .readings
+            .as_ref()
+            .is_some_and(|r| r.changed)
+    }
+
+    /// The kept source's readings to write: its name, what it delivers, and
+    /// every timeline as a reference count (the lock is held only to clone
+    /// them). Marks the readings clean; [`Store::readings_unsaved`] if the
+    /// write fails.
+    pub fn readings_snapshot(&self) -> Option<(String, ReadingsOf, Vec<Arc<Timeline>>)> {
+        let mut state = self.state.lock();
+        let kept = state.readings.as_mut()?;
+        kept.changed = false;
+        let (source, of) = (kept.source.clone(), kept.of);
+        let timelines = state.fleet.iter().cloned().collect();
+        Some((source, of, timelines))
+    }
+
+    /// A write of the readings failed: they stay dirty.
+    pub fn readings_unsaved(&self) {
+        if let Some(kept) = self.state.lock().readings.as_mut() {
+            kept.changed = true;
+        }
     }
 
     /// Advance the model clock (late SLO verdicts) and refresh fleet gauges.
     pub fn tick_at(&self, now: Timestamp) -> Vec<Event> {
         let mut state = self.state.lock();
-        let mut events = self.finish_load_if_due(&mut state, now);
+        let mut events = self.reconcile_restored(&mut state, now);
+        events.extend(self.finish_load_if_due(&mut state, now));
         let result = state.fleet.tick(now);
         events.extend(self.after(&mut state, result));
         let per_scope = state.per_scope;
@@ -244,7 +429,7 @@ impl Store {
                 state.remembered.update(id, memory);
             }
         }
-        if state.remembered.unconfirmed() && self.health.ready() {
+        if state.remembered.unconfirmed() && self.health.synced() {
             let State {
                 fleet, remembered, ..
             } = &mut *state;
@@ -428,5 +613,19 @@ impl ObservationSink for Store {
 
     fn follows(&self, cluster_id: &str) -> bool {
         crate::model::follows(self.shard, cluster_id)
+    }
+
+    fn restored_objects(&self, source: &str, hop: Hop) -> Vec<String> {
+        let state = self.state.lock();
+        let Some(unconfirmed) = state.unconfirmed.as_ref().filter(|u| u.source == source) else {
+            return Vec::new();
+        };
+        unconfirmed
+            .objects
+            .values()
+            .flatten()
+            .filter(|(h, via, _)| *h == hop && *via == Via::Direct)
+            .map(|(_, _, object)| object.to_string())
+            .collect()
     }
 }

@@ -186,6 +186,9 @@ fn unreadable(sources: &[SourceStatus], mgmt_cluster: Option<&str>) -> Vec<Unrea
             hops: hops_of(&s.source),
             error: match &s.last_error {
                 Some(e) => format!("{} ({})", e.message, e.kind),
+                None if s.restored => {
+                    "serving what the last run read of it; not listed since the restart".to_string()
+                }
                 None if !s.synced => format!(
                     "never listed within the wait ({} pending)",
                     s.pending.join(", ")
@@ -479,6 +482,8 @@ fn source_status_of(v: &Value) -> Option<SourceStatus> {
     Some(SourceStatus {
         source: v["source"].as_str()?.to_string(),
         synced: v["synced"].as_bool()?,
+        // Exporters before restored readings do not say: not restored.
+        restored: v["restored"].as_bool().unwrap_or(false),
         up: v["up"].as_bool()?,
         pending: strings("pending"),
         failing: strings("failing"),

@@ -59,6 +59,9 @@ pub struct RequestErrorLabels {
 pub enum KindState {
     /// Not listed yet.
     pending,
+    /// Not listed yet since a restart, but serving what the last run read
+    /// of it (the state directory's readings, docs/design.md §3.10).
+    restored,
     /// Listed, and no failure since.
     ok,
     /// The last list or watch failed; the last good state is kept.
@@ -182,7 +185,7 @@ impl ExporterMetrics {
         );
         registry.register(
             "hcpflow_source_kind_info",
-            "1 for the current state of each kind a source reads: pending, ok, failing, absent (API not installed, disabled) or forbidden (RBAC, disabled)",
+            "1 for the current state of each kind a source reads: pending, restored (serving the last run's readings until it lists), ok, failing, absent (API not installed, disabled) or forbidden (RBAC, disabled)",
             AlwaysDescribed(metrics.source_kind_info.clone()),
         );
         registry.register(

@@ -44,6 +44,9 @@ impl KindHealth {
 struct SourceState {
     kinds: BTreeMap<String, KindHealth>,
     up: bool,
+    /// Serving what the last run read of this source until every enabled
+    /// kind has listed once (docs/design.md §3.10).
+    restored: bool,
     /// When the source went down after having been up (or first failed).
     down_since: Option<Timestamp>,
     last_error: Option<LastError>,
@@ -57,11 +60,25 @@ impl SourceState {
             .all(|k| k.state == KindState::ok)
     }
 
-    fn ready(&self) -> bool {
+    /// Every enabled kind listed once.
+    fn synced(&self) -> bool {
         self.kinds
             .values()
             .filter(|k| k.state.enabled())
             .all(|k| k.listed_once)
+    }
+
+    /// Synced, or serving what the last run read until it is.
+    fn ready(&self) -> bool {
+        self.restored || self.synced()
+    }
+
+    /// What a kind not listed yet is shown as.
+    fn unlisted(&self) -> KindState {
+        match self.restored {
+            true => KindState::restored,
+            false => KindState::pending,
+        }
     }
 }
 
@@ -93,6 +110,9 @@ pub struct SourceStatus {
     pub source: String,
     /// Every enabled kind listed once.
     pub synced: bool,
+    /// Not synced yet since a restart, and serving what the last run read
+    /// of the source meanwhile (docs/design.md §3.10).
+    pub restored: bool,
     /// Every enabled kind listed since its last failure.
     pub up: bool,
     /// Enabled kinds that have not listed once yet.
@@ -156,18 +176,59 @@ impl SourceHealth {
         let mut sources = self.sources.lock();
         let state = sources.entry(source.to_string()).or_default();
         let placeholder = state.kinds.remove(WHOLE_SOURCE).map(|k| k.state);
+        let unlisted = state.unlisted();
         let mut added = Vec::new();
         for kind in kinds {
             if !state.kinds.contains_key(*kind) {
-                state.kinds.insert(kind.to_string(), KindHealth::new());
+                let mut health = KindHealth::new();
+                health.state = unlisted;
+                state.kinds.insert(kind.to_string(), health);
                 added.push(kind.to_string());
             }
         }
         self.metrics.declare_source(source);
         self.drop_placeholder(source, placeholder);
         for kind in added {
-            self.publish_kind(source, &kind, None, Some(KindState::pending));
+            self.publish_kind(source, &kind, None, Some(unlisted));
         }
+    }
+
+    /// `source`'s readings from the last run are served (docs/design.md
+    /// §3.10): until each of its kinds lists once, the kind shows
+    /// `restored` rather than `pending`, and the source counts as ready for
+    /// `/readyz` (it serves state) but not as synced: it stays down
+    /// (`hcpflow_source_up` 0) and the first-sync load waits for it. Call
+    /// before the source runs.
+    pub fn restored(&self, source: &str) {
+        let mut sources = self.sources.lock();
+        let state = sources.entry(source.to_string()).or_default();
+        state.restored = true;
+        let mut changed = Vec::new();
+        for (name, kind) in &mut state.kinds {
+            if kind.state == KindState::pending {
+                kind.state = KindState::restored;
+                changed.push(name.clone());
+            }
+        }
+        for kind in changed {
+            self.publish_kind(
+                source,
+                &kind,
+                Some(KindState::pending),
+                Some(KindState::restored),
+            );
+        }
+    }
+
+    /// Whether `source` still serves what the last run read of it, not
+    /// having listed every kind since the restart.
+    pub fn restoring(&self, source: &str) -> bool {
+        self.sources.lock().get(source).is_some_and(|s| s.restored)
+    }
+
+    /// Every enabled kind of `source` has listed once.
+    pub fn synced_source(&self, source: &str) -> bool {
+        self.sources.lock().get(source).is_some_and(|s| s.synced())
     }
 
     /// A list or poll of `kind` completed: it is evidence of a live source.
@@ -247,6 +308,13 @@ impl SourceHealth {
         if to == KindState::ok {
             kind_health.listed_once = true;
         }
+        if state.restored && state.synced() {
+            state.restored = false;
+            tracing::info!(
+                source,
+                "source listed every kind since the restart; what it restored is reconciled"
+            );
+        }
         let was_up = state.up;
         let up = state.all_enabled_ok();
         state.up = up;
@@ -311,9 +379,16 @@ impl SourceHealth {
         self.sources.lock().get(source).is_some_and(|s| s.up)
     }
 
-    /// Every enabled kind of every source has listed once.
+    /// Every enabled kind of every source has listed once, or the source
+    /// serves what the last run read of it (`/readyz`).
     pub fn ready(&self) -> bool {
         self.sources.lock().values().all(SourceState::ready)
+    }
+
+    /// Every enabled kind of every source has listed once since the start
+    /// (the first-sync load, docs/design.md §3.3).
+    pub fn synced(&self) -> bool {
+        self.sources.lock().values().all(SourceState::synced)
     }
 
     pub fn status(&self) -> Vec<SourceStatus> {
@@ -324,7 +399,8 @@ impl SourceHealth {
                 let enabled = || s.kinds.iter().filter(|(_, k)| k.state.enabled());
                 SourceStatus {
                     source: name.clone(),
-                    synced: s.ready(),
+                    synced: s.synced(),
+                    restored: s.restored,
                     up: s.up,
                     pending: enabled()
                         .filter(|(_, k)| !k.listed_once)

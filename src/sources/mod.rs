@@ -96,6 +96,14 @@ pub trait ObservationSink: Send + Sync + 'static {
         let _ = cluster_id;
         true
     }
+
+    /// The objects of `hop` restored for `source` from the last run's
+    /// readings that it has not delivered again since the restart
+    /// (docs/design.md §3.10): what its first list should look for.
+    fn restored_objects(&self, source: &str, hop: crate::model::Hop) -> Vec<String> {
+        let _ = (source, hop);
+        Vec::new()
+    }
 }
 
 /// What a poller needs besides its own config.

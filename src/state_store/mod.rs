@@ -22,6 +22,7 @@ mod format;
 mod memory;
 mod metrics;
 mod persist;
+mod readings;
 
 use std::io;
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub use format::{FORMAT, MAX_CLUSTERS, VERSION};
 pub use memory::{MemorySnapshot, Remembered};
 pub use metrics::{StateStoreMetrics, WriteLabels, WriteResult};
 pub use persist::{FILE_NAME, IGNORED_FILE_NAME, SAVE_INTERVAL, StateStore};
+pub use readings::{
+    READINGS_FILE_NAME, READINGS_FORMAT, READINGS_IGNORED_FILE_NAME, READINGS_INTERVAL,
+    READINGS_VERSION, ReadingsOf, RestoredReadings,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateStoreError {
@@ -93,6 +98,15 @@ pub enum LoadError {
         format: String,
         version: u64,
     },
+    #[error("the readings file {} holds what source {found:?} read, not {wanted:?}", path.display())]
+    OtherSource {
+        path: PathBuf,
+        found: String,
+        wanted: String,
+    },
+    /// No file to read (a first start).
+    #[error("no file at {}", path.display())]
+    Missing { path: PathBuf },
 }
 
 /// What reading the state file at start gave.

@@ -33,11 +33,11 @@ pub const SAVE_INTERVAL: Duration = Duration::from_secs(15);
 /// One state directory and its file.
 #[derive(Debug)]
 pub struct StateStore {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     path: PathBuf,
     max_clusters: usize,
     /// [`MAX_DECOMPRESSED_BYTES`] (smaller in tests).
-    max_bytes: u64,
+    pub(super) max_bytes: u64,
     metrics: StateStoreMetrics,
     /// One write at a time: the periodic write may still be running when
     /// the last one at shutdown starts, and both use the same temporary file.
@@ -274,8 +274,20 @@ impl StateStore {
         &self,
         body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), StateStoreError> {
+        self.replace_file(&self.path, TEMP_FILE_NAME, body)
+    }
+
+    /// Replace `path` (in the state directory) with what `body` writes,
+    /// through the temporary file `tmp_name` beside it, as
+    /// [`StateStore::save`] does. One write at a time, whichever file.
+    pub(super) fn replace_file(
+        &self,
+        path: &Path,
+        tmp_name: &str,
+        body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), StateStoreError> {
         let _one_writer = self.writing.lock();
-        let tmp = self.dir.join(TEMP_FILE_NAME);
+        let tmp = self.dir.join(tmp_name);
         let written = (|| {
             let file = OpenOptions::new()
                 .write(true)
@@ -287,21 +299,33 @@ impl StateStore {
             let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
             file.sync_all()?;
             drop(file);
-            fs::rename(&tmp, &self.path)
+            fs::rename(&tmp, path)
         })();
         if let Err(cause) = written {
             // Best effort: the temporary file is never read, and the next
             // write truncates it anyway.
             let _ = fs::remove_file(&tmp);
             return Err(StateStoreError::Write {
-                path: self.path.clone(),
+                path: path.to_path_buf(),
                 cause,
             });
         }
         sync_dir(&self.dir).map_err(|cause| StateStoreError::Write {
-            path: self.path.clone(),
+            path: path.to_path_buf(),
             cause,
         })
+    }
+
+    /// Move an unusable file aside as `ignored_name` (kept to inspect), with
+    /// one warning naming why.
+    pub(super) fn set_aside(&self, path: &Path, ignored_name: &str, error: &LoadError) {
+        let moved_to = self.dir.join(ignored_name);
+        let moved = fs::rename(path, &moved_to).is_ok();
+        tracing::warn!(
+            error = %crate::sources::health::cause_chain(error),
+            moved_to = %if moved { moved_to.display().to_string() } else { String::new() },
+            "file in the state directory ignored"
+        );
     }
 }
 

@@ -224,7 +224,7 @@ pub fn summary(
         .get(OperationKind::Create.as_str())
         .cloned()
         .unwrap_or_else(empty_funnel);
-    let ready = sources.iter().all(|s| s.synced);
+    let ready = sources.iter().all(|s| s.synced || s.restored);
     Summary {
         at: now,
         clusters: rows.len(),

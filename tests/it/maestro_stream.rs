@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::common::exporter::{self, Served};
+use crate::common::exporter;
 use crate::common::source::harness;
 use crate::common::standin::{Behaviour, StandIn};
 use crate::common::world as testworld;
@@ -350,7 +350,7 @@ fn source_on(
     (MaestroSource::new(cfg, h.ctx.clone()).unwrap(), h)
 }
 
-async fn until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+pub(crate) async fn until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
         assert!(start.elapsed() < timeout, "timed out waiting for {what}");
@@ -523,7 +523,7 @@ async fn a_silent_stream_is_down_until_resubscribed_and_relisted() {
 
 const SPEED: f64 = 60.0;
 
-fn world_config() -> WorldConfig {
+pub(crate) fn world_config() -> WorldConfig {
     WorldConfig {
         clusters: 100,
         speed: SPEED,
@@ -542,8 +542,8 @@ const MAESTRO_HOPS: [Hop; 4] = [
     Hop::NodePool,
 ];
 
-fn phases(exporter: &Served) -> BTreeMap<String, BTreeMap<Hop, Phase>> {
-    exporter.store.with_timelines(|timelines| {
+pub(crate) fn phases(store: &hcp_flow::store::Store) -> BTreeMap<String, BTreeMap<Hop, Phase>> {
+    store.with_timelines(|timelines| {
         timelines
             .map(|t| {
                 let hops = t.hops.iter().map(|(hop, h)| (*hop, h.phase)).collect();
@@ -560,21 +560,22 @@ fn phase_of(truth: &Truth, cluster: &str, hop: Hop) -> Option<Phase> {
         .map(|h| h.phase)
 }
 
-/// Maestro's hops that changed (or appeared) over `window` and then held
-/// for a second, compared with what the exporter shows: returns how many
-/// were compared, how many of those changed during the window (only the
+/// Maestro's hops that held for a second after `window` (with
+/// `only_changed`, those that changed or appeared in it), compared with what
+/// the exporter shows: returns how many were compared, how many of those changed during the window (only the
 /// stream can have told the exporter: no list runs meanwhile), and the
 /// disagreements.
-async fn mismatches(
+pub(crate) async fn mismatches(
     world: &hcp_flow::sim::World,
-    exporter: &Served,
+    store: &hcp_flow::store::Store,
     window: Duration,
+    only_changed: bool,
 ) -> (usize, usize, Vec<String>) {
     let before = world.truth();
     tokio::time::sleep(window).await;
     let changed_by = world.truth();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let seen = phases(exporter);
+    let seen = phases(store);
     let after = world.truth();
     let (mut compared, mut changed) = (0, 0);
     let mut out = Vec::new();
@@ -597,10 +598,12 @@ async fn mismatches(
             if phase_of(&changed_by, id, hop) != Some(truth_hop.phase) {
                 continue;
             }
-            compared += 1;
-            if phase_of(&before, id, hop) != Some(truth_hop.phase) {
-                changed += 1;
+            let changed_now = phase_of(&before, id, hop) != Some(truth_hop.phase);
+            if only_changed && !changed_now {
+                continue;
             }
+            compared += 1;
+            changed += usize::from(changed_now);
             let shown = seen.get(id).and_then(|h| h.get(&hop));
             if shown != Some(&truth_hop.phase) {
                 out.push(format!(
@@ -613,7 +616,7 @@ async fn mismatches(
     (compared, changed, out)
 }
 
-fn sample(body: &str, family: &str, labels: &[&str]) -> f64 {
+pub(crate) fn sample(body: &str, family: &str, labels: &[&str]) -> f64 {
     body.lines()
         .filter(|l| l.starts_with(&format!("{family}{{")))
         .filter(|l| labels.iter().all(|want| l.contains(want)))
@@ -646,7 +649,7 @@ async fn the_world_heard_over_the_stream_survives_a_drop_and_malformed_events() 
     // with the truth within a second of a change: only the stream can keep
     // them so.
     let window = Duration::from_secs(4);
-    let (compared, changed, wrong) = mismatches(&w.world, &exporter, window).await;
+    let (compared, changed, wrong) = mismatches(&w.world, &exporter.store, window, false).await;
     assert!(compared > 40, "too few hops compared ({compared})");
     assert!(
         changed >= 3,
@@ -677,7 +680,7 @@ async fn the_world_heard_over_the_stream_survives_a_drop_and_malformed_events() 
             .any(|s| s.source == "maestro" && s.up)
     })
     .await;
-    let (compared, changed, wrong) = mismatches(&w.world, &exporter, window).await;
+    let (compared, changed, wrong) = mismatches(&w.world, &exporter.store, window, false).await;
     assert!(
         compared > 40 && changed >= 3,
         "{compared} compared, {changed} changed"
@@ -706,7 +709,7 @@ async fn the_world_heard_over_the_stream_survives_a_drop_and_malformed_events() 
         1.0,
         "{body}"
     );
-    let (_, _, wrong) = mismatches(&w.world, &exporter, window).await;
+    let (_, _, wrong) = mismatches(&w.world, &exporter.store, window, false).await;
     assert!(
         wrong.is_empty(),
         "after malformed events: {}",

@@ -50,6 +50,7 @@ mod topologies;
 mod traces_demo;
 mod traces_otlp;
 mod traces_telemetry;
+mod warm_restart;
 mod web_ui;
 mod world_kube;
 mod world_manual_clock;

@@ -81,6 +81,10 @@ pub enum SourceError {
         expected: &'static str,
         problem: String,
     },
+    /// A list stopped between two pages because what it served is gone (the
+    /// Maestro stream it reconciles was lost, docs/design.md §9.10).
+    #[error("the list stopped between two pages: {0}")]
+    Interrupted(String),
 }
 
 impl SourceError {
@@ -97,6 +101,7 @@ impl SourceError {
             SourceError::Status { .. } => RequestErrorKind::other,
             SourceError::BodyTooLarge { .. } => RequestErrorKind::body_too_large,
             SourceError::Decode { .. } | SourceError::NotAList { .. } => RequestErrorKind::decode,
+            SourceError::Interrupted(_) => RequestErrorKind::other,
         }
     }
 

@@ -608,6 +608,7 @@ pub fn cluster_label_search(cluster_id: &str) -> String {
 }
 
 pub mod event;
+mod inbox;
 mod poller;
 pub mod proto;
 pub mod stream;

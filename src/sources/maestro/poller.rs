@@ -15,7 +15,7 @@ use super::{
     updated_since_search,
 };
 use crate::config::{MaestroConfig, MaestroGrpcConfig};
-use crate::model::{Observation, Stamp};
+use crate::model::{Hop, Observation, Stamp};
 use crate::sources::health::cause_chain;
 use crate::sources::http::{
     self, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode, poll_span,
@@ -24,6 +24,29 @@ use crate::sources::poll::{self, Cadence, Polled};
 use crate::sources::{SourceContext, UnknownValue};
 
 pub use crate::sources::poll::PollKind;
+
+/// A bundle column the source reads bundles by.
+#[derive(Clone, Copy, Debug)]
+enum BundleField {
+    Id,
+    Name,
+}
+
+impl BundleField {
+    fn column(self) -> &'static str {
+        match self {
+            BundleField::Id => "id",
+            BundleField::Name => "name",
+        }
+    }
+
+    fn of(self, bundle: &ResourceBundle) -> &str {
+        match self {
+            BundleField::Id => &bundle.id,
+            BundleField::Name => bundle.name.as_deref().unwrap_or_default(),
+        }
+    }
+}
 
 /// The Maestro poller.
 pub struct MaestroSource {
@@ -48,6 +71,14 @@ pub struct MaestroSource {
     /// With the stream: what the lists said of each followed bundle that
     /// a status event does not say (docs/design.md §9.10). None when polling.
     known: Option<HashMap<String, Known>>,
+    /// With the stream, while a list pages: the events read meanwhile,
+    /// applied between two pages so a list of minutes never holds them
+    /// back (docs/design.md §9.10).
+    pub(super) inbox: Option<super::inbox::Inbox>,
+    /// A pause between two pages of a list that runs while state is served
+    /// (a reconciling or periodic list on the stream), so the list costs
+    /// Maestro a bounded share of its time. None: as fast as Maestro answers.
+    pub(super) page_pause: Option<Duration>,
 }
 
 impl MaestroSource {
@@ -74,11 +105,56 @@ impl MaestroSource {
             incremental_due: Instant::now(),
             incremental_takes: Duration::ZERO,
             known: None,
+            inbox: None,
+            page_pause: None,
         }
     }
 
     pub fn context(&self) -> &SourceContext {
         &self.ctx
+    }
+
+    /// Whether a full list has completed once.
+    pub fn synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Between two pages of a list: apply the events the stream delivered
+    /// meanwhile, and pause if the list is paced, applying events as they
+    /// come. An error when the stream was lost: the list is of no use then,
+    /// as a new subscription lists again.
+    async fn between_pages(&mut self) -> Result<(), SourceError> {
+        if self.inbox.is_none() {
+            return Ok(());
+        }
+        let until = self.page_pause.map(|p| Instant::now() + p);
+        loop {
+            let Some(inbox) = self.inbox.as_mut() else {
+                return Ok(());
+            };
+            let (events, alive) = inbox.drain();
+            if let Some(lost) = inbox.lost() {
+                return Err(SourceError::Interrupted(format!(
+                    "the stream it reconciles was lost: {}",
+                    cause_chain(lost)
+                )));
+            }
+            if alive {
+                self.ctx.health.alive(&self.ctx.name);
+            }
+            if !events.is_empty() {
+                self.apply_events(events).await;
+            }
+            match until {
+                Some(until) if Instant::now() < until => {
+                    let wait = until.saturating_duration_since(Instant::now());
+                    if let Some(inbox) = self.inbox.as_mut() {
+                        inbox.wait(wait).await;
+                    }
+                }
+                _ => return Ok(()),
+            }
+        }
     }
 
     /// How often the whole collection is listed again.
@@ -305,7 +381,9 @@ impl MaestroSource {
     ) -> Result<(), SourceError> {
         let initial = !self.synced;
         let began = Instant::now();
-        let interleave = !initial && scope.is_none();
+        // On the stream, events say what changed while a list pages: no
+        // incremental pass (docs/design.md §9.10).
+        let interleave = !initial && scope.is_none() && self.known.is_none();
         self.incremental_due = http::after(began, self.cfg.http.fast_poll_interval);
         let mut interleaved = false;
         let params: Vec<(&str, &str)> = scope
@@ -346,6 +424,7 @@ impl MaestroSource {
                 Ok(None) => break,
                 Err(err) => return Err(err),
             }
+            self.between_pages().await?;
             if let Some(newest) = self.newest_updated_at
                 && interleave
                 && Instant::now() >= self.incremental_due
@@ -371,6 +450,22 @@ impl MaestroSource {
         };
         let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
         self.forget(&vanished, &mut out);
+        if initial {
+            // Bundles restored from the last run's readings that this list
+            // did not show (docs/design.md §3.10): a list by offsets skips a
+            // live bundle when one before it goes, so each is read by name
+            // (its key in the model) before the store calls it gone. A
+            // failed read leaves them to the store's reconciliation.
+            let restored = self
+                .ctx
+                .sink
+                .restored_objects(&self.ctx.name, Hop::MaestroBundle);
+            if !restored.is_empty() {
+                let _ = self
+                    .read_by(BundleField::Name, restored, mode, &mut out, &mut unknown)
+                    .await;
+            }
+        }
         self.synced = true;
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
         self.last_poll_began = Some(
@@ -413,20 +508,34 @@ impl MaestroSource {
     /// absence means then.
     async fn read_by_id(
         &mut self,
-        mut ids: Vec<String>,
+        ids: Vec<String>,
         mode: UpdateMode,
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) -> Result<Vec<String>, Vec<String>> {
-        ids.sort();
+        self.read_by(BundleField::Id, ids, mode, out, unknown).await
+    }
+
+    /// [`read_by_id`](Self::read_by_id), by `field`.
+    async fn read_by(
+        &mut self,
+        field: BundleField,
+        mut values: Vec<String>,
+        mode: UpdateMode,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<Vec<String>, Vec<String>> {
+        values.sort();
+        values.dedup();
         let mut absent = Vec::new();
         let mut failed = false;
-        for chunk in ids.chunks(IDS_PER_QUERY) {
+        for chunk in values.chunks(IDS_PER_QUERY) {
             let search = format!(
-                "id in ({})",
+                "{} in ({})",
+                field.column(),
                 chunk
                     .iter()
-                    .map(|id| http::sql_quote(id))
+                    .map(|v| http::sql_quote(v))
                     .collect::<Vec<_>>()
                     .join(",")
             );
@@ -441,20 +550,20 @@ impl MaestroSource {
                             if let Some(bundle) =
                                 http::decode_item::<ResourceBundle>(&item, "items[]", unknown)
                             {
-                                found.insert(bundle.id.clone());
+                                found.insert(field.of(&bundle).to_string());
                                 self.accept(bundle, mode, out, unknown);
                             }
                         }
                     }
                     Ok(None) => break,
                     Err(err) => {
-                        tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading bundles by id failed");
+                        tracing::debug!(source = %self.ctx.name, field = field.column(), error = %cause_chain(&err), "reading bundles by a field failed");
                         failed = true;
                         break;
                     }
                 }
             }
-            absent.extend(chunk.iter().filter(|id| !found.contains(*id)).cloned());
+            absent.extend(chunk.iter().filter(|v| !found.contains(*v)).cloned());
         }
         if failed { Err(absent) } else { Ok(absent) }
     }

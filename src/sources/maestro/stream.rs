@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+pub use super::inbox::StreamError;
+use super::inbox::{Inbox, Incoming, QUEUE};
 use super::poller::MaestroSource;
 use super::proto::{self, CloudEvent, SubscriptionRequest};
 use super::{KIND, PollKind};
 use crate::config::{MaestroGrpcConfig, grpc_defaults};
-use crate::metrics::exporter::RequestErrorKind;
 use crate::sources::SourceContext;
 use crate::sources::health::cause_chain;
 use crate::sources::http::{Backoff, after};
@@ -34,113 +35,11 @@ use crate::sources::http::{Backoff, after};
 /// The kind the stream reports in `/readyz` and `hcpflow_source_kind_info`.
 pub const STREAM_KIND: &str = "resource-bundle-stream";
 
-/// Events read ahead of the source: past this the source is too far behind
-/// (a list of minutes under heavy churn), and the stream is dropped and
-/// reconnected rather than holding unbounded memory; the reconnect's list
-/// reconciles.
-const QUEUE: usize = 20_000;
-
-/// Events applied in one batch.
-const BATCH: usize = 512;
-
-/// Why the stream could not be had or was lost.
-#[derive(Debug, thiserror::Error)]
-pub enum StreamError {
-    #[error("reading the gRPC bearer token file {path}")]
-    Token {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the gRPC bearer token in {path} is not a valid header value")]
-    TokenValue { path: String },
-    #[error("reading TLS material from {path}")]
-    TlsFile {
-        path: String,
-        #[source]
-        source: rustls::pki_types::pem::Error,
-    },
-    #[error("building the TLS 1.3 client")]
-    Tls(#[source] rustls::Error),
-    #[error("the gRPC address {0} has no host")]
-    Address(String),
-    #[error("connecting to {address}")]
-    Connect {
-        address: String,
-        #[source]
-        source: tonic::transport::Error,
-    },
-    #[error("no connection to {address} within {timeout:?}")]
-    ConnectTimeout { address: String, timeout: Duration },
-    #[error("subscribing as source {source_id}")]
-    Subscribe {
-        source_id: String,
-        #[source]
-        source: tonic::Status,
-    },
-    #[error("no answer to the subscription within {0:?}")]
-    SubscribeTimeout(Duration),
-    #[error("the stream failed")]
-    Stream(#[source] tonic::Status),
-    #[error("the server ended the stream")]
-    Ended,
-    #[error("the stream was silent for {0:?}: no heartbeat, no event")]
-    Quiet(Duration),
-    #[error("more than {QUEUE} events waited for the source")]
-    Overflow,
-    #[error("the re-list after subscribing failed")]
-    Relist,
-}
-
-impl StreamError {
-    /// The `kind` label of `hcpflow_source_request_errors_total`.
-    pub fn kind(&self) -> RequestErrorKind {
-        use tonic::Code;
-        let status_kind = |s: &tonic::Status| match s.code() {
-            Code::Unavailable => RequestErrorKind::connect,
-            Code::DeadlineExceeded => RequestErrorKind::timeout,
-            Code::Unauthenticated | Code::PermissionDenied | Code::NotFound => {
-                RequestErrorKind::status_4xx
-            }
-            Code::Internal | Code::Unknown => RequestErrorKind::status_5xx,
-            _ => RequestErrorKind::other,
-        };
-        match self {
-            StreamError::Token { .. } | StreamError::TokenValue { .. } => {
-                RequestErrorKind::credentials
-            }
-            StreamError::TlsFile { .. } | StreamError::Tls(_) => RequestErrorKind::tls,
-            StreamError::Address(_) => RequestErrorKind::other,
-            StreamError::Connect { source, .. } => {
-                let chain = cause_chain(source);
-                if chain.contains("refused") {
-                    RequestErrorKind::connect_refused
-                } else if chain.contains("certificate") || chain.contains("tls") {
-                    RequestErrorKind::tls
-                } else {
-                    RequestErrorKind::connect
-                }
-            }
-            StreamError::ConnectTimeout { .. }
-            | StreamError::SubscribeTimeout(_)
-            | StreamError::Quiet(_) => RequestErrorKind::timeout,
-            StreamError::Subscribe { source, .. } | StreamError::Stream(source) => {
-                status_kind(source)
-            }
-            StreamError::Ended | StreamError::Overflow | StreamError::Relist => {
-                RequestErrorKind::other
-            }
-        }
-    }
-}
-
-/// What the reading task hands the source.
-enum Incoming {
-    /// A heartbeat: the stream is alive.
-    Alive,
-    Event(CloudEvent),
-    Lost(StreamError),
-}
+/// The pause between two pages of a list that runs while state is already
+/// served (docs/design.md §9.10): a page of 400 bundles takes Maestro some
+/// two seconds to serve, so the list holds it busy at most four fifths of
+/// the time, and events keep being applied meanwhile.
+const RELIST_PAGE_PAUSE: Duration = Duration::from_millis(500);
 
 /// Run the Maestro source: poll forever, or, with `grpc` configured, hear
 /// the stream and list only to reconcile. Abort the task to stop.
@@ -178,58 +77,69 @@ pub async fn run(mut source: MaestroSource, cfg: MaestroGrpcConfig) {
 }
 
 /// After a subscription: list, then apply events as they come, listing
-/// again every `relist_every`. Returns why the stream was lost.
+/// again every `relist_every`. Events that arrive while a list pages are
+/// applied between its pages. Returns why the stream was lost.
 async fn follow(
     source: &mut MaestroSource,
     ctx: &SourceContext,
-    mut rx: mpsc::Receiver<Incoming>,
+    rx: mpsc::Receiver<Incoming>,
     relist_every: Duration,
     backoff: &mut Backoff,
 ) -> StreamError {
     // The list that reconciles what the stream missed while it was not
-    // there (docs/design.md §9.10). Events read meanwhile wait in the queue.
-    if !source.poll(PollKind::Full).await {
+    // there (docs/design.md §9.10). It is paced when state is already
+    // served: after a first sync, or with the last run's readings restored.
+    source.inbox = Some(Inbox::new(rx));
+    let paced = source.synced() || ctx.health.restoring(&ctx.name);
+    source.page_pause = paced.then_some(RELIST_PAGE_PAUSE);
+    let listed = source.poll(PollKind::Full).await;
+    let Some(mut inbox) = source.inbox.take() else {
+        return StreamError::Relist;
+    };
+    if let Some(lost) = inbox.lost.take() {
+        return lost;
+    }
+    if !listed {
         return StreamError::Relist;
     }
     backoff.reset();
     ctx.health.listed(&ctx.name, STREAM_KIND);
     let mut next_relist = after(Instant::now(), relist_every);
-    let mut batch = Vec::new();
     loop {
         let first = tokio::select! {
-            m = rx.recv() => m,
+            m = inbox.next() => m,
             () = tokio::time::sleep_until(next_relist.into()) => {
+                source.page_pause = Some(RELIST_PAGE_PAUSE);
+                source.inbox = Some(inbox);
                 source.poll(PollKind::Full).await;
+                match source.inbox.take() {
+                    Some(back) => inbox = back,
+                    None => return StreamError::Relist,
+                }
                 next_relist = after(Instant::now(), relist_every);
+                if let Some(lost) = inbox.lost.take() {
+                    return lost;
+                }
                 continue;
             }
         };
-        let mut lost = None;
+        let mut batch = Vec::new();
         let mut alive = false;
-        let mut take = |m: Option<Incoming>, batch: &mut Vec<CloudEvent>| match m {
-            Some(Incoming::Alive) => alive = true,
-            Some(Incoming::Event(ev)) => {
-                alive = true;
-                batch.push(ev);
-            }
-            Some(Incoming::Lost(err)) => lost = Some(err),
-            None => lost = Some(StreamError::Ended),
-        };
-        take(first, &mut batch);
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(m) => take(Some(m), &mut batch),
-                Err(_) => break,
-            }
+        if let Some(m) = first {
+            inbox.take(m, &mut batch, &mut alive);
+        } else {
+            inbox.lost = Some(StreamError::Ended);
         }
-        if alive {
+        let (more, more_alive) = inbox.drain();
+        batch.extend(more);
+        if alive || more_alive {
             ctx.health.alive(&ctx.name);
         }
         if !batch.is_empty() {
-            source.apply_events(std::mem::take(&mut batch)).await;
+            source.apply_events(batch).await;
         }
-        if let Some(err) = lost {
-            return err;
+        if let Some(lost) = inbox.lost.take() {
+            return lost;
         }
     }
 }

@@ -91,6 +91,58 @@ impl ExporterBuilder {
     }
 }
 
+/// An exporter served until [`Stoppable::stop`] shuts it down as SIGTERM
+/// does: the sources stop, and the state directory is written once more.
+pub struct Stoppable {
+    pub url: String,
+    pub store: Arc<Store>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+    _load: super::load::Share,
+}
+
+impl Stoppable {
+    /// Shut down gracefully and wait until it has.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(20), self.task)
+            .await
+            .expect("the exporter shuts down within its grace period")
+            .expect("the exporter's task ends without a panic");
+    }
+}
+
+impl ExporterBuilder {
+    /// Started and served on a free loopback port until stopped.
+    pub async fn serve_stoppable(self) -> Stoppable {
+        let load = super::load::share();
+        let exporter = self.start();
+        let store = exporter.store.clone();
+        let listener = app::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .expect("a free loopback port");
+        let addr = listener
+            .local_addr()
+            .expect("a bound listener has an address");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            let _ = exporter
+                .serve(listener, shutdown, Duration::from_secs(10))
+                .await;
+        });
+        Stoppable {
+            url: format!("http://{addr}"),
+            store,
+            stop,
+            task,
+            _load: load,
+        }
+    }
+}
+
 /// A served exporter; stopped when dropped.
 pub struct Served {
     /// `http://<addr>`, without a trailing slash.
