@@ -560,7 +560,8 @@ fn phase_of(truth: &Truth, cluster: &str, hop: Hop) -> Option<Phase> {
         .map(|h| h.phase)
 }
 
-/// Maestro's hops that held for a second after `window` (with
+/// Maestro's hops that held for a second (and the read window of bundles
+/// first heard) after `window` (with
 /// `only_changed`, those that changed or appeared in it), compared with what
 /// the exporter shows: returns how many were compared, how many of those changed during the window (only the
 /// stream can have told the exporter: no list runs meanwhile), and the
@@ -574,7 +575,9 @@ pub(crate) async fn mismatches(
     let before = world.truth();
     tokio::time::sleep(window).await;
     let changed_by = world.truth();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A change of a bundle the exporter knows shows within a second; a
+    // bundle first heard is read by id within the source's read window.
+    tokio::time::sleep(Duration::from_secs(1) + maestro::UNREAD_WINDOW).await;
     let seen = phases(store);
     let after = world.truth();
     let (mut compared, mut changed) = (0, 0);

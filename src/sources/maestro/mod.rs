@@ -613,4 +613,4 @@ mod poller;
 pub mod proto;
 pub mod stream;
 
-pub use poller::{MaestroSource, PollKind, next_incremental_wait};
+pub use poller::{MaestroSource, PollKind, UNREAD_WINDOW, next_incremental_wait};

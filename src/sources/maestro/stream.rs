@@ -106,8 +106,13 @@ async fn follow(
     ctx.health.listed(&ctx.name, STREAM_KIND);
     let mut next_relist = after(Instant::now(), relist_every);
     loop {
+        let unread_due = source.unread_due();
         let first = tokio::select! {
             m = inbox.next() => m,
+            () = sleep_until_some(unread_due) => {
+                source.read_unread().await;
+                continue;
+            }
             () = tokio::time::sleep_until(next_relist.into()) => {
                 source.page_pause = Some(RELIST_PAGE_PAUSE);
                 source.inbox = Some(inbox);
@@ -141,6 +146,14 @@ async fn follow(
         if let Some(lost) = inbox.lost.take() {
             return lost;
         }
+    }
+}
+
+/// Sleep until `at`; forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
 
