@@ -695,11 +695,18 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["kube", "soak"])]
     pub shards: u32,
 
-    /// How long the end-to-end bench may watch for Maestro bundles turning
+    /// How long each end-to-end run may watch for Maestro bundles turning
     /// Available, to time how soon /metrics shows them (it stops sooner
-    /// once 50 are timed; a small fleet may never have 50).
+    /// once 50 are timed and a minute has passed; a small fleet may never
+    /// have 50). Upstream requests are counted over the same watch.
     #[arg(long, default_value = "6m", value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["kube", "soak"])]
     pub maestro_watch: Duration,
+
+    /// How the end-to-end exporter reads Maestro. `both` runs it once each
+    /// way, each against a fresh world of the same size and seed, and
+    /// reports the runs side by side, a column each.
+    #[arg(long, value_enum, default_value_t = crate::bench::MaestroChoice::Both, value_name = "MODE", conflicts_with_all = ["kube", "soak"])]
+    pub maestro: crate::bench::MaestroChoice,
 
     /// World speed of the soak: world delays, and the exporter's poll
     /// intervals, divided by this (more churn per minute).

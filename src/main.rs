@@ -106,6 +106,7 @@ fn main() -> anyhow::Result<ExitCode> {
                     scrapes,
                     args.shards,
                     args.maestro_watch,
+                    args.maestro,
                 ))?
             };
             match &args.output {

@@ -382,6 +382,47 @@ fn bench_defaults() {
     assert_eq!(bench.output, Some(PathBuf::from("bench.md")));
 }
 
+/// The end-to-end bench runs both ways of reading Maestro unless told one.
+#[test]
+fn bench_maestro_modes() {
+    use hcp_flow::bench::{MaestroChoice, MaestroMode};
+    let bench = |args: &[&str]| {
+        let cli = Cli::try_parse_from([&["hcp-flow", "bench"], args].concat()).unwrap();
+        let Command::Bench(bench) = cli.command else {
+            panic!()
+        };
+        bench
+    };
+    let defaults = bench(&[]);
+    assert_eq!(defaults.maestro, MaestroChoice::Both);
+    assert_eq!(
+        defaults.maestro.modes(),
+        [MaestroMode::Rest, MaestroMode::Stream]
+    );
+    assert_eq!(
+        bench(&["--maestro", "stream"]).maestro.modes(),
+        [MaestroMode::Stream]
+    );
+    assert_eq!(
+        bench(&["--maestro=rest"]).maestro.modes(),
+        [MaestroMode::Rest]
+    );
+
+    let err = parse_error(&["hcp-flow", "bench", "--maestro", "grpc"]);
+    assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
+    for conflicting in [
+        &["--kube", "--maestro", "stream"][..],
+        &["--soak", "1m", "--maestro", "rest"],
+    ] {
+        let err = parse_error(&[&["hcp-flow", "bench"], conflicting].concat());
+        assert_eq!(
+            err.kind(),
+            ErrorKind::ArgumentConflict,
+            "{conflicting:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn check_config_prints_a_summary_or_one_line_per_error() {
     let scratch = Scratch::new("check");
