@@ -8,7 +8,8 @@
 //! side: watches of a simulated Kubernetes API server holding N
 //! HostedClusters and everything around them. The end-to-end part runs once
 //! per way of reading Maestro ([`MaestroMode`]: REST polls, the gRPC
-//! stream). `process` starts the exporter they measure,
+//! stream); [`warm`] stops an exporter with SIGTERM and starts it again on
+//! its state directory. `process` starts the exporter they measure,
 //! `readings` reads its scrapes, `figures` holds what they share, `report`
 //! writes the markdown.
 
@@ -22,6 +23,7 @@ pub mod process;
 pub mod readings;
 pub mod report;
 pub mod soak;
+pub mod warm;
 
 use std::time::Duration;
 
@@ -62,8 +64,12 @@ pub enum BenchError {
     NotVisible(String, Duration),
     #[error("the simulated upstreams' threads could not start")]
     Threads(#[from] crate::background::BackgroundError),
+    #[error("could not stop `hcp-flow serve` with SIGTERM")]
+    Stop(#[source] std::io::Error),
     #[error("`hcp-flow serve` exited while the bench measured it ({0})")]
     Exited(String),
+    #[error("the exporter's source {0} was not up within {1:?}")]
+    NotUp(String, Duration),
 }
 
 /// How the end-to-end exporter reads Maestro (`sources.maestro.grpc` or
@@ -133,6 +139,18 @@ pub async fn run(
         runs.push(end_to_end(clusters, scrapes, shards, maestro_watch, *mode, &pinning).await?);
     }
     Ok(report(&exposition, &runs))
+}
+
+/// `hcp-flow bench --warm-restart`: a stream-mode exporter with a state
+/// directory stopped with SIGTERM and started again after `downtime`, as
+/// the markdown docs/performance.md quotes.
+pub async fn run_warm(
+    clusters: usize,
+    shards: u32,
+    downtime: std::time::Duration,
+) -> Result<String, BenchError> {
+    let figures = warm::warm_restart(clusters, shards, downtime).await?;
+    Ok(warm::report_warm(&figures))
 }
 
 /// `hcp-flow bench --kube`: the management-side benchmark, as the markdown

@@ -125,10 +125,64 @@ impl Drop for Child {
     }
 }
 
+/// How a child asked to stop with SIGTERM ended.
+#[derive(Clone, Debug)]
+pub struct Stopped {
+    /// From the signal to its exit (or to the SIGKILL that ended it).
+    pub took: Duration,
+    /// Its exit status, as the OS words it (`exit status: 0`); `None`
+    /// when it had not exited within its time and was killed.
+    pub status: Option<String>,
+}
+
 impl Child {
     /// Its exit status, if it has exited.
     pub(super) fn exited(&mut self) -> Option<String> {
         self.0.try_wait().ok().flatten().map(|s| s.to_string())
+    }
+
+    /// Ask it to stop as Kubernetes does, with SIGTERM, and wait up to
+    /// `within` for it to exit; past that it is killed.
+    pub(super) async fn terminate(&mut self, within: Duration) -> Result<Stopped, BenchError> {
+        let started = Instant::now();
+        send_term(&self.0).map_err(BenchError::Stop)?;
+        loop {
+            if let Some(status) = self.0.try_wait().map_err(BenchError::Stop)? {
+                return Ok(Stopped {
+                    took: started.elapsed(),
+                    status: Some(status.to_string()),
+                });
+            }
+            if started.elapsed() > within {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+                return Ok(Stopped {
+                    took: started.elapsed(),
+                    status: None,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// SIGTERM to `child`, through rustix's safe API (this crate forbids
+/// unsafe code).
+#[cfg(target_os = "linux")]
+fn send_term(child: &std::process::Child) -> std::io::Result<()> {
+    use rustix::process::{Pid, Signal, kill_process};
+    kill_process(Pid::from_child(child), Signal::TERM).map_err(std::io::Error::from)
+}
+
+/// SIGTERM to `child` through `kill(1)` where rustix is not a dependency.
+#[cfg(not(target_os = "linux"))]
+fn send_term(child: &std::process::Child) -> std::io::Result<()> {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(std::io::Error::other(format!("kill -TERM: {status}"))),
     }
 }
 

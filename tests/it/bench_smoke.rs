@@ -248,3 +248,54 @@ fn the_end_to_end_bench_runs_at_small_scale() {
     assert_eq!(cpus.len(), 2, "{report}");
     assert_eq!(cpus[0], cpus[1], "{report}");
 }
+
+/// The warm restart at small scale: both starts timed, the first warm
+/// scrape's Maestro kinds, the state file written before the SIGTERM, and
+/// the downtime's changes reflected (thirty clusters may have none in ten
+/// seconds; then the row says so).
+#[test]
+fn the_warm_restart_bench_reports_both_starts() {
+    let _machine = crate::common::load::hog();
+    let report = bench_report(&["--warm-restart", "--clusters", "30", "--downtime", "10s"]);
+    assert!(report.contains("## Warm restart"), "{report}");
+    for row in ["| time to /readyz |", "| time to `hcpflow_source_up"] {
+        let times = cells(&report, row);
+        assert_eq!(times.len(), 2, "{report}");
+        for cell in &times {
+            assert!(cell.ends_with(" s"), "{row}: {report}");
+            assert!(number_in(cell).is_some_and(|s| s > 0.0), "{report}");
+        }
+    }
+    // The first scrape of each start names Maestro's kinds (or its
+    // placeholder) with their states; the warm one shows what the state
+    // file gave back.
+    let first = cells(&report, "| first scrape:");
+    assert_eq!(first.len(), 2, "{report}");
+    let restored = |cell: &str| {
+        cell.split("; ")
+            .find_map(|part| part.strip_suffix(" restored"))
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no restored count in {cell:?}"))
+    };
+    assert_eq!(restored(&first[0]), 0.0, "{report}");
+    assert!(restored(&first[1]) >= 1.0, "{report}");
+    assert!(first.iter().all(|c| c.contains("` ")), "{report}");
+    // The state file held the fleet before the SIGTERM and after it.
+    let state = &cells(&report, "| state file before SIGTERM |")[0];
+    let writes = number_in(state).unwrap_or(0.0);
+    assert!(writes >= 1.0, "{report}");
+    assert!(!state.ends_with("no file"), "{report}");
+    assert!(
+        cells(&report, "| SIGTERM → exit |")[0].contains("exit status: 0"),
+        "{report}"
+    );
+    let downtime = number_in(&cells(&report, "| downtime")[0]).unwrap_or(0.0);
+    assert!((10.0..40.0).contains(&downtime), "{report}");
+    let changes = &cells(&report, "| changes during the downtime")[0];
+    assert!(changes.contains(" bundles turned Available, "), "{report}");
+    let reflected = &cells(&report, "| every downtime change reflected")[0];
+    assert!(
+        reflected == "no change to reflect" || reflected.contains("after the warm start"),
+        "not every change reflected: {report}"
+    );
+}

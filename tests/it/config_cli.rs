@@ -382,9 +382,10 @@ fn bench_defaults() {
     assert_eq!(bench.output, Some(PathBuf::from("bench.md")));
 }
 
-/// The end-to-end bench runs both ways of reading Maestro unless told one.
+/// The end-to-end bench runs both ways of reading Maestro unless told one;
+/// the warm restart is a mode of its own, with its downtime.
 #[test]
-fn bench_maestro_modes() {
+fn bench_maestro_modes_and_the_warm_restart() {
     use hcp_flow::bench::{MaestroChoice, MaestroMode};
     let bench = |args: &[&str]| {
         let cli = Cli::try_parse_from([&["hcp-flow", "bench"], args].concat()).unwrap();
@@ -399,6 +400,8 @@ fn bench_maestro_modes() {
         defaults.maestro.modes(),
         [MaestroMode::Rest, MaestroMode::Stream]
     );
+    assert!(!defaults.warm_restart);
+    assert_eq!(defaults.downtime, Duration::from_secs(60));
     assert_eq!(
         bench(&["--maestro", "stream"]).maestro.modes(),
         [MaestroMode::Stream]
@@ -407,11 +410,18 @@ fn bench_maestro_modes() {
         bench(&["--maestro=rest"]).maestro.modes(),
         [MaestroMode::Rest]
     );
+    let warm = bench(&["--warm-restart", "--downtime", "10s", "--shards", "2"]);
+    assert!(warm.warm_restart);
+    assert_eq!((warm.downtime, warm.shards), (Duration::from_secs(10), 2));
 
     let err = parse_error(&["hcp-flow", "bench", "--maestro", "grpc"]);
     assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
     for conflicting in [
-        &["--kube", "--maestro", "stream"][..],
+        &["--warm-restart", "--kube"][..],
+        &["--warm-restart", "--soak", "1m"],
+        &["--warm-restart", "--maestro", "rest"],
+        &["--warm-restart", "--maestro-watch", "1m"],
+        &["--kube", "--maestro", "stream"],
         &["--soak", "1m", "--maestro", "rest"],
     ] {
         let err = parse_error(&[&["hcp-flow", "bench"], conflicting].concat());
@@ -421,6 +431,8 @@ fn bench_maestro_modes() {
             "{conflicting:?}: {err}"
         );
     }
+    let err = parse_error(&["hcp-flow", "bench", "--downtime", "10s"]);
+    assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{err}");
 }
 
 #[test]
