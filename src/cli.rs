@@ -695,11 +695,33 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["kube", "soak"])]
     pub shards: u32,
 
-    /// How long the end-to-end bench may watch for Maestro bundles turning
+    /// How long each end-to-end run may watch for Maestro bundles turning
     /// Available, to time how soon /metrics shows them (it stops sooner
-    /// once 50 are timed; a small fleet may never have 50).
-    #[arg(long, default_value = "6m", value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["kube", "soak"])]
+    /// once 50 are timed and a minute has passed; a small fleet may never
+    /// have 50). Upstream requests are counted over the same watch.
+    #[arg(long, default_value = "6m", value_name = "DURATION", value_parser = parse_duration, conflicts_with_all = ["kube", "soak", "warm_restart"])]
     pub maestro_watch: Duration,
+
+    /// How the end-to-end exporter reads Maestro. `both` runs it once each
+    /// way, each against a fresh world of the same size and seed, and
+    /// reports the runs side by side, a column each.
+    #[arg(long, value_enum, default_value_t = crate::bench::MaestroChoice::Both, value_name = "MODE", conflicts_with_all = ["kube", "soak", "warm_restart"])]
+    pub maestro: crate::bench::MaestroChoice,
+
+    /// Measure a warm restart instead: `hcp-flow serve` hearing Maestro's
+    /// stream with a fresh state directory runs until Maestro is up and 30 s
+    /// more, is stopped with SIGTERM, stays down for `--downtime` while the
+    /// world goes on, and starts again on the same state directory. Reports
+    /// both starts' time to /readyz and to Maestro up, the restarted one's
+    /// first scrape, and when its scrapes reflect every change of the
+    /// downtime.
+    #[arg(long, conflicts_with_all = ["kube", "soak"])]
+    pub warm_restart: bool,
+
+    /// How long the warm restart's exporter stays down while the world
+    /// goes on (needs `--warm-restart`).
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration, requires = "warm_restart")]
+    pub downtime: Duration,
 
     /// World speed of the soak: world delays, and the exporter's poll
     /// intervals, divided by this (more churn per minute).

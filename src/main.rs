@@ -100,12 +100,19 @@ fn main() -> anyhow::Result<ExitCode> {
                 hcp_flow::bench::soak::report_soak(&figures)
             } else if args.kube {
                 runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes))?
+            } else if args.warm_restart {
+                runtime()?.block_on(hcp_flow::bench::run_warm(
+                    clusters,
+                    args.shards,
+                    args.downtime,
+                ))?
             } else {
                 runtime()?.block_on(hcp_flow::bench::run(
                     clusters,
                     scrapes,
                     args.shards,
                     args.maestro_watch,
+                    args.maestro,
                 ))?
             };
             match &args.output {

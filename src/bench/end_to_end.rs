@@ -1,20 +1,22 @@
 //! The whole exporter, a `hcp-flow serve` child, against the simulated
-//! world over HTTP.
+//! world over HTTP, reading Maestro one way ([`MaestroMode`]).
 
 use std::time::{Duration, Instant};
 
-use super::BenchError;
 use super::figures::{Latency, resident_memory_of, series_in};
-use super::pin;
 use super::process::{
     Scraper, Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
 };
+use super::readings::{available_bundles, by_source, cluster_ids};
+use super::{BenchError, MaestroMode, pin};
 
 /// What the end-to-end benchmark measured of a `hcp-flow serve` process
 /// reading the simulated world over HTTP.
 #[derive(Clone, Debug)]
 pub struct EndToEndFigures {
     pub clusters: usize,
+    /// How the exporter read Maestro.
+    pub mode: MaestroMode,
     pub time_to_ready: Duration,
     pub scrape: Latency,
     /// Scrapes asking for gzip, and the compressed body's size.
@@ -26,9 +28,11 @@ pub struct EndToEndFigures {
     /// Resident memory at /readyz, before any scrape: what the fleet
     /// costs, apart from what scraping adds.
     pub rss_at_ready: Option<u64>,
-    /// Upstream requests per fast-poll cycle, by source.
-    pub requests_per_cycle: Vec<(String, f64)>,
+    /// What the exporter asked its upstreams once ready.
+    pub requests: Requests,
     pub cycle: Duration,
+    /// The sources' `full_relist_interval` (the shortest of them).
+    pub full_relist: Duration,
     /// From a bundle's `Available` turning True in Maestro to `/metrics`
     /// showing it, for the bundles that turned while the bench watched.
     pub maestro_to_metrics: Latency,
@@ -43,66 +47,149 @@ pub struct EndToEndFigures {
     pub pinning: String,
 }
 
-fn counter_by_source(body: &str, family: &str) -> Vec<(String, f64)> {
-    body.lines()
-        .filter(|l| l.starts_with(family))
-        .filter_map(|l| {
-            let source = l.split("source=\"").nth(1)?.split('"').next()?.to_string();
-            let value = l.rsplit(' ').next()?.parse().ok()?;
-            Some((source, value))
-        })
-        .collect()
+/// What the exporter asked its upstreams in steady state: between the
+/// first scrape after /readyz and the last scrape of the watch that ended
+/// before any source's first full relist could begin (its first list's
+/// end plus its `full_relist_interval`), so no relist is counted.
+#[derive(Clone, Debug, Default)]
+pub struct Requests {
+    /// Between the two scrapes whose counters are compared; `None` when no
+    /// scrape of the watch ended before the first relist could begin.
+    pub window: Option<Duration>,
+    /// Upstream requests per fast-poll cycle, by source.
+    pub per_cycle: Vec<(String, f64)>,
+    /// Maestro REST requests per minute (`hcpflow_source_requests_total`).
+    pub maestro_per_minute: Option<f64>,
+    /// Bundles Maestro answered per minute, as the world counts them.
+    pub maestro_bundles_served_per_minute: Option<f64>,
+    /// Bundles of the followed clusters the world created per minute: in
+    /// stream mode each is read by id once, when first heard on the stream.
+    pub bundles_created_per_minute: Option<f64>,
+}
+
+/// The counters one scrape showed, and the world's beside them.
+struct Reading {
+    at: Instant,
+    world_ms: i64,
+    requests: Vec<(String, f64)>,
+    maestro_served: u64,
+}
+
+/// Readings after each scrape of the watch, the first and the last taken
+/// before `until`.
+struct RequestWindow {
+    until: Instant,
+    first: Option<Reading>,
+    last: Option<Reading>,
+}
+
+const REQUESTS: &str = "hcpflow_source_requests_total";
+
+impl RequestWindow {
+    fn new(until: Instant) -> RequestWindow {
+        RequestWindow {
+            until,
+            first: None,
+            last: None,
+        }
+    }
+
+    /// After a scrape that just ended: its counters, if it ended in time.
+    fn observe(&mut self, body: &str, world: &crate::sim::World) {
+        let at = Instant::now();
+        if at >= self.until {
+            return;
+        }
+        let reading = Reading {
+            at,
+            world_ms: world.now_ms(),
+            requests: by_source(body, REQUESTS),
+            maestro_served: world.items_served().get("maestro").copied().unwrap_or(0),
+        };
+        match self.first {
+            None => self.first = Some(reading),
+            Some(_) => self.last = Some(reading),
+        }
+    }
+
+    fn figures(&self, world: &crate::sim::World, cycle: Duration, shards: u32) -> Requests {
+        let (Some(first), Some(last)) = (&self.first, &self.last) else {
+            return Requests::default();
+        };
+        let window = last.at.duration_since(first.at);
+        if window.is_zero() {
+            return Requests::default();
+        }
+        let minutes = window.as_secs_f64() / 60.0;
+        let cycles = window.as_secs_f64() / cycle.as_secs_f64();
+        let before = |source: &str| {
+            first
+                .requests
+                .iter()
+                .find(|(s, _)| s == source)
+                .map_or(0.0, |(_, v)| *v)
+        };
+        let per_cycle = last
+            .requests
+            .iter()
+            .map(|(source, after)| (source.clone(), (after - before(source)) / cycles))
+            .collect();
+        let maestro = last
+            .requests
+            .iter()
+            .find(|(s, _)| s == "maestro")
+            .map(|(_, after)| (after - before("maestro")) / minutes);
+        let served = last.maestro_served.saturating_sub(first.maestro_served) as f64 / minutes;
+        let followed = |id: &str| crate::model::shard_of(id, shards) == 0;
+        let created = world
+            .plans(last.world_ms)
+            .iter()
+            .filter(|p| followed(&p.cluster_id))
+            .flat_map(|p| p.bundles.iter())
+            .filter(|b| (first.world_ms + 1..=last.world_ms).contains(&b.created))
+            .count();
+        Requests {
+            window: Some(window),
+            per_cycle,
+            maestro_per_minute: maestro,
+            maestro_bundles_served_per_minute: Some(served),
+            bundles_created_per_minute: Some(created as f64 / minutes),
+        }
+    }
 }
 
 /// Start the world with `clusters` clusters (real time, realistic latency,
 /// no faults), run `hcp-flow serve` against it as a child process with
-/// production defaults, wait for /readyz, then measure.
+/// production defaults, reading Maestro as `mode` says, wait for /readyz,
+/// then measure.
 /// `shards`: the exporter follows shard 0 of that many (`--shard 0
 /// --total-shards N`) over the whole world, so the figures are one
-/// shard's cost.
+/// shard's cost. `pinning`: where the bench put itself and puts the
+/// exporter ([`pin::Pinning::apply`], once per bench process: once pinned,
+/// the process sees one CPU).
 pub async fn end_to_end(
     clusters: usize,
     scrapes: usize,
     shards: u32,
     maestro_watch: Duration,
+    mode: MaestroMode,
+    pinning: &pin::Pinning,
 ) -> Result<EndToEndFigures, BenchError> {
-    use crate::sim::{SimClock, World, WorldConfig};
-    let pinning = pin::Pinning::apply();
-    let world = World::new(
-        // The world's defaults (ARO, churn, realistic latency) without faults.
-        WorldConfig {
-            clusters,
-            faults: false,
-            ..WorldConfig::default()
-        },
-        SimClock::Real,
-    );
+    use crate::sim::{SimClock, World};
+    let world = World::new(bench_world(clusters), SimClock::Real);
     let upstreams = upstream_threads()?;
     let serving = world.clone();
     let endpoints = on_threads(&upstreams, async move { serving.serve().await })
         .await?
         .map_err(BenchError::World)?;
-    let port = free_port()?;
-    let settings = crate::demo::DemoSettings {
-        clusters,
-        speed: 1.0,
-        seed: 1,
-        faults: false,
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
-        world: crate::sim::WorldKind::Aro,
-        maestro_stream: false,
-    };
-    let mut config = crate::demo::demo_config(&settings, &world, &endpoints);
-    config.shard = crate::config::ShardConfig {
-        index: 0,
-        total: shards.max(1),
-    };
+    let config = bench_config(&world, &endpoints, free_port()?, shards, mode);
     let cycle = config
         .sources
         .maestro
         .as_ref()
         .map(|m| m.http.fast_poll_interval)
         .unwrap_or(Duration::from_secs(15));
+    let full_relist = shortest_relist(&config);
     let path = std::env::temp_dir().join(format!("hcp-flow-bench-{}.yaml", std::process::id()));
     let Serving {
         child,
@@ -110,51 +197,47 @@ pub async fn end_to_end(
         base,
         client,
         time_to_ready,
-    } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
+        first_lists_ended_after,
+    } = serve_child(&config, &path, pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
 
     let mut scraper = Scraper::new(client, format!("{base}/metrics"));
-
+    // Counters are compared up to the last scrape that ended before any
+    // source's first relist could begin (a second to spare).
+    let mut requests = RequestWindow::new(
+        (first_lists_ended_after + full_relist)
+            .checked_sub(Duration::from_secs(1))
+            .unwrap_or(first_lists_ended_after),
+    );
     scraper.scrape().await?;
-    let before = scraper.text()?;
-    let tracked = tracked_clusters(before);
-    let requests_before = counter_by_source(before, "hcpflow_source_requests_total");
-    let cycles = 3u32;
-    // The cycles over which requests are counted are also watched: bundles
-    // that turn Available in them, timed until /metrics shows them.
-    let watching = Instant::now();
+    let tracked = cluster_ids(scraper.text()?).len();
+    requests.observe(scraper.text()?, &world);
+    // The requests are counted over the watch: bundles that turn
+    // Available in it, timed until /metrics shows them.
+    let window = (cycle * 3).max(Duration::from_secs(60)).min(maestro_watch);
     let (maestro_to_metrics, maestro_not_shown) = maestro_change_latency(
         &world,
         &mut scraper,
-        cycle * cycles,
-        cycle * 2,
-        shards.max(1),
-        maestro_watch,
+        &mut requests,
+        Watch {
+            window,
+            grace: cycle * 2,
+            shards: shards.max(1),
+            at_most: maestro_watch,
+        },
     )
     .await?;
-    let watched = watching.elapsed();
+    let requests = requests.figures(&world, cycle, shards.max(1));
     let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
-    let requests_after = counter_by_source(last, "hcpflow_source_requests_total");
     let (bytes, series) = (last.len(), series_in(last));
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
-    let elapsed_cycles = (watched.as_secs_f64() / cycle.as_secs_f64()).max(1.0);
-    let requests_per_cycle = requests_after
-        .iter()
-        .map(|(source, after)| {
-            let before = requests_before
-                .iter()
-                .find(|(s, _)| s == source)
-                .map(|(_, v)| *v)
-                .unwrap_or(0.0);
-            (source.clone(), (after - before) / elapsed_cycles)
-        })
-        .collect();
     let rss = resident_memory_of(&pid);
     drop(child);
     let _ = std::fs::remove_file(&path);
     Ok(EndToEndFigures {
         clusters,
+        mode,
         time_to_ready,
         scrape,
         scrape_gzip,
@@ -163,8 +246,9 @@ pub async fn end_to_end(
         series,
         rss,
         rss_at_ready,
-        requests_per_cycle,
+        requests,
         cycle,
+        full_relist,
         maestro_to_metrics,
         maestro_not_shown,
         shards: shards.max(1),
@@ -173,21 +257,79 @@ pub async fn end_to_end(
     })
 }
 
-/// Watch the world's bundles for `window`, and on until
-/// [`MAESTRO_CHANGES`] were timed (at most `at_most`, `bench --maestro-watch`): each
-/// one whose `Available` turns
-/// True in it is timed from that instant (the world's own plan) to the end
-/// of the first scrape that shows it, `hcpflow_hop_condition{hop=
-/// "maestro_bundle", condition="Available", status="true"}` for its
-/// object. Scrapes follow one another, so the figure includes up to one
-/// scrape of delay. Returns the latencies and how many were never shown.
-async fn maestro_change_latency(
+/// The world every end-to-end run starts afresh: the world's defaults
+/// (ARO, churn, realistic latency, its seed) without faults.
+pub(super) fn bench_world(clusters: usize) -> crate::sim::WorldConfig {
+    crate::sim::WorldConfig {
+        clusters,
+        faults: false,
+        ..crate::sim::WorldConfig::default()
+    }
+}
+
+/// The exporter's configuration over `world`: production intervals
+/// (speed 1), Maestro read as `mode` says, shard 0 of `shards`.
+pub(super) fn bench_config(
     world: &crate::sim::World,
-    scraper: &mut Scraper,
+    endpoints: &crate::sim::Endpoints,
+    port: u16,
+    shards: u32,
+    mode: MaestroMode,
+) -> crate::config::Config {
+    let settings = crate::demo::DemoSettings {
+        clusters: world.config().clusters,
+        speed: 1.0,
+        seed: world.config().seed,
+        faults: false,
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        world: crate::sim::WorldKind::Aro,
+        maestro_stream: mode == MaestroMode::Stream,
+    };
+    let mut config = crate::demo::demo_config(&settings, world, endpoints);
+    config.shard = crate::config::ShardConfig {
+        index: 0,
+        total: shards.max(1),
+    };
+    config
+}
+
+/// The shortest `full_relist_interval` of the configured sources.
+fn shortest_relist(config: &crate::config::Config) -> Duration {
+    let sources = &config.sources;
+    [
+        sources.rp_frontend.as_ref().map(|s| &s.http),
+        sources.clusters_service.as_ref().map(|s| &s.http),
+        sources.maestro.as_ref().map(|s| &s.http),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|http| http.full_relist_interval)
+    .min()
+    .unwrap_or(Duration::from_secs(600))
+}
+
+/// How long [`maestro_change_latency`] watches.
+struct Watch {
     window: Duration,
     grace: Duration,
     shards: u32,
     at_most: Duration,
+}
+
+/// Watch the world's bundles for `watch.window`, and on until
+/// [`MAESTRO_CHANGES`] were timed (at most `watch.at_most`, `bench
+/// --maestro-watch`): each one whose `Available` turns True in it is timed
+/// from that instant (the world's own plan) to the end of the first scrape
+/// that shows it, `hcpflow_hop_condition{hop="maestro_bundle",
+/// condition="Available", status="true"}` for its object. Scrapes follow
+/// one another, so the figure includes up to one scrape of delay. Each
+/// scrape's counters go to `requests`. Returns the latencies and how many
+/// were never shown.
+async fn maestro_change_latency(
+    world: &crate::sim::World,
+    scraper: &mut Scraper,
+    requests: &mut RequestWindow,
+    watch: Watch,
 ) -> Result<(Latency, usize), BenchError> {
     let started = Instant::now();
     let mut checked = world.now_ms();
@@ -196,13 +338,13 @@ async fn maestro_change_latency(
     // Churn replaces clusters only as the first ones go, a few minutes in:
     // the watch goes on past `window` until enough bundles were timed.
     let enough = |timed: usize, elapsed: Duration| {
-        elapsed >= window && (timed >= MAESTRO_CHANGES || elapsed >= at_most)
+        elapsed >= watch.window && (timed >= MAESTRO_CHANGES || elapsed >= watch.at_most)
     };
     while !enough(latencies.len(), started.elapsed()) {
         // Bundles that turned since the last look, each taken once.
         let now = world.now_ms();
         // As shard 0 of `shards`, the exporter shows its own clusters only.
-        let followed = |id: &str| crate::model::shard_of(id, shards) == 0;
+        let followed = |id: &str| crate::model::shard_of(id, watch.shards) == 0;
         for plan in world.plans(now).iter().filter(|p| followed(&p.cluster_id)) {
             for bundle in &plan.bundles {
                 let turned = bundle
@@ -216,13 +358,15 @@ async fn maestro_change_latency(
         }
         checked = now;
         scrape_and_time(scraper, world, &mut waiting, &mut latencies).await?;
+        requests.observe(scraper.text()?, world);
     }
     // A bundle that turned in the watch's last seconds has had less than a
     // poll to show: it is given `grace` before it counts as not shown, and
     // no new bundle is taken meanwhile.
     let closing = Instant::now();
-    while !waiting.is_empty() && closing.elapsed() < grace {
+    while !waiting.is_empty() && closing.elapsed() < watch.grace {
         scrape_and_time(scraper, world, &mut waiting, &mut latencies).await?;
+        requests.observe(scraper.text()?, world);
     }
     Ok((Latency::from_samples(latencies), waiting.len()))
 }
@@ -259,49 +403,53 @@ fn time_shown(
     });
 }
 
-/// Clusters an exporter tracks, from a scrape (`hcpflow_cluster_info` has
-/// one series per tracked cluster).
-fn tracked_clusters(body: &str) -> usize {
-    body.lines()
-        .filter(|l| l.starts_with("hcpflow_cluster_info{"))
-        .count()
-}
-
-/// Bundles the Maestro figure wants timed, and how long it may watch for
-/// them.
+/// Bundles the Maestro figure wants timed.
 const MAESTRO_CHANGES: usize = 50;
-
-/// Objects of `hcpflow_hop_condition` for a Maestro bundle whose Available
-/// is True, in a scrape's body.
-fn available_bundles(body: &str) -> std::collections::HashSet<&str> {
-    const WANT: &str = r#"hop="maestro_bundle",condition="Available",status="true","#;
-    body.lines()
-        .filter(|l| l.starts_with("hcpflow_hop_condition{") && l.contains(WANT))
-        .filter_map(|l| {
-            let rest = &l[l.find("object=\"")? + "object=\"".len()..];
-            Some(&rest[..rest.find('"')?])
-        })
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::in_process::synthetic_store;
-    use crate::metrics::exposition::Format;
 
-    /// The Maestro figure reads the exporter's real exposition: every
-    /// synthetic cluster's bundle is Available, and only bundles are found
-    /// (the ManifestWork carries the same condition under another hop).
+    /// Requests are compared between the first and the last reading taken
+    /// before the first relist could begin; one reading alone is no window.
     #[test]
-    fn available_bundles_are_read_from_a_real_scrape() {
-        let store = synthetic_store(3);
-        let body = store.scrape(Format::OpenMetrics);
-        let found: std::collections::BTreeSet<&str> =
-            available_bundles(&body).into_iter().collect();
-        assert_eq!(
-            found,
-            ["bundle-0", "bundle-1", "bundle-2"].into_iter().collect()
+    fn requests_are_counted_only_before_the_first_relist() {
+        let world = crate::sim::World::new(bench_world(2), crate::sim::SimClock::Real);
+        let body = |maestro: u32, rp: u32| {
+            format!(
+                "# TYPE {REQUESTS} counter\n{REQUESTS}{{source=\"maestro\"}} {maestro}\n{REQUESTS}{{source=\"rp_frontend\"}} {rp}\n# EOF\n"
+            )
+        };
+        let mut window = RequestWindow::new(Instant::now() + Duration::from_secs(60));
+        window.observe(&body(10, 4), &world);
+        assert!(
+            window
+                .figures(&world, Duration::from_secs(15), 1)
+                .window
+                .is_none()
+        );
+        std::thread::sleep(Duration::from_millis(30));
+        window.observe(&body(13, 6), &world);
+        let figures = window.figures(&world, Duration::from_secs(15), 1);
+        let span = figures.window.unwrap();
+        let per_minute = figures.maestro_per_minute.unwrap();
+        assert!((per_minute - 3.0 / (span.as_secs_f64() / 60.0)).abs() < 1e-6);
+        let rp = figures
+            .per_cycle
+            .iter()
+            .find(|(s, _)| s == "rp_frontend")
+            .unwrap()
+            .1;
+        assert!((rp - 2.0 / (span.as_secs_f64() / 15.0)).abs() < 1e-6);
+
+        // Past `until`, a reading is not taken: a relist may be in it.
+        let mut late = RequestWindow::new(Instant::now());
+        late.observe(&body(1, 1), &world);
+        late.observe(&body(500, 1), &world);
+        assert!(
+            late.figures(&world, Duration::from_secs(15), 1)
+                .window
+                .is_none()
         );
     }
 }

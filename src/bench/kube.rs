@@ -131,6 +131,7 @@ pub async fn kube(
         base,
         client,
         time_to_ready,
+        ..
     } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
     let mut scraper = Scraper::new(client, format!("{base}/metrics"));

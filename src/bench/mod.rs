@@ -6,8 +6,12 @@
 //! and the whole exporter against the simulated world over HTTP
 //! ([`end_to_end`], see `app`). A third, [`kube`], measures the management
 //! side: watches of a simulated Kubernetes API server holding N
-//! HostedClusters and everything around them. `process` starts the exporter
-//! they measure, `figures` holds what they share, `report` writes the markdown.
+//! HostedClusters and everything around them. The end-to-end part runs once
+//! per way of reading Maestro ([`MaestroMode`]: REST polls, the gRPC
+//! stream); [`warm`] stops an exporter with SIGTERM and starts it again on
+//! its state directory. `process` starts the exporter they measure,
+//! `readings` reads its scrapes, `figures` holds what they share, `report`
+//! writes the markdown.
 
 pub mod baseline;
 pub mod end_to_end;
@@ -16,8 +20,10 @@ pub mod in_process;
 pub mod kube;
 pub mod pin;
 pub mod process;
+pub mod readings;
 pub mod report;
 pub mod soak;
+pub mod warm;
 
 use std::time::Duration;
 
@@ -58,20 +64,93 @@ pub enum BenchError {
     NotVisible(String, Duration),
     #[error("the simulated upstreams' threads could not start")]
     Threads(#[from] crate::background::BackgroundError),
+    #[error("could not stop `hcp-flow serve` with SIGTERM")]
+    Stop(#[source] std::io::Error),
+    #[error("`hcp-flow serve` exited while the bench measured it ({0})")]
+    Exited(String),
+    #[error("the exporter's source {0} was not up within {1:?}")]
+    NotUp(String, Duration),
 }
 
-/// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md quotes.
+/// How the end-to-end exporter reads Maestro (`sources.maestro.grpc` or
+/// not, docs/design.md §9.10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaestroMode {
+    /// REST polls alone: incremental every fast-poll interval, a full
+    /// relist every `full_relist_interval`.
+    Rest,
+    /// The gRPC CloudEvents stream, with a REST list after each
+    /// subscription and every `full_relist_interval`.
+    Stream,
+}
+
+impl MaestroMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaestroMode::Rest => "rest",
+            MaestroMode::Stream => "stream",
+        }
+    }
+}
+
+/// `hcp-flow bench --maestro`: which of the [`MaestroMode`]s the end-to-end
+/// part runs, each against a fresh world of the same size and seed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum MaestroChoice {
+    /// Poll Maestro's REST API only: an incremental poll every fast-poll
+    /// interval (15 s), a full relist every 10 minutes.
+    Rest,
+    /// Hear bundle status on Maestro's gRPC CloudEvents stream
+    /// (`sources.maestro.grpc`); REST only for a list after each
+    /// subscription and every 10 minutes, and to read a bundle first heard
+    /// on the stream by id.
+    Stream,
+    /// `rest`, then `stream`, in one report.
+    #[default]
+    Both,
+}
+
+impl MaestroChoice {
+    pub fn modes(self) -> &'static [MaestroMode] {
+        match self {
+            MaestroChoice::Rest => &[MaestroMode::Rest],
+            MaestroChoice::Stream => &[MaestroMode::Stream],
+            MaestroChoice::Both => &[MaestroMode::Rest, MaestroMode::Stream],
+        }
+    }
+}
+
+/// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md
+/// quotes; the end-to-end one once per way of reading Maestro in `maestro`,
+/// each against a fresh world of the same size and seed.
 pub async fn run(
     clusters: usize,
     scrapes: usize,
     shards: u32,
     maestro_watch: std::time::Duration,
+    maestro: MaestroChoice,
 ) -> Result<String, BenchError> {
     let exposition = tokio::task::spawn_blocking(move || exposition(clusters, scrapes))
         .await
         .map_err(|e| BenchError::Aborted(e.to_string()))?;
-    let end_to_end = end_to_end(clusters, scrapes, shards, maestro_watch).await?;
-    Ok(report(&exposition, &end_to_end))
+    let pinning = pin::Pinning::apply();
+    let mut runs = Vec::new();
+    for mode in maestro.modes() {
+        runs.push(end_to_end(clusters, scrapes, shards, maestro_watch, *mode, &pinning).await?);
+    }
+    Ok(report(&exposition, &runs))
+}
+
+/// `hcp-flow bench --warm-restart`: a stream-mode exporter with a state
+/// directory stopped with SIGTERM and started again after `downtime`, as
+/// the markdown docs/performance.md quotes.
+pub async fn run_warm(
+    clusters: usize,
+    shards: u32,
+    downtime: std::time::Duration,
+) -> Result<String, BenchError> {
+    let figures = warm::warm_restart(clusters, shards, downtime).await?;
+    Ok(warm::report_warm(&figures))
 }
 
 /// `hcp-flow bench --kube`: the management-side benchmark, as the markdown

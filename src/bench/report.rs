@@ -1,5 +1,8 @@
 //! The markdown `hcp-flow bench` prints (or writes to `--output`).
 
+use std::time::Duration;
+
+use super::MaestroMode;
 use super::end_to_end::EndToEndFigures;
 use super::figures::{Latency, mib, ms};
 use super::in_process::ExpositionFigures;
@@ -7,7 +10,7 @@ use super::kube::KubeFigures;
 
 /// Resident memory for a report, to a tenth of a MiB: the target, 150 MB,
 /// is 143.05 MiB, and a side that holds 142.6 or 143.4 MiB reads "143" either way.
-fn rss_text(bytes: Option<u64>) -> String {
+pub(super) fn rss_text(bytes: Option<u64>) -> String {
     bytes
         .map(|b| format!("{:.1} MiB", mib(b)))
         .unwrap_or_else(|| "n/a".into())
@@ -18,8 +21,9 @@ fn p50_ratio(time: &Latency, of: &Latency) -> f64 {
     time.p50.as_secs_f64() / of.p50.as_secs_f64().max(1e-9)
 }
 
-/// The markdown report `hcp-flow bench` prints (or writes to `--output`).
-pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> String {
+/// The markdown report `hcp-flow bench` prints (or writes to `--output`):
+/// the exposition path, then the end-to-end runs side by side.
+pub fn report(exposition: &ExpositionFigures, end_to_end: &[EndToEndFigures]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "## Exposition path ({} synthetic clusters, in process)\n\n\
@@ -59,57 +63,165 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &EndToEndFigures) -> S
         p50_ratio(&exposition.openmetrics, &exposition.generic_encoder),
         rss_text(exposition.rss_after),
     ));
-    out.push_str(&format!(
-        "## End to end (`hcp-flow serve` against the simulated world, {} clusters, realistic upstream latency)\n\n\
-         | figure | value |\n|---|---|\n\
-         | shard | {} |\n\
-         | time to /readyz (first full sync of every source) | {:.1} s |\n\
-         | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
-         | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
-         | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
-         | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
-         | CPUs | {} |\n",
-        end_to_end.clusters,
-        match end_to_end.shards {
-            1 => format!("the whole fleet: {} clusters tracked", end_to_end.tracked),
+    out.push_str(&end_to_end_table(end_to_end));
+    out
+}
+
+/// A column's heading: how that run's exporter read Maestro.
+fn mode_heading(mode: MaestroMode) -> &'static str {
+    match mode {
+        MaestroMode::Rest => "Maestro over REST polls",
+        MaestroMode::Stream => "Maestro over the gRPC stream",
+    }
+}
+
+/// A duration as the configuration writes it (`10m`, `15s`).
+fn interval(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// The end-to-end runs side by side, a column each.
+fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let mut out = format!(
+        "## End to end (`hcp-flow serve` against the simulated world, {} clusters, realistic upstream latency)\n\n",
+        first.clusters
+    );
+    if runs.len() > 1 {
+        out.push_str(
+            "Each column is a run of its own against a fresh world of the same size and seed, \
+             one after the other on this machine.\n\n",
+        );
+    }
+    out.push_str("| figure |");
+    for run in runs {
+        out.push_str(&format!(" {} |", mode_heading(run.mode)));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(runs.len()));
+    out.push('\n');
+    let mut row = |name: &str, cell: &dyn Fn(&EndToEndFigures) -> String| {
+        out.push_str(&format!("| {name} |"));
+        for run in runs {
+            out.push_str(&format!(" {} |", cell(run)));
+        }
+        out.push('\n');
+    };
+    row("shard", &|r| match r.shards {
+        1 => format!("the whole fleet: {} clusters tracked", r.tracked),
+        n => format!(
+            "0 of {n} (`--shard 0 --total-shards {n}`): {} clusters tracked",
+            r.tracked
+        ),
+    });
+    row("Maestro read by", &|r| match r.mode {
+        MaestroMode::Rest => format!(
+            "REST: incremental poll every {}, full relist every {}",
+            interval(r.cycle),
+            interval(r.full_relist)
+        ),
+        MaestroMode::Stream => format!(
+            "gRPC stream; REST list after each subscription and every {}, by id for a bundle first heard on the stream",
+            interval(r.full_relist)
+        ),
+    });
+    row("time to /readyz (first full sync of every source)", &|r| {
+        format!("{:.1} s", r.time_to_ready.as_secs_f64())
+    });
+    row(
+        "Maestro bundle Available → shown in /metrics p50 / p99 / max",
+        &|r| match r.maestro_to_metrics.samples {
+            0 => format!(
+                "no bundle turned Available while watched ({} not shown)",
+                r.maestro_not_shown
+            ),
             n => format!(
-                "0 of {n} (`--shard 0 --total-shards {n}`): {} clusters tracked",
-                end_to_end.tracked
+                "{:.1} / {:.1} / {:.1} s ({n} bundles; includes up to one scrape; {} still not shown two fast-poll cycles after the watch ended)",
+                r.maestro_to_metrics.p50.as_secs_f64(),
+                r.maestro_to_metrics.p99.as_secs_f64(),
+                r.maestro_to_metrics.max.as_secs_f64(),
+                r.maestro_not_shown,
             ),
         },
-        end_to_end.time_to_ready.as_secs_f64(),
-        end_to_end.series,
-        end_to_end.bytes,
-        end_to_end.bytes as f64 / 1048576.0,
-        ms(end_to_end.scrape.p50),
-        ms(end_to_end.scrape.p99),
-        ms(end_to_end.scrape.max),
-        end_to_end.scrape.samples,
-        ms(end_to_end.scrape_gzip.p50),
-        ms(end_to_end.scrape_gzip.p99),
-        ms(end_to_end.scrape_gzip.max),
-        end_to_end.gzip_bytes,
-        end_to_end.gzip_bytes as f64 / 1048576.0,
-        rss_text(end_to_end.rss_at_ready),
-        rss_text(end_to_end.rss),
-        end_to_end.pinning,
-    ));
-    out.push_str(&format!(
-        "| Maestro bundle Available → shown in /metrics p50 / p99 / max | {:.1} / {:.1} / {:.1} s ({} bundles; fast poll every {:?}; includes up to one scrape; {} still not shown two cycles after the watch ended) |\n",
-        end_to_end.maestro_to_metrics.p50.as_secs_f64(),
-        end_to_end.maestro_to_metrics.p99.as_secs_f64(),
-        end_to_end.maestro_to_metrics.max.as_secs_f64(),
-        end_to_end.maestro_to_metrics.samples,
-        end_to_end.cycle,
-        end_to_end.maestro_not_shown,
-    ));
-    for (source, per_cycle) in &end_to_end.requests_per_cycle {
-        out.push_str(&format!(
-            "| upstream requests per fast-poll cycle ({:?}), `{}` | {:.1} |\n",
-            end_to_end.cycle, source, per_cycle
-        ));
+    );
+    row(
+        "Maestro REST requests per minute once ready (no relist in the window)",
+        &|r| match (r.requests.maestro_per_minute, r.requests.window) {
+            (Some(per_minute), Some(window)) => {
+                format!("{per_minute:.1} (over {:.0} s)", window.as_secs_f64())
+            }
+            _ => "n/a (no scrape between /readyz and the first relist)".to_string(),
+        },
+    );
+    row("bundles Maestro answered per minute, same window", &|r| {
+        optional(r.requests.maestro_bundles_served_per_minute, 0)
+    });
+    row(
+        "bundles the world created per minute, same window (followed clusters)",
+        &|r| optional(r.requests.bundles_created_per_minute, 1),
+    );
+    let mut sources: Vec<&str> = runs
+        .iter()
+        .flat_map(|r| r.requests.per_cycle.iter().map(|(s, _)| s.as_str()))
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    for source in sources {
+        row(
+            &format!(
+                "upstream requests per fast-poll cycle ({}), `{source}`, same window",
+                interval(first.cycle)
+            ),
+            &|r| {
+                let per_cycle = r.requests.per_cycle.iter().find(|(s, _)| s == source);
+                optional(per_cycle.map(|(_, v)| *v), 1)
+            },
+        );
     }
+    row("series", &|r| r.series.to_string());
+    row("bytes", &|r| {
+        format!("{} ({:.1} MiB)", r.bytes, r.bytes as f64 / 1048576.0)
+    });
+    row("scrape over HTTP p50 / p99 / max", &|r| {
+        format!(
+            "{:.1} / {:.1} / {:.1} ms ({} scrapes)",
+            ms(r.scrape.p50),
+            ms(r.scrape.p99),
+            ms(r.scrape.max),
+            r.scrape.samples
+        )
+    });
+    row("scrape over HTTP asking for gzip p50 / p99 / max", &|r| {
+        format!(
+            "{:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB)",
+            ms(r.scrape_gzip.p50),
+            ms(r.scrape_gzip.p99),
+            ms(r.scrape_gzip.max),
+            r.gzip_bytes,
+            r.gzip_bytes as f64 / 1048576.0
+        )
+    });
+    row(
+        "exporter resident memory at /readyz / after the scrapes",
+        &|r| format!("{} / {}", rss_text(r.rss_at_ready), rss_text(r.rss)),
+    );
+    row("CPUs", &|r| r.pinning.clone());
+    out.push_str(&format!(
+        "\nRequests are counted from the first scrape after /readyz to the last scrape of the \
+         Maestro watch that ended before any source's first full relist could begin ({} after \
+         its first list ended): no relist is in them. With the stream, Maestro is asked nothing \
+         between relists but to read by id the bundles first heard on the stream (one request \
+         per batch of them, docs/design.md §9.10).\n",
+        interval(first.full_relist)
+    ));
     out
+}
+
+/// A figure to `decimals` places, or "n/a".
+fn optional(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
 }
 
 /// The markdown `hcp-flow bench --kube` prints.

@@ -118,6 +118,7 @@ pub async fn soak(
         base,
         client,
         time_to_ready,
+        ..
     } = serve_child(&demo.config, &path, &pinning, ready_deadline(clusters)).await?;
     let warm_up = warm_up_of(duration);
     let started = Instant::now();

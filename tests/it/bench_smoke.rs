@@ -158,14 +158,37 @@ fn the_kube_bench_runs_and_reports_both_encodings() {
     assert!(first_number(&report, "| series |") > 30.0, "{report}");
 }
 
-/// The service-side end-to-end bench at small scale.
+/// The cells of the report row that starts with `row`, after its name.
+fn cells(report: &str, row: &str) -> Vec<String> {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(row))
+        .unwrap_or_else(|| panic!("no row {row:?} in {report}"));
+    line.split('|')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .skip(1)
+        .map(String::from)
+        .collect()
+}
+
+/// The first number in a cell.
+fn number_in(cell: &str) -> Option<f64> {
+    cell.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|s| !s.is_empty())
+        .and_then(|s| s.parse().ok())
+}
+
+/// The service-side end-to-end bench at small scale, once per way of
+/// reading Maestro, side by side: REST polls, then the gRPC stream.
 #[test]
 fn the_end_to_end_bench_runs_at_small_scale() {
     let _machine = crate::common::load::hog();
     // As one shard of two: the figures are that shard's, over its part of
     // the fleet (tests/it/shards.rs shows the split is exact).
-    // Thirty clusters at real speed never turn 50 bundles Available: a
-    // minute of watching shows the figure's row without waiting six.
+    // Thirty clusters at real speed never turn 50 bundles Available: half
+    // a minute of watching per mode shows the figures' rows without
+    // waiting six.
     let report = bench_report(&[
         "--clusters",
         "30",
@@ -174,26 +197,105 @@ fn the_end_to_end_bench_runs_at_small_scale() {
         "--shards",
         "2",
         "--maestro-watch",
-        "1m",
+        "30s",
     ]);
     assert!(report.contains("## End to end"), "{report}");
-    let tracked = report
-        .lines()
-        .find_map(|l| l.strip_prefix("| shard | 0 of 2 (`--shard 0 --total-shards 2`): "))
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or_else(|| panic!("no shard row: {report}"));
     assert!(
-        (1..30).contains(&tracked),
-        "shard 0 of 2 tracked {tracked} of 30: {report}"
-    );
-    assert!(first_number(&report, "| time to /readyz") > 0.0, "{report}");
-    assert!(
-        report.contains("| scrape over HTTP asking for gzip"),
+        report.contains(
+            "| figure | Maestro over REST polls | Maestro over the gRPC stream |\n|---|---|---|\n"
+        ),
         "{report}"
     );
-    assert!(
-        report.contains("| Maestro bundle Available → shown in /metrics p50 / p99 / max | "),
+    for tracked in cells(&report, "| shard |") {
+        let tracked = tracked
+            .strip_prefix("0 of 2 (`--shard 0 --total-shards 2`): ")
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no shard row: {report}"));
+        assert!(
+            (1..30).contains(&tracked),
+            "shard 0 of 2 tracked {tracked} of 30: {report}"
+        );
+    }
+    for cell in cells(&report, "| time to /readyz") {
+        assert!(number_in(&cell).is_some_and(|s| s > 0.0), "{report}");
+    }
+    assert_eq!(
+        cells(&report, "| scrape over HTTP asking for gzip").len(),
+        2,
         "{report}"
+    );
+    assert_eq!(
+        cells(
+            &report,
+            "| Maestro bundle Available → shown in /metrics p50 / p99 / max | "
+        )
+        .len(),
+        2,
+        "{report}"
+    );
+    // Both runs counted Maestro's REST requests over a window after
+    // /readyz: the polls' column at least one poll a cycle, the stream's a
+    // number (its reads by id of new bundles, if any).
+    let requests = cells(&report, "| Maestro REST requests per minute once ready");
+    assert_eq!(requests.len(), 2, "{report}");
+    let (rest, stream) = (number_in(&requests[0]), number_in(&requests[1]));
+    assert!(rest.is_some_and(|r| r >= 1.0), "{report}");
+    assert!(stream.is_some_and(|s| s >= 0.0), "{report}");
+    assert!(requests[1].contains("(over "), "{report}");
+    // Every run's exporter is where the first one was: pinned once.
+    let cpus = cells(&report, "| CPUs |");
+    assert_eq!(cpus.len(), 2, "{report}");
+    assert_eq!(cpus[0], cpus[1], "{report}");
+}
+
+/// The warm restart at small scale: both starts timed, the first warm
+/// scrape's Maestro kinds, the state file written before the SIGTERM, and
+/// the downtime's changes reflected (thirty clusters may have none in ten
+/// seconds; then the row says so).
+#[test]
+fn the_warm_restart_bench_reports_both_starts() {
+    let _machine = crate::common::load::hog();
+    let report = bench_report(&["--warm-restart", "--clusters", "30", "--downtime", "10s"]);
+    assert!(report.contains("## Warm restart"), "{report}");
+    for row in ["| time to /readyz |", "| time to `hcpflow_source_up"] {
+        let times = cells(&report, row);
+        assert_eq!(times.len(), 2, "{report}");
+        for cell in &times {
+            assert!(cell.ends_with(" s"), "{row}: {report}");
+            assert!(number_in(cell).is_some_and(|s| s > 0.0), "{report}");
+        }
+    }
+    // The first scrape of each start names Maestro's kinds (or its
+    // placeholder) with their states; the warm one shows what the state
+    // file gave back.
+    let first = cells(&report, "| first scrape:");
+    assert_eq!(first.len(), 2, "{report}");
+    let restored = |cell: &str| {
+        cell.split("; ")
+            .find_map(|part| part.strip_suffix(" restored"))
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no restored count in {cell:?}"))
+    };
+    assert_eq!(restored(&first[0]), 0.0, "{report}");
+    assert!(restored(&first[1]) >= 1.0, "{report}");
+    assert!(first.iter().all(|c| c.contains("` ")), "{report}");
+    // The state file held the fleet before the SIGTERM and after it.
+    let state = &cells(&report, "| state file before SIGTERM |")[0];
+    let writes = number_in(state).unwrap_or(0.0);
+    assert!(writes >= 1.0, "{report}");
+    assert!(!state.ends_with("no file"), "{report}");
+    assert!(
+        cells(&report, "| SIGTERM → exit |")[0].contains("exit status: 0"),
+        "{report}"
+    );
+    let downtime = number_in(&cells(&report, "| downtime")[0]).unwrap_or(0.0);
+    assert!((10.0..40.0).contains(&downtime), "{report}");
+    let changes = &cells(&report, "| changes during the downtime")[0];
+    assert!(changes.contains(" bundles turned Available, "), "{report}");
+    let reflected = &cells(&report, "| every downtime change reflected")[0];
+    assert!(
+        reflected == "no change to reflect" || reflected.contains("after the warm start"),
+        "not every change reflected: {report}"
     );
 }

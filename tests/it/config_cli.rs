@@ -382,6 +382,59 @@ fn bench_defaults() {
     assert_eq!(bench.output, Some(PathBuf::from("bench.md")));
 }
 
+/// The end-to-end bench runs both ways of reading Maestro unless told one;
+/// the warm restart is a mode of its own, with its downtime.
+#[test]
+fn bench_maestro_modes_and_the_warm_restart() {
+    use hcp_flow::bench::{MaestroChoice, MaestroMode};
+    let bench = |args: &[&str]| {
+        let cli = Cli::try_parse_from([&["hcp-flow", "bench"], args].concat()).unwrap();
+        let Command::Bench(bench) = cli.command else {
+            panic!()
+        };
+        bench
+    };
+    let defaults = bench(&[]);
+    assert_eq!(defaults.maestro, MaestroChoice::Both);
+    assert_eq!(
+        defaults.maestro.modes(),
+        [MaestroMode::Rest, MaestroMode::Stream]
+    );
+    assert!(!defaults.warm_restart);
+    assert_eq!(defaults.downtime, Duration::from_secs(60));
+    assert_eq!(
+        bench(&["--maestro", "stream"]).maestro.modes(),
+        [MaestroMode::Stream]
+    );
+    assert_eq!(
+        bench(&["--maestro=rest"]).maestro.modes(),
+        [MaestroMode::Rest]
+    );
+    let warm = bench(&["--warm-restart", "--downtime", "10s", "--shards", "2"]);
+    assert!(warm.warm_restart);
+    assert_eq!((warm.downtime, warm.shards), (Duration::from_secs(10), 2));
+
+    let err = parse_error(&["hcp-flow", "bench", "--maestro", "grpc"]);
+    assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
+    for conflicting in [
+        &["--warm-restart", "--kube"][..],
+        &["--warm-restart", "--soak", "1m"],
+        &["--warm-restart", "--maestro", "rest"],
+        &["--warm-restart", "--maestro-watch", "1m"],
+        &["--kube", "--maestro", "stream"],
+        &["--soak", "1m", "--maestro", "rest"],
+    ] {
+        let err = parse_error(&[&["hcp-flow", "bench"], conflicting].concat());
+        assert_eq!(
+            err.kind(),
+            ErrorKind::ArgumentConflict,
+            "{conflicting:?}: {err}"
+        );
+    }
+    let err = parse_error(&["hcp-flow", "bench", "--downtime", "10s"]);
+    assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{err}");
+}
+
 #[test]
 fn check_config_prints_a_summary_or_one_line_per_error() {
     let scratch = Scratch::new("check");
