@@ -61,6 +61,9 @@ pub struct WarmFigures {
     pub state_clusters: Option<f64>,
     /// The state file's size once the first exporter had exited.
     pub state_file_bytes: Option<u64>,
+    /// The readings file's size once the first exporter had exited
+    /// (docs/design.md §3.10).
+    pub readings_file_bytes: Option<u64>,
     pub rss_before_stop: Option<u64>,
     pub stop: Stopped,
     /// From the SIGTERM to the second exporter's spawn.
@@ -330,6 +333,10 @@ pub async fn warm_restart(
     let state_file_bytes = std::fs::metadata(state.0.join(crate::state_store::FILE_NAME))
         .ok()
         .map(|m| m.len());
+    let readings_file_bytes =
+        std::fs::metadata(state.0.join(crate::state_store::READINGS_FILE_NAME))
+            .ok()
+            .map(|m| m.len());
     tokio::time::sleep_until((stopping + downtime).into()).await;
 
     // Warm: the same state directory, on a port of its own.
@@ -351,6 +358,7 @@ pub async fn warm_restart(
         state_writes,
         state_clusters,
         state_file_bytes,
+        readings_file_bytes,
         rss_before_stop,
         stop,
         downtime,
@@ -508,6 +516,7 @@ pub fn report_warm(w: &WarmFigures) -> String {
          | shard | {} |\n\
          | ran after Maestro was up, before SIGTERM | {} |\n\
          | state file before SIGTERM | {} writes, {} clusters; {} bytes after the exit |\n\
+         | Maestro's readings file after the exit | {} |\n\
          | SIGTERM → exit | {} ({}) |\n\
          | downtime (SIGTERM → the new process), the world going on | {} |\n\
          | changes during the downtime (followed clusters) | {} bundles turned Available, {} clusters vanished |\n\
@@ -530,6 +539,8 @@ pub fn report_warm(w: &WarmFigures) -> String {
             .map_or("n/a".to_string(), |n| format!("{n:.0}")),
         w.state_file_bytes
             .map_or("no file".to_string(), |b| b.to_string()),
+        w.readings_file_bytes
+            .map_or("no file".to_string(), |b| format!("{b} bytes")),
         secs(w.stop.took),
         w.stop
             .status
