@@ -380,8 +380,17 @@ async fn scrape_and_time(
 ) -> Result<(), BenchError> {
     scraper.scrape().await?;
     time_shown(scraper.text()?, world.now_ms(), waiting, latencies);
+    // The scraper shares its core with the simulated upstreams, whose
+    // threads run below it: scraping and reading 50 MB back to back left
+    // them a tenth of the core, and the simulated Maestro's stream and APIs
+    // fell minutes behind (Clusters Service's requests timed out). A pause
+    // leaves them half of it; the figure includes up to one pause more.
+    tokio::time::sleep(WATCH_PAUSE).await;
     Ok(())
 }
+
+/// The pause between two scrapes of the Maestro watch.
+const WATCH_PAUSE: Duration = Duration::from_millis(100);
 
 /// Moves the bundles a scrape shows Available from `waiting` (name → the
 /// world's time it turned) to `latencies`.

@@ -347,6 +347,10 @@ fn changes(world: &World, sent: &mut HashMap<String, (Ms, Option<Ms>)>) -> Vec<C
     out
 }
 
+/// The `maestro.resource.type` label Maestro puts on the works it sends
+/// agents (the value of its own example status event).
+const RESOURCE_TYPE: &str = "2d18a7dc-c731-5753-8aa9-6b2f22e3b12b";
+
 /// The status event Maestro broadcasts for a bundle whose REST shape is
 /// `rest`: attributes as sdk-go's protobuf writer places them, the
 /// `ManifestBundleStatus` payload as JSON in `binary_data`.
@@ -369,14 +373,16 @@ fn status_event(rest: &Value, consumer: &str, deleted: bool) -> CloudEvent {
             "manifestConfigs": rest["manifest_configs"],
         });
     }
-    // The work's ObjectMeta as the agent has it: named by the resource id.
+    // The work's ObjectMeta as the agent has it, as in Maestro's own example
+    // status event: named by the resource id, labelled with Maestro's
+    // resource type, not with Clusters Service's labels (no cluster id).
     let mut meta = json!({
         "name": id,
         "namespace": consumer,
         "uid": id,
         "resourceVersion": "0",
         "creationTimestamp": rest["metadata"]["creationTimestamp"],
-        "labels": rest["metadata"]["labels"],
+        "labels": { "maestro.resource.type": RESOURCE_TYPE },
     });
     if let Some(d) = rest["deleted_at"].as_str() {
         meta["deletionTimestamp"] = json!(d);

@@ -80,7 +80,7 @@ pub struct MaestroSource {
     incremental_takes: Duration,
     /// With the stream: what the lists said of each followed bundle that
     /// a status event does not say (docs/design.md §9.10). None when polling.
-    known: Option<HashMap<String, Known>>,
+    known: Option<HashMap<Box<str>, Known>>,
     /// With the stream, while a list pages: the events read meanwhile,
     /// applied between two pages so a list of minutes never holds them
     /// back (docs/design.md §9.10).
@@ -219,7 +219,7 @@ impl MaestroSource {
                     mut bundle,
                     sequence,
                 }) => {
-                    match self.known.as_ref().and_then(|k| k.get(&bundle.id)) {
+                    match self.known.as_ref().and_then(|k| k.get(bundle.id.as_str())) {
                         Some(known) if known.is_stale(sequence) => continue,
                         Some(known) => known.fill(&mut bundle),
                         // Never listed: its event alone would name it by
@@ -638,7 +638,7 @@ impl MaestroSource {
         for id in gone {
             self.deleting.remove(id);
             if let Some(known) = &mut self.known {
-                known.remove(id);
+                known.remove(id.as_str());
             }
         }
         self.tracker.remove_vanished(gone, out);
@@ -670,13 +670,13 @@ impl MaestroSource {
             // it once was.
             self.deleting.remove(&bundle.id);
             if let Some(known) = &mut self.known {
-                known.remove(&bundle.id);
+                known.remove(bundle.id.as_str());
             }
             self.tracker.remove(&bundle.id, out);
             return;
         }
         if let Some(known) = &mut self.known {
-            known.insert(bundle.id.clone(), Known::of(&bundle));
+            known.insert(bundle.id.as_str().into(), Known::of(&bundle));
         }
         let mode = UpdateMode {
             partial: parsed.feedback_error.is_some(),
