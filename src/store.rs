@@ -5,7 +5,7 @@
 //! clone `Arc`s of the rendered clusters and builds the body outside it, so a
 //! scrape never waits on an upstream and never holds the lock for long.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -357,6 +357,24 @@ impl Store {
         };
         let result = state.fleet.apply(batch, now);
         self.after(state, result)
+    }
+
+    /// The (cluster, hop) pairs holding a restored reading that its source
+    /// has not delivered again since the restart: where what is shown may
+    /// still be what was read before it (docs/design.md §3.10).
+    pub fn unconfirmed(&self) -> BTreeSet<(String, Hop)> {
+        let state = self.state.lock();
+        state
+            .unconfirmed
+            .iter()
+            .flat_map(|u| {
+                u.objects.iter().flat_map(|(cluster, objects)| {
+                    objects
+                        .iter()
+                        .map(move |(hop, _, _)| (cluster.clone(), *hop))
+                })
+            })
+            .collect()
     }
 
     /// Whether the kept source delivered anything since its readings were

@@ -148,6 +148,18 @@ async fn a_restarted_exporter_serves_maestros_last_readings_at_once_and_reconcil
         !maestro_status(&second.store).up,
         "the list should still page: make the pages smaller"
     );
+    // A hop of several objects (a cluster's node pools, its bundles) that
+    // still holds a restored reading of another object shows that reading
+    // until the list reaches it: only those may differ.
+    let unconfirmed = second.store.unconfirmed();
+    let wrong: Vec<String> = wrong
+        .into_iter()
+        .filter(|line| {
+            !unconfirmed
+                .iter()
+                .any(|(cluster, hop)| line.starts_with(&format!("{cluster} {hop}:")))
+        })
+        .collect();
     assert!(changed >= 3, "too few hops changed ({changed})");
     assert!(
         wrong.is_empty(),
