@@ -89,6 +89,9 @@ pub struct MaestroSource {
     /// together, at most once per [`UNREAD_WINDOW`].
     unread: std::collections::BTreeSet<String>,
     last_unread_read: Option<Instant>,
+    /// A first list on the stream is paging: bundles first heard wait for
+    /// it (it reaches them, or has) instead of being read by id.
+    cold_listing: bool,
     /// A pause between two pages of a list that runs while state is served
     /// (a reconciling or periodic list on the stream), so the list costs
     /// Maestro a bounded share of its time. None: as fast as Maestro answers.
@@ -122,6 +125,7 @@ impl MaestroSource {
             inbox: None,
             unread: Default::default(),
             last_unread_read: None,
+            cold_listing: false,
             page_pause: None,
         }
     }
@@ -148,6 +152,8 @@ impl MaestroSource {
             let Some(inbox) = self.inbox.as_mut() else {
                 return Ok(());
             };
+            // Everything queued, a batch at a time: a page of a large list
+            // takes seconds, and events must not pile up behind it.
             let (events, alive) = inbox.drain();
             if let Some(lost) = inbox.lost() {
                 return Err(SourceError::Interrupted(format!(
@@ -160,12 +166,16 @@ impl MaestroSource {
             }
             if !events.is_empty() {
                 self.apply_events(events).await;
+                continue;
             }
-            // While a list pages, a bundle first heard is read at once,
-            // not a window later: the list costs Maestro far more than these
-            // reads, and after a restart every restored bundle is unknown
-            // to the stream until the list reaches it.
-            if self.unread_due().is_some() {
+            // While a list pages behind served state (paced), a bundle
+            // first heard is read at once, not a window later: the list
+            // costs Maestro far more than these reads, and after a restart
+            // every restored bundle is unknown to the stream until the list
+            // reaches it. A first list serves nothing yet: what it has not
+            // reached it will, and what it has is known; the rest is read
+            // after it.
+            if !self.cold_listing && self.unread_due().is_some() {
                 self.read_unread().await;
             }
             match until {
@@ -235,9 +245,10 @@ impl MaestroSource {
         }
         drop(events);
         self.unread.extend(unread);
-        if self
-            .unread_due()
-            .is_some_and(|due| due <= Instant::now() || self.unread.len() >= IDS_PER_QUERY)
+        if !self.cold_listing
+            && self
+                .unread_due()
+                .is_some_and(|due| due <= Instant::now() || self.unread.len() >= IDS_PER_QUERY)
         {
             self.read_unread_into(mode, &mut out, &mut unknown).await;
         }
@@ -277,7 +288,13 @@ impl MaestroSource {
         unknown: &mut Vec<UnknownValue>,
     ) {
         self.last_unread_read = Some(Instant::now());
-        let ids: Vec<String> = std::mem::take(&mut self.unread).into_iter().collect();
+        // A list may have shown them since they were heard, and then at
+        // least as new as the event: known now, nothing to read.
+        let known = self.known.as_ref();
+        let ids: Vec<String> = std::mem::take(&mut self.unread)
+            .into_iter()
+            .filter(|id| known.is_none_or(|k| !k.contains_key(id.as_str())))
+            .collect();
         if ids.is_empty() {
             return;
         }
@@ -342,6 +359,7 @@ impl MaestroSource {
             Some(newest) => self.incremental_pass(observed_at, newest).await.map(drop),
             None => self.full_pass(observed_at, scope).await,
         };
+        self.cold_listing = false;
         match result {
             Ok(()) => {
                 self.ctx.health.listed(&self.ctx.name, KIND);
@@ -446,6 +464,7 @@ impl MaestroSource {
     ) -> Result<(), SourceError> {
         let initial = !self.synced;
         let began = Instant::now();
+        self.cold_listing = initial && self.inbox.is_some() && self.page_pause.is_none();
         // On the stream, events say what changed while a list pages: no
         // incremental pass (docs/design.md §9.10).
         let interleave = !initial && scope.is_none() && self.known.is_none();
