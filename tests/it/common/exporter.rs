@@ -68,6 +68,24 @@ impl ExporterBuilder {
 
     /// Started and served on a free loopback port until dropped.
     pub async fn serve(self) -> Served {
+        let (served, task) = self
+            .serve_until(std::future::pending(), Duration::from_secs(1))
+            .await;
+        Served {
+            url: served.url,
+            store: served.store,
+            task,
+            _load: served.load,
+        }
+    }
+
+    /// Started and served on a free loopback port until `shutdown`, as
+    /// `serve` runs it.
+    async fn serve_until(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> (Bound, tokio::task::JoinHandle<()>) {
         let load = super::load::share();
         let exporter = self.start();
         let store = exporter.store.clone();
@@ -78,17 +96,22 @@ impl ExporterBuilder {
             .local_addr()
             .expect("a bound listener has an address");
         let task = tokio::spawn(async move {
-            let _ = exporter
-                .serve(listener, std::future::pending(), Duration::from_secs(1))
-                .await;
+            let _ = exporter.serve(listener, shutdown, grace).await;
         });
-        Served {
+        let bound = Bound {
             url: format!("http://{addr}"),
             store,
-            task,
-            _load: load,
-        }
+            load,
+        };
+        (bound, task)
     }
+}
+
+/// What a served exporter is reached by.
+struct Bound {
+    url: String,
+    store: Arc<Store>,
+    load: super::load::Share,
 }
 
 /// An exporter served until [`Stoppable::stop`] shuts it down as SIGTERM
@@ -115,30 +138,17 @@ impl Stoppable {
 impl ExporterBuilder {
     /// Started and served on a free loopback port until stopped.
     pub async fn serve_stoppable(self) -> Stoppable {
-        let load = super::load::share();
-        let exporter = self.start();
-        let store = exporter.store.clone();
-        let listener = app::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .expect("a free loopback port");
-        let addr = listener
-            .local_addr()
-            .expect("a bound listener has an address");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let shutdown = async move {
-                let _ = stopped.await;
-            };
-            let _ = exporter
-                .serve(listener, shutdown, Duration::from_secs(10))
-                .await;
-        });
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let (bound, task) = self.serve_until(shutdown, Duration::from_secs(10)).await;
         Stoppable {
-            url: format!("http://{addr}"),
-            store,
+            url: bound.url,
+            store: bound.store,
             stop,
             task,
-            _load: load,
+            _load: bound.load,
         }
     }
 }
