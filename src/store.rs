@@ -99,6 +99,8 @@ struct KeptReadings {
 /// source has listed every kind once, those it did not deliver are gone.
 struct Unconfirmed {
     source: String,
+    /// When the restored readings were written.
+    written_at: Timestamp,
     objects: HashMap<String, Vec<(Hop, Via, Box<str>)>>,
 }
 
@@ -284,6 +286,7 @@ impl Store {
         let mut state = self.state.lock();
         let unconfirmed = state.unconfirmed.get_or_insert_with(|| Unconfirmed {
             source: source.to_string(),
+            written_at,
             objects: HashMap::new(),
         });
         let observations: Vec<Observation> = observations
@@ -633,17 +636,19 @@ impl ObservationSink for Store {
         crate::model::follows(self.shard, cluster_id)
     }
 
-    fn restored_objects(&self, source: &str, hop: Hop) -> Vec<String> {
+    fn restored(&self, source: &str, hop: Hop) -> Option<crate::sources::RestoredObjects> {
         let state = self.state.lock();
-        let Some(unconfirmed) = state.unconfirmed.as_ref().filter(|u| u.source == source) else {
-            return Vec::new();
-        };
-        unconfirmed
+        let unconfirmed = state.unconfirmed.as_ref().filter(|u| u.source == source)?;
+        let objects = unconfirmed
             .objects
             .values()
             .flatten()
             .filter(|(h, via, _)| *h == hop && *via == Via::Direct)
             .map(|(_, _, object)| object.to_string())
-            .collect()
+            .collect();
+        Some(crate::sources::RestoredObjects {
+            objects,
+            written_at: unconfirmed.written_at,
+        })
     }
 }

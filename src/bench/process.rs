@@ -268,6 +268,13 @@ pub fn ready_deadline(clusters: usize) -> Duration {
 /// scrape (docs/performance.md).
 pub const SHIPPED_ALLOCATOR_ENV: &[(&str, &str)] = &[("MALLOC_ARENA_MAX", "2")];
 
+/// The exporter's log filter under the bench: warnings only, so its
+/// logging costs nothing measurable, unless `HCPFLOW_BENCH_CHILD_LOG` sets
+/// another filter to see what a run did (docs/development.md).
+fn child_log_filter() -> String {
+    std::env::var("HCPFLOW_BENCH_CHILD_LOG").unwrap_or_else(|_| "warn".to_string())
+}
+
 /// `hcp-flow serve --config path` as the bench starts it: this very binary,
 /// pinned as `pinning` says, with the image's allocator settings unless
 /// the bench's own environment sets them otherwise.
@@ -280,7 +287,7 @@ pub(super) fn serve_command(
     command
         .args(["serve", "--config"])
         .arg(path)
-        .env("RUST_LOG", "warn");
+        .env("RUST_LOG", child_log_filter());
     for (name, value) in SHIPPED_ALLOCATOR_ENV {
         if std::env::var_os(name).is_none() {
             command.env(name, value);

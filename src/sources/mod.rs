@@ -97,13 +97,24 @@ pub trait ObservationSink: Send + Sync + 'static {
         true
     }
 
-    /// The objects of `hop` restored for `source` from the last run's
-    /// readings that it has not delivered again since the restart
-    /// (docs/design.md §3.10): what its first list should look for.
-    fn restored_objects(&self, source: &str, hop: crate::model::Hop) -> Vec<String> {
+    /// What was restored for `source` from the last run's readings and
+    /// not delivered again since the restart (docs/design.md §3.10): what
+    /// its first list should look for. `None` when nothing was restored
+    /// for it, or everything restored is confirmed or reconciled.
+    fn restored(&self, source: &str, hop: crate::model::Hop) -> Option<RestoredObjects> {
         let _ = (source, hop);
-        Vec::new()
+        None
     }
+}
+
+/// Restored objects of one hop awaiting their source's word.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestoredObjects {
+    /// The objects' names, as the model keys them.
+    pub objects: Vec<String>,
+    /// When the readings were written: what changed upstream after it, the
+    /// restored state cannot show.
+    pub written_at: jiff::Timestamp,
 }
 
 /// What a poller needs besides its own config.

@@ -234,7 +234,7 @@ impl StateStore {
         };
         let result = self.replace(|out| {
             let mut gz = GzEncoder::new(out, Compression::fast());
-            serde_json::to_writer(&mut gz, &envelope).map_err(io::Error::other)?;
+            write_json(&mut gz, &envelope)?;
             gz.finish()?;
             Ok(())
         });
@@ -345,6 +345,19 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
         other => other,
     }
 }
+
+/// Serialise `value` as JSON into `gz` through a buffer: serde_json writes
+/// a token at a time, and each write into a gzip encoder runs the
+/// compressor, which made a 12 MB readings file take longer than the
+/// whole shutdown grace (docs/design.md §3.10).
+pub(super) fn write_json(gz: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
+    let mut buffered = BufWriter::with_capacity(JSON_BUFFER, gz);
+    serde_json::to_writer(&mut buffered, value).map_err(io::Error::other)?;
+    buffered.flush()
+}
+
+/// The buffer between the JSON serialiser and the gzip encoder.
+const JSON_BUFFER: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {

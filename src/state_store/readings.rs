@@ -399,7 +399,7 @@ impl StateStore {
         let path = self.readings_path();
         self.replace_file(&path, READINGS_TEMP_FILE_NAME, |w| {
             let mut gz = GzEncoder::new(w, Compression::fast());
-            serde_json::to_writer(&mut gz, &out).map_err(io::Error::other)?;
+            super::persist::write_json(&mut gz, &out)?;
             gz.finish()?;
             Ok(())
         })

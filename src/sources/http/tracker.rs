@@ -1,7 +1,7 @@
 //! What a poller sends: only the objects whose view changed, `Gone` for
 //! those an upstream owner stopped showing, and the batch itself.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -22,7 +22,19 @@ struct SentKey {
     object: Box<str>,
 }
 
+/// Up to this many removed keys, [`Tracker::remove_vanished`] compares each
+/// held key with each removed one instead of hashing every held key.
+const COMPARE_AT_MOST: usize = 16;
+
 impl SentKey {
+    /// Equality, the fields that differ most often and cost least first.
+    fn same_object(&self, other: &SentKey) -> bool {
+        self.hop == other.hop
+            && self.via == other.via
+            && self.object == other.object
+            && self.cluster == other.cluster
+    }
+
     /// Whether `o` is this object, without building its key.
     fn is(&self, o: &Observation) -> bool {
         *self.cluster == o.key
@@ -208,13 +220,40 @@ impl Tracker {
         if removed.is_empty() {
             return;
         }
-        let held: HashSet<&SentKey> = self.owners.values().flatten().map(|s| &s.key).collect();
-        let gone_keys: Vec<SentKey> = removed
-            .into_iter()
-            .map(|s| s.key)
-            .filter(|k| !held.contains(k))
-            .collect();
-        out.extend(gone_keys.into_iter().map(gone));
+        // Which of the removed objects another owner still shows. Every
+        // held object is looked at, but nothing the size of the tracker is
+        // built: a set of every held key, made for each bundle a stream
+        // event deleted, took all of a core at 20,000 clusters
+        // (docs/performance.md). A few removed keys are compared field by
+        // field, cheapest first; a relist's many are looked up in a set of
+        // their own.
+        let mut held = vec![false; removed.len()];
+        let others = self.owners.values().flatten().map(|s| &s.key);
+        if removed.len() <= COMPARE_AT_MOST {
+            for key in others {
+                for (r, held) in removed.iter().zip(held.iter_mut()) {
+                    *held = *held || r.key.same_object(key);
+                }
+            }
+        } else {
+            let index: HashMap<&SentKey, usize> = removed
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (&s.key, i))
+                .collect();
+            for key in others {
+                if let Some(&i) = index.get(key) {
+                    held[i] = true;
+                }
+            }
+        }
+        out.extend(
+            removed
+                .into_iter()
+                .zip(held)
+                .filter(|(_, held)| !held)
+                .map(|(s, _)| gone(s.key)),
+        );
     }
 
     pub fn contains(&self, owner: &str) -> bool {
@@ -541,5 +580,41 @@ mod tests {
         t.remove_vanished(&["new".to_string()], &mut out);
         assert_eq!(summary(&out), vec![("c-np-1".into(), true)]);
         assert_eq!(t.owners().collect::<Vec<_>>(), vec!["hc"]);
+    }
+
+    /// A relist removes many owners at once, past what is compared key by
+    /// key: the same rule holds when the removed keys are looked up.
+    #[test]
+    fn many_vanished_owners_take_only_what_no_other_owner_shows() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let mode = UpdateMode::default();
+        let pools = COMPARE_AT_MOST + 4;
+        for i in 0..pools {
+            let object = format!("c-np-{i}");
+            t.update(
+                &format!("old-{i}"),
+                vec![upsert("c", Hop::Manifestwork, &object, "x")],
+                mode,
+                &mut out,
+            );
+        }
+        // Pool 0 was created again under a new id.
+        t.update(
+            "new-0",
+            vec![upsert("c", Hop::Manifestwork, "c-np-0", "y")],
+            mode,
+            &mut out,
+        );
+        out.clear();
+        let old: Vec<String> = (0..pools).map(|i| format!("old-{i}")).collect();
+        t.remove_vanished(&old, &mut out);
+        let mut gone = summary(&out);
+        gone.sort();
+        let mut want: Vec<(String, bool)> =
+            (1..pools).map(|i| (format!("c-np-{i}"), true)).collect();
+        want.sort();
+        assert_eq!(gone, want, "c-np-0 is still shown by new-0");
+        assert_eq!(t.owners().collect::<Vec<_>>(), vec!["new-0"]);
     }
 }

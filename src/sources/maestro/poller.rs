@@ -35,6 +35,13 @@ pub use crate::sources::poll::PollKind;
 /// every new bundle heard meanwhile.
 pub const UNREAD_WINDOW: Duration = Duration::from_secs(2);
 
+/// After each page of a paced list, a pause of this share of what the page
+/// took (docs/design.md §9.10): Maestro spends at most four fifths of the
+/// list's time serving it, whatever its page size and load. A fixed pause
+/// doubled a list of 100-bundle pages, which Maestro serves in half a
+/// second, and a 20,000-cluster reconciling list outlasted ten minutes.
+pub const PAGE_PAUSE_SHARE: f64 = 0.25;
+
 /// A bundle column the source reads bundles by.
 #[derive(Clone, Copy, Debug)]
 enum BundleField {
@@ -92,10 +99,12 @@ pub struct MaestroSource {
     /// A first list on the stream is paging: bundles first heard wait for
     /// it (it reaches them, or has) instead of being read by id.
     cold_listing: bool,
-    /// A pause between two pages of a list that runs while state is served
-    /// (a reconciling or periodic list on the stream), so the list costs
-    /// Maestro a bounded share of its time. None: as fast as Maestro answers.
-    pub(super) page_pause: Option<Duration>,
+    /// Whether a list paces its pages: one that runs while state is served
+    /// (a reconciling or periodic list on the stream) pauses after each
+    /// page a [`PAGE_PAUSE_SHARE`] of what the page took, so the list costs
+    /// Maestro a bounded share of its time. Unpaced: as fast as Maestro
+    /// answers.
+    pub(super) paced: bool,
 }
 
 impl MaestroSource {
@@ -126,7 +135,7 @@ impl MaestroSource {
             unread: Default::default(),
             last_unread_read: None,
             cold_listing: false,
-            page_pause: None,
+            paced: false,
         }
     }
 
@@ -139,15 +148,17 @@ impl MaestroSource {
         self.synced
     }
 
-    /// Between two pages of a list: apply the events the stream delivered
-    /// meanwhile, and pause if the list is paced, applying events as they
-    /// come. An error when the stream was lost: the list is of no use then,
-    /// as a new subscription lists again.
-    async fn between_pages(&mut self) -> Result<(), SourceError> {
+    /// Between two pages of a list (the last took `page_took`): apply the
+    /// events the stream delivered meanwhile, and pause if the list is
+    /// paced, applying events as they come. An error when the stream was
+    /// lost: the list is of no use then, as a new subscription lists again.
+    async fn between_pages(&mut self, page_took: Duration) -> Result<(), SourceError> {
         if self.inbox.is_none() {
             return Ok(());
         }
-        let until = self.page_pause.map(|p| Instant::now() + p);
+        let until = self
+            .paced
+            .then(|| Instant::now() + page_took.mul_f64(PAGE_PAUSE_SHARE));
         loop {
             let Some(inbox) = self.inbox.as_mut() else {
                 return Ok(());
@@ -168,14 +179,15 @@ impl MaestroSource {
                 self.apply_events(events).await;
                 continue;
             }
-            // While a list pages behind served state (paced), a bundle
-            // first heard is read at once, not a window later: the list
-            // costs Maestro far more than these reads, and after a restart
-            // every restored bundle is unknown to the stream until the list
-            // reaches it. A first list serves nothing yet: what it has not
-            // reached it will, and what it has is known; the rest is read
-            // after it.
-            if !self.cold_listing && self.unread_due().is_some() {
+            // While a list pages behind served state (paced), bundles
+            // first heard are read together, a window apart: after a
+            // restart every restored bundle is unknown to the stream until
+            // the list reaches it, and reading them as they were heard, a
+            // read between every two pages, held a 20,000-cluster list back
+            // past ten minutes. What the list has shown meanwhile is not
+            // read. A first list serves nothing yet: the rest is read after
+            // it.
+            if !self.cold_listing && self.unread_due().is_some_and(|due| due <= Instant::now()) {
                 self.read_unread().await;
             }
             match until {
@@ -221,10 +233,13 @@ impl MaestroSource {
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut unread = Vec::new();
+        // Forgotten together after the batch: what a bundle showed is gone
+        // unless another still shows it, which looks at every held object.
+        let mut deleted = Vec::new();
         for ev in &events {
             match event::decode(ev, &mut unknown) {
                 None => {}
-                Some(StatusEvent::Deleted { id, .. }) => self.forget(&[id], &mut out),
+                Some(StatusEvent::Deleted { id, .. }) => deleted.push(id),
                 Some(StatusEvent::Status {
                     mut bundle,
                     sequence,
@@ -244,11 +259,15 @@ impl MaestroSource {
             }
         }
         drop(events);
+        self.forget(&deleted, &mut out);
         self.unread.extend(unread);
+        // Between lists, a full query's worth is read without waiting for
+        // the window; while a list pages, only a window apart (above).
+        let listing = self.inbox.is_some();
         if !self.cold_listing
-            && self
-                .unread_due()
-                .is_some_and(|due| due <= Instant::now() || self.unread.len() >= IDS_PER_QUERY)
+            && self.unread_due().is_some_and(|due| {
+                due <= Instant::now() || (!listing && self.unread.len() >= IDS_PER_QUERY)
+            })
         {
             self.read_unread_into(mode, &mut out, &mut unknown).await;
         }
@@ -464,7 +483,7 @@ impl MaestroSource {
     ) -> Result<(), SourceError> {
         let initial = !self.synced;
         let began = Instant::now();
-        self.cold_listing = initial && self.inbox.is_some() && self.page_pause.is_none();
+        self.cold_listing = initial && self.inbox.is_some() && !self.paced;
         // On the stream, events say what changed while a list pages: no
         // incremental pass (docs/design.md §9.10).
         let interleave = !initial && scope.is_none() && self.known.is_none();
@@ -488,6 +507,7 @@ impl MaestroSource {
         // is dropped) before the next page is fetched.
         let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
         loop {
+            let page_began = Instant::now();
             match pager.next(&self.client).await {
                 Ok(Some(items)) => {
                     self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
@@ -508,7 +528,7 @@ impl MaestroSource {
                 Ok(None) => break,
                 Err(err) => return Err(err),
             }
-            self.between_pages().await?;
+            self.between_pages(page_began.elapsed()).await?;
             if let Some(newest) = self.newest_updated_at
                 && interleave
                 && Instant::now() >= self.incremental_due
@@ -534,20 +554,43 @@ impl MaestroSource {
         };
         let vanished = self.guard.filter(&self.ctx, KIND, known, confirmed);
         self.forget(&vanished, &mut out);
-        if initial {
+        let restored = initial
+            .then(|| self.ctx.sink.restored(&self.ctx.name, Hop::MaestroBundle))
+            .flatten();
+        if let Some(restored) = restored {
             // Bundles restored from the last run's readings that this list
             // did not show (docs/design.md §3.10): a list by offsets skips a
             // live bundle when one before it goes, so each is read by name
             // (its key in the model) before the store calls it gone. A
             // failed read leaves them to the store's reconciliation.
-            let restored = self
-                .ctx
-                .sink
-                .restored_objects(&self.ctx.name, Hop::MaestroBundle);
-            if !restored.is_empty() {
+            if !restored.objects.is_empty() {
                 let _ = self
-                    .read_by(BundleField::Name, restored, mode, &mut out, &mut unknown)
+                    .read_by(
+                        BundleField::Name,
+                        restored.objects,
+                        mode,
+                        &mut out,
+                        &mut unknown,
+                    )
                     .await;
+            }
+            // The list can skip a bundle the restored state does not have
+            // either (created while the exporter was down), or show an
+            // older reading of one than the stream missed: what changed
+            // since the readings were written is read once more, so every
+            // change of the downtime shows (a 20,000-cluster restart kept
+            // one bundle's downtime change until the next relist).
+            http::deliver(
+                &self.ctx,
+                initial,
+                observed_at,
+                std::mem::take(&mut out),
+                &std::mem::take(&mut unknown),
+            );
+            // A failed read leaves them to the next relist: the list itself
+            // succeeded, and listing again at fleet scale costs far more.
+            if let Err(err) = self.incremental_pass(observed_at, restored.written_at).await {
+                tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading what changed since the readings were written failed");
             }
         }
         self.synced = true;

@@ -35,12 +35,6 @@ use crate::sources::http::{Backoff, after};
 /// The kind the stream reports in `/readyz` and `hcpflow_source_kind_info`.
 pub const STREAM_KIND: &str = "resource-bundle-stream";
 
-/// The pause between two pages of a list that runs while state is already
-/// served (docs/design.md §9.10): a page of 400 bundles takes Maestro some
-/// two seconds to serve, so the list holds it busy at most four fifths of
-/// the time, and events keep being applied meanwhile.
-const RELIST_PAGE_PAUSE: Duration = Duration::from_millis(500);
-
 /// Run the Maestro source: poll forever, or, with `grpc` configured, hear
 /// the stream and list only to reconcile. Abort the task to stop.
 pub async fn run_configured(source: MaestroSource) {
@@ -91,7 +85,7 @@ async fn follow(
     // served: after a first sync, or with the last run's readings restored.
     source.inbox = Some(Inbox::new(rx));
     let paced = source.synced() || ctx.health.restoring(&ctx.name);
-    source.page_pause = paced.then_some(RELIST_PAGE_PAUSE);
+    source.paced = paced;
     let listed = source.poll(PollKind::Full).await;
     let Some(mut inbox) = source.inbox.take() else {
         return StreamError::Relist;
@@ -114,7 +108,7 @@ async fn follow(
                 continue;
             }
             () = tokio::time::sleep_until(next_relist.into()) => {
-                source.page_pause = Some(RELIST_PAGE_PAUSE);
+                source.paced = true;
                 source.inbox = Some(inbox);
                 source.poll(PollKind::Full).await;
                 match source.inbox.take() {
