@@ -205,7 +205,14 @@ async fn a_restarted_exporter_serves_maestros_last_readings_at_once_and_reconcil
         0.0,
         "{body}"
     );
-    assert!(!second.store.loading(), "the load ends once Maestro listed");
+    // The load ends at the model's next step (a delivery or its clock's
+    // tick) once every source has listed.
+    until(
+        "the load to end once Maestro listed",
+        Duration::from_secs(10),
+        || !second.store.loading(),
+    )
+    .await;
     let (_, _, wrong) = mismatches(&w.world, &second.store, window, false).await;
     assert!(wrong.is_empty(), "after the list: {}", wrong.join("\n"));
     second.stop().await;
