@@ -70,10 +70,58 @@ impl Platform {
     }
 }
 
+/// The OpenShift minor version an operation ran at, as the `version` label
+/// of the duration histograms (docs/design.md §15.5): `4.17` for `4.17.3`,
+/// `openshift-v4.17.3` or `4.17.0-rc.1`, `unknown` for anything else. Minor
+/// only, and only numbers, so the label is bounded whatever upstream sends:
+/// an SRE compares versions, not patch releases.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub struct MinorVersion(Option<(u8, u16)>);
+
+impl MinorVersion {
+    pub const UNKNOWN: MinorVersion = MinorVersion(None);
+
+    pub fn parse(version: &str) -> MinorVersion {
+        let v = version.trim();
+        let v = v.strip_prefix("openshift-").unwrap_or(v);
+        let v = v.strip_prefix(['v', 'V']).unwrap_or(v);
+        let mut parts = v.split(['.', '-', '+']);
+        fn number<T: std::str::FromStr>(part: Option<&str>) -> Option<T> {
+            part.filter(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|p| p.parse().ok())
+        }
+        let major: Option<u8> = number(parts.next());
+        let minor: Option<u16> = number(parts.next());
+        match (major, minor) {
+            (Some(major), Some(minor)) if major > 0 => MinorVersion(Some((major, minor))),
+            _ => MinorVersion::UNKNOWN,
+        }
+    }
+}
+
+impl std::fmt::Display for MinorVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some((major, minor)) => write!(f, "{major}.{minor}"),
+            None => f.write_str("unknown"),
+        }
+    }
+}
+
+impl EncodeLabelValue for MinorVersion {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        std::fmt::Write::write_fmt(encoder, format_args!("{self}"))
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperationLabels {
     pub operation: OperationKind,
     pub platform: Platform,
+    pub version: MinorVersion,
     pub outcome: Outcome,
 }
 
@@ -81,6 +129,8 @@ pub struct OperationLabels {
 pub struct HopOutcomeLabels {
     pub operation: OperationKind,
     pub hop: Hop,
+    pub platform: Platform,
+    pub version: MinorVersion,
     pub outcome: Outcome,
 }
 
@@ -265,6 +315,8 @@ impl OperationMetrics {
                 cluster_id,
                 operation,
                 hop,
+                platform,
+                version,
                 outcome,
                 started,
                 ended,
@@ -276,6 +328,12 @@ impl OperationMetrics {
                     .get_or_create(&HopOutcomeLabels {
                         operation: *operation,
                         hop: *hop,
+                        platform: Platform::from_identity(&if platform.is_empty() {
+                            platform_of(cluster_id)
+                        } else {
+                            platform.clone()
+                        }),
+                        version: MinorVersion::parse(version),
                         outcome: *outcome,
                     })
                     .observe(seconds, Some(trace(*operation, cluster_id)), None);
@@ -287,6 +345,7 @@ impl OperationMetrics {
                 cluster_id,
                 operation,
                 platform,
+                version,
                 outcome,
                 started,
                 ended,
@@ -301,6 +360,7 @@ impl OperationMetrics {
                     .get_or_create(&OperationLabels {
                         operation: *operation,
                         platform: Platform::from_identity(&platform),
+                        version: MinorVersion::parse(version),
                         outcome: *outcome,
                     })
                     .observe(
@@ -347,4 +407,40 @@ fn trace(operation: OperationKind, cluster_id: &str) -> TraceLabels {
 fn seconds_between(from: impl Into<jiff::Timestamp>, to: impl Into<jiff::Timestamp>) -> f64 {
     let (from, to) = (from.into(), to.into());
     ((to.as_millisecond() - from.as_millisecond()).max(0)) as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MinorVersion;
+
+    /// The `version` label keeps the minor of every spelling upstreams use
+    /// (HyperShift's history, Clusters Service's version id, the RP's
+    /// `version.id`) and nothing unbounded.
+    #[test]
+    fn the_version_label_is_the_minor_or_unknown() {
+        for (version, want) in [
+            ("4.17.3", "4.17"),
+            ("4.20.24", "4.20"),
+            ("4.12", "4.12"),
+            ("openshift-v4.17.3", "4.17"),
+            ("v4.18.0", "4.18"),
+            ("4.19.0-rc.1", "4.19"),
+            ("4.16.0+build", "4.16"),
+            (" 4.15.2 ", "4.15"),
+            ("", "unknown"),
+            ("4", "unknown"),
+            ("latest", "unknown"),
+            ("4.x.1", "unknown"),
+            ("0.1.0", "unknown"),
+            ("4.99999.0", "unknown"),
+            ("300.1", "unknown"),
+            ("4.17\"} 1\n", "unknown"),
+        ] {
+            assert_eq!(
+                MinorVersion::parse(version).to_string(),
+                want,
+                "{version:?}"
+            );
+        }
+    }
 }

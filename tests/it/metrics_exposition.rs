@@ -488,7 +488,7 @@ fn text_format_declares_every_sample_with_its_type() {
         );
     }
     // The bucket at the SLO target, written as users query it.
-    assert!(body.contains(r#"hcpflow_operation_duration_seconds_bucket{le="1200",operation="create",platform="azure",outcome="succeeded"} 1"#));
+    assert!(body.contains(r#"hcpflow_operation_duration_seconds_bucket{le="1200",operation="create",platform="azure",version="unknown",outcome="succeeded"} 1"#));
 }
 
 #[test]

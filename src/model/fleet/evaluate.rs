@@ -167,6 +167,8 @@ pub(super) fn refresh_hop(
             hop,
             via: hop_state.via,
             counted: hop_state.via == Via::Direct,
+            platform: timeline.identity.platform.clone(),
+            version: timeline.identity.version.clone(),
             outcome,
             started: started.into(),
             ended: hop_state.since.at.max(started).into(),
@@ -229,6 +231,7 @@ pub(super) fn evaluate_creation(
             operation: OperationKind::Create,
             counted,
             platform: &timeline.identity.platform,
+            version: &timeline.identity.version,
             outcome: Outcome::Failed,
             started: started.into(),
             ended: failed_at.into(),
@@ -283,6 +286,7 @@ pub(super) fn evaluate_creation(
             operation: OperationKind::Create,
             counted,
             platform: &timeline.identity.platform,
+            version: &timeline.identity.version,
             outcome: Outcome::Succeeded,
             started: started.into(),
             ended: completed_at.into(),
@@ -299,6 +303,7 @@ pub(super) struct Ending<'a> {
     pub(super) operation: OperationKind,
     pub(super) counted: bool,
     pub(super) platform: &'a str,
+    pub(super) version: &'a str,
     pub(super) outcome: Outcome,
     pub(super) started: Timestamp,
     pub(super) ended: Timestamp,
@@ -317,6 +322,7 @@ impl Ending<'_> {
             operation: self.operation,
             counted: self.counted,
             platform: self.platform.to_string(),
+            version: self.version.to_string(),
             outcome: self.outcome,
             started: self.started,
             ended,
@@ -371,6 +377,7 @@ pub(super) fn evaluate_deletion(
     let counted = config.ownership.owns(&timeline.cluster_id);
     let cluster_id = timeline.cluster_id.clone();
     let platform = timeline.identity.platform.clone();
+    let version = timeline.identity.version.clone();
     let Some(deletion) = timeline.deletion.as_deref_mut() else {
         return started_now;
     };
@@ -401,6 +408,7 @@ pub(super) fn evaluate_deletion(
             operation: OperationKind::Delete,
             counted,
             platform: &platform,
+            version: &version,
             outcome: Outcome::Failed,
             started: started.into(),
             ended: failed_at.into(),
@@ -434,6 +442,8 @@ pub(super) fn deletion_hop_gone(
             hop,
             via,
             counted,
+            platform: timeline.identity.platform.clone(),
+            version: timeline.identity.version.clone(),
             outcome: Outcome::Succeeded,
             started: started.into(),
             ended: at.max(started.into()),
@@ -451,6 +461,7 @@ pub(super) fn deletion_done(
     let counted = config.ownership.owns(&timeline.cluster_id);
     let cluster_id = timeline.cluster_id.clone();
     let platform = timeline.identity.platform.clone();
+    let version = timeline.identity.version.clone();
     let Some(deletion) = timeline.deletion.as_deref_mut().filter(|d| d.in_flight()) else {
         return;
     };
@@ -462,6 +473,7 @@ pub(super) fn deletion_done(
         operation: OperationKind::Delete,
         counted,
         platform: &platform,
+        version: &version,
         outcome: Outcome::Succeeded,
         started,
         ended: at,

@@ -55,6 +55,10 @@ pub enum Event {
         /// Feeds `hcpflow_hop_duration_seconds`: only direct readings do,
         /// so a split deployment's two views of one hop count once.
         counted: bool,
+        /// The cluster's platform and OpenShift version as its identity
+        /// said when the hop ended (the histograms keep the version's minor).
+        platform: String,
+        version: String,
         outcome: Outcome,
         started: Timestamp,
         ended: Timestamp,
@@ -67,6 +71,8 @@ pub enum Event {
         /// Feeds `hcpflow_operation_duration_seconds` (this instance owns it).
         counted: bool,
         platform: String,
+        /// The cluster's OpenShift version when the operation ended.
+        version: String,
         outcome: Outcome,
         started: Timestamp,
         ended: Timestamp,

@@ -589,7 +589,10 @@ impl MaestroSource {
             );
             // A failed read leaves them to the next relist: the list itself
             // succeeded, and listing again at fleet scale costs far more.
-            if let Err(err) = self.incremental_pass(observed_at, restored.written_at).await {
+            if let Err(err) = self
+                .incremental_pass(observed_at, restored.written_at)
+                .await
+            {
                 tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading what changed since the readings were written failed");
             }
         }
