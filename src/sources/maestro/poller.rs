@@ -143,6 +143,24 @@ impl MaestroSource {
         &self.ctx
     }
 
+    /// Deliver what a pass has read so far and start afresh: a pass's pages
+    /// go out as they are read (docs/design.md §9.5).
+    fn deliver_so_far(
+        &self,
+        initial: bool,
+        observed_at: Timestamp,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) {
+        http::deliver(
+            &self.ctx,
+            initial,
+            observed_at,
+            std::mem::take(out),
+            &std::mem::take(unknown),
+        );
+    }
+
     /// Whether a full list has completed once.
     pub fn synced(&self) -> bool {
         self.synced
@@ -424,13 +442,7 @@ impl MaestroSource {
                     // bundles change faster than Maestro lists them, a pass
                     // grows with every round, and one that delivered at its
                     // end showed nothing new at all (docs/design.md §9.5).
-                    http::deliver(
-                        &self.ctx,
-                        false,
-                        observed_at,
-                        std::mem::take(&mut out),
-                        &std::mem::take(&mut unknown),
-                    );
+                    self.deliver_so_far(false, observed_at, &mut out, &mut unknown);
                 }
                 Ok(None) => break Ok(()),
                 Err(err) => break Err(err),
@@ -517,13 +529,7 @@ impl MaestroSource {
                     // initial (silent) batches, and what a page says
                     // reaches the model before the pass below reads newer
                     // states of the same bundles.
-                    http::deliver(
-                        &self.ctx,
-                        initial,
-                        observed_at,
-                        std::mem::take(&mut out),
-                        &std::mem::take(&mut unknown),
-                    );
+                    self.deliver_so_far(initial, observed_at, &mut out, &mut unknown);
                 }
                 Ok(None) => break,
                 Err(err) => return Err(err),
@@ -580,13 +586,7 @@ impl MaestroSource {
             // since the readings were written is read once more, so every
             // change of the downtime shows (a 20,000-cluster restart kept
             // one bundle's downtime change until the next relist).
-            http::deliver(
-                &self.ctx,
-                initial,
-                observed_at,
-                std::mem::take(&mut out),
-                &std::mem::take(&mut unknown),
-            );
+            self.deliver_so_far(initial, observed_at, &mut out, &mut unknown);
             // A failed read leaves them to the next relist: the list itself
             // succeeded, and listing again at fleet scale costs far more.
             if let Err(err) = self
