@@ -96,6 +96,9 @@ pub struct Exporter {
     extra_routes: Option<axum::Router>,
     /// Where the web UI links to.
     ui: crate::config::UiConfig,
+    /// What Maestro's stream knows of each bundle, written beside the
+    /// readings at shutdown (docs/design.md §3.10).
+    stream_known: Option<crate::sources::maestro::KnownBundles>,
 }
 
 impl Exporter {
@@ -132,6 +135,7 @@ impl Exporter {
         creation_traces: bool,
     ) -> Result<Exporter, AppError> {
         let http_sources = HttpSource::configured(&config.sources);
+        let stream_known = http_sources.iter().find_map(|s| s.stream_known().cloned());
         let mut source_names: Vec<String> =
             http_sources.iter().map(|s| s.name().to_string()).collect();
         // /readyz waits for every management cluster's first full list too.
@@ -179,6 +183,11 @@ impl Exporter {
                 // first list of minutes (docs/design.md §3.10).
                 if config.sources.maestro.is_some() {
                     readings_restored = restore_readings(&store, &state, SOURCE_MAESTRO);
+                }
+                // What the stream knew of the restored bundles: their
+                // events apply at once, unread (docs/design.md §3.10).
+                if let Some(known) = stream_known.as_ref().filter(|_| readings_restored) {
+                    restore_bundle_ids(known, &state, SOURCE_MAESTRO);
                 }
                 Some((Arc::new(state), restored))
             }
@@ -291,6 +300,7 @@ impl Exporter {
             state,
             extra_routes: None,
             ui: config.ui.clone(),
+            stream_known,
         })
     }
 
@@ -359,6 +369,9 @@ impl Exporter {
             let both = async {
                 save_state(&self.store, state).await;
                 save_readings(&self.store, state).await;
+                if let Some(known) = &self.stream_known {
+                    save_bundle_ids(known, state, self.store.clock().now()).await;
+                }
             };
             if tokio::time::timeout(left, both).await.is_err() {
                 tracing::warn!(
@@ -434,6 +447,48 @@ fn restore_readings(store: &Arc<Store>, state: &StateStore, source: &str) -> boo
         "serving the last readings of the source until it has listed again"
     );
     restored.objects > 0
+}
+
+/// Seed what Maestro's stream knows from the last run's bundle ids.
+fn restore_bundle_ids(
+    known: &crate::sources::maestro::KnownBundles,
+    state: &StateStore,
+    source: &str,
+) {
+    let mut saved = Vec::new();
+    let Some(restored) = state.load_bundle_ids(source, &mut |b| saved.push(b)) else {
+        // A damaged file's whole bundles are still right (their ids and
+        // names never change).
+        known.restore(saved);
+        return;
+    };
+    let added = known.restore(saved);
+    tracing::info!(
+        source,
+        bundles = added,
+        written_at = %restored.written_at,
+        "the stream knows the restored bundles by id again"
+    );
+}
+
+/// Write what Maestro's stream knows of each bundle, on a blocking thread,
+/// once its source has stopped (the map is locked while it is written).
+async fn save_bundle_ids(
+    known: &crate::sources::maestro::KnownBundles,
+    state: &Arc<StateStore>,
+    now: jiff::Timestamp,
+) {
+    if known.is_empty() {
+        return;
+    }
+    let (known, writer) = (known.clone(), state.clone());
+    let written = tokio::task::spawn_blocking(move || {
+        known.with_saved(|bundles| writer.save_bundle_ids(SOURCE_MAESTRO, bundles, now))
+    })
+    .await;
+    if let Err(error) = written {
+        tracing::error!(%error, "the bundle-ids writer stopped unexpectedly");
+    }
 }
 
 /// Write the kept source's readings if it delivered anything since the

@@ -589,6 +589,11 @@ impl World {
         served
     }
 
+    /// The Maestro bundles some reader read by a search on their id.
+    pub fn maestro_bundles_read_by_id(&self) -> std::collections::BTreeSet<String> {
+        self.control(Api::Maestro).ids_read_by_id()
+    }
+
     /// Maestro's gRPC stream: its counters (subscriptions, events,
     /// publishes refused) and settings (heartbeat, token).
     pub fn stream_control(&self) -> &Arc<server::maestro_grpc::StreamControl> {

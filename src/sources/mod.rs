@@ -27,7 +27,10 @@ pub mod rp_frontend;
 pub enum HttpSource {
     RpFrontend(RpFrontendConfig),
     ClustersService(ClustersServiceConfig),
-    Maestro(MaestroConfig),
+    /// With what its stream knows of each bundle, one map for every
+    /// restart of the source, kept across the exporter's (docs/design.md
+    /// §3.10).
+    Maestro(MaestroConfig, maestro::KnownBundles),
 }
 
 impl HttpSource {
@@ -39,7 +42,10 @@ impl HttpSource {
             .clusters_service
             .clone()
             .map(HttpSource::ClustersService);
-        let maestro = sources.maestro.clone().map(HttpSource::Maestro);
+        let maestro = sources
+            .maestro
+            .clone()
+            .map(|cfg| HttpSource::Maestro(cfg, maestro::KnownBundles::default()));
         [rp, cs, maestro].into_iter().flatten().collect()
     }
 
@@ -48,7 +54,7 @@ impl HttpSource {
         match self {
             HttpSource::RpFrontend(_) => SOURCE_RP_FRONTEND,
             HttpSource::ClustersService(_) => SOURCE_CLUSTERS_SERVICE,
-            HttpSource::Maestro(_) => SOURCE_MAESTRO,
+            HttpSource::Maestro(..) => SOURCE_MAESTRO,
         }
     }
 
@@ -56,7 +62,17 @@ impl HttpSource {
         match self {
             HttpSource::RpFrontend(cfg) => &cfg.http,
             HttpSource::ClustersService(cfg) => &cfg.http,
-            HttpSource::Maestro(cfg) => &cfg.http,
+            HttpSource::Maestro(cfg, _) => &cfg.http,
+        }
+    }
+
+    /// What Maestro's stream knows of each bundle, when this is Maestro
+    /// heard over its stream: what the exporter restores at start and
+    /// writes at shutdown (docs/design.md §3.10).
+    pub fn stream_known(&self) -> Option<&maestro::KnownBundles> {
+        match self {
+            HttpSource::Maestro(cfg, known) if cfg.grpc.is_some() => Some(known),
+            _ => None,
         }
     }
 
@@ -73,10 +89,10 @@ impl HttpSource {
                     .run()
                     .await
             }
-            HttpSource::Maestro(cfg) => {
-                maestro::stream::run_configured(maestro::MaestroSource::with_client(
-                    cfg, ctx, client,
-                ))
+            HttpSource::Maestro(cfg, known) => {
+                maestro::stream::run_configured(
+                    maestro::MaestroSource::with_client(cfg, ctx, client).remembering(known),
+                )
                 .await
             }
         }

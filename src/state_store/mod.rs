@@ -18,6 +18,7 @@
 //! replacing of the file, `memory` what is kept between writes, and
 //! `metrics` the store's self-metrics.
 
+mod bundle_ids;
 mod format;
 mod memory;
 mod metrics;
@@ -29,6 +30,10 @@ use std::path::PathBuf;
 
 use jiff::Timestamp;
 
+pub use bundle_ids::{
+    BUNDLE_IDS_FILE_NAME, BUNDLE_IDS_FORMAT, BUNDLE_IDS_IGNORED_FILE_NAME, BUNDLE_IDS_VERSION,
+    RestoredBundleIds, SavedBundle,
+};
 pub use format::{FORMAT, MAX_CLUSTERS, VERSION};
 pub use memory::{MemorySnapshot, Remembered};
 pub use metrics::{StateStoreMetrics, WriteLabels, WriteResult};

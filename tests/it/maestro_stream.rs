@@ -20,9 +20,10 @@ use crate::common::source::harness;
 use crate::common::standin::{Behaviour, StandIn};
 use crate::common::world as testworld;
 use hcp_flow::config::{HttpSourceConfig, MaestroConfig, MaestroGrpcConfig};
-use hcp_flow::model::{Change, Hop, Observation, Phase};
+use hcp_flow::model::{Change, ClusterKey, Hop, Observation, Phase};
 use hcp_flow::sim::{Fault, LatencyModel, Truth, WorldConfig};
 use hcp_flow::sources::maestro::{self, MaestroSource};
+use hcp_flow::state_store::SavedBundle;
 
 // ---------------------------------------------------------------------------
 // The stand-in's own wire types, from `cloudevent.proto` (field numbers as
@@ -477,6 +478,109 @@ async fn a_status_event_reads_as_the_list_would_and_deleted_removes_the_bundle()
         calls.paths
     );
     drop(calls);
+    task.abort();
+}
+
+/// What the last run's stream knew of a bundle (its bundle-ids file)
+/// lets this run apply the bundle's events while the first list is still
+/// paging: named as the list names it, older statuses skipped, and never
+/// read by id (docs/design.md §3.10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
+    // The list's first page shows another cluster's bundle; its second
+    // never answers: the list is still paging when the events apply.
+    // Its HostedCluster not Available: only the event makes one Ready.
+    let mut other = rest_bundle(false, 3, "2025-01-01T00:05:00Z");
+    other["id"] = json!("0b6a3b8e-4b8f-5bb1-9a8e-2f1d3c4b5a69");
+    other["name"] = json!("work-2");
+    other["metadata"] = json!({"name": "work-2", "labels": {"api.openshift.com/id": "cluster-2"}});
+    let first_page = json!({"kind": "ResourceBundleList", "page": 1, "size": 1, "total": 2,
+        "items": [other]})
+    .to_string();
+    let stand = StandIn::start(move |seen| {
+        if seen.target.contains("page=1") {
+            Behaviour::Answer(200, first_page.clone())
+        } else {
+            Behaviour::Freeze
+        }
+    })
+    .await;
+    let (grpc, address) = StandInServer::start().await;
+    let events = grpc.next_subscription();
+    let h = harness("maestro");
+    let mut http = HttpSourceConfig::new(stand.base.clone());
+    http.full_relist_interval = Duration::from_secs(3600);
+    http.page_size = 1;
+    let mut g = MaestroGrpcConfig::new(url::Url::parse(&address).unwrap(), "cs-source");
+    g.heartbeat_timeout = Duration::from_secs(30);
+    let cfg = MaestroConfig {
+        http,
+        search_scope: None,
+        grpc: Some(Box::new(g)),
+    };
+    // As the bundle-ids file gives it back: name, cluster, sequence 10.
+    let known = maestro::KnownBundles::default();
+    known.restore([SavedBundle {
+        id: BUNDLE_ID.to_string(),
+        name: Some("work-1".to_string()),
+        cluster: Some("cluster-1".to_string()),
+        created_at: "2025-01-01T00:00:00Z".parse().ok(),
+        deleted_at: None,
+        sequence: 10,
+    }]);
+    let source = MaestroSource::new(cfg, h.ctx.clone())
+        .unwrap()
+        .remembering(known);
+    // The subscription's first events, heard before the list's first page
+    // ends and applied after it: one older than what the last run applied
+    // (skipped), then a newer one.
+    let t = "2025-01-01T00:10:00Z".parse::<jiff::Timestamp>().unwrap();
+    for (seq, available) in [(5, false), (20, true)] {
+        events
+            .send(Ok(status_event(
+                BUNDLE_ID,
+                seq,
+                t.as_second(),
+                &payload(available, seq),
+            )))
+            .await
+            .unwrap();
+    }
+    let task = tokio::spawn(maestro::stream::run_configured(source));
+    let cluster_1 = ClusterKey::Id("cluster-1".to_string());
+    let mut streamed = Vec::new();
+    until("the event's reading", Duration::from_secs(10), || {
+        streamed.extend(h.sink.take());
+        streamed.iter().flat_map(|b| &b.observations).any(|o| {
+            o.key == cluster_1
+                && o.hop == Hop::HostedCluster
+                && matches!(&o.change, Change::Upsert(v) if v.phase == Phase::Ready)
+        })
+    })
+    .await;
+    let of_cluster_1: Vec<&Observation> = streamed
+        .iter()
+        .flat_map(|b| &b.observations)
+        .filter(|o| o.key == cluster_1)
+        .collect();
+    assert!(
+        of_cluster_1
+            .iter()
+            .any(|o| o.hop == Hop::MaestroBundle && o.object == "work-1"),
+        "the bundle keyed as the list keys it: {of_cluster_1:?}"
+    );
+    assert!(
+        of_cluster_1.iter().all(|o| o.hop != Hop::HostedCluster
+            || matches!(&o.change, Change::Upsert(v) if v.phase == Phase::Ready)),
+        "the older status was applied: {of_cluster_1:?}"
+    );
+    // Nothing but the list's two pages reached the REST API.
+    let seen = stand.seen();
+    assert!(
+        seen.iter().all(|s| !s.target.contains("search")),
+        "{seen:?}"
+    );
+    assert!(seen.iter().any(|s| s.target.contains("page=2")), "{seen:?}");
     task.abort();
 }
 

@@ -11,7 +11,7 @@ use crate::common::world as testworld;
 use crate::maestro_stream::{mismatches, sample, until, world_config};
 use hcp_flow::model::Hop;
 use hcp_flow::sim::{Api, Fault, LatencyModel, WorldConfig};
-use hcp_flow::state_store::READINGS_FILE_NAME;
+use hcp_flow::state_store::{BUNDLE_IDS_FILE_NAME, READINGS_FILE_NAME};
 use hcp_flow::store::Store;
 
 fn scratch(name: &str) -> PathBuf {
@@ -37,6 +37,24 @@ fn maestro_status(store: &Store) -> hcp_flow::store::SourceStatus {
         .into_iter()
         .find(|s| s.source == "maestro")
         .expect("the maestro source is declared")
+}
+
+/// The bundle ids a bundle-ids file names.
+fn bundle_ids_in(path: &std::path::Path) -> BTreeSet<String> {
+    let file = std::fs::File::open(path).expect("shutdown writes the bundle ids");
+    let json: serde_json::Value =
+        serde_json::from_reader(flate2::read::GzDecoder::new(file)).expect("gzip JSON");
+    assert_eq!(json["format"], "hcp-flow/bundle-ids", "{}", json["format"]);
+    assert_eq!(json["source"], "maestro");
+    json["bundles"]
+        .as_array()
+        .expect("a list of bundles")
+        .iter()
+        .map(|b| {
+            assert!(b["name"].is_string() && b["cluster"].is_string(), "{b}");
+            b["id"].as_str().expect("an id").to_string()
+        })
+        .collect()
 }
 
 async fn metrics(url: &str) -> String {
@@ -97,6 +115,16 @@ async fn a_restarted_exporter_serves_maestros_last_readings_at_once_and_reconcil
         dir.join(READINGS_FILE_NAME).exists(),
         "shutdown writes the readings"
     );
+    // And what the stream knew of each bundle, by id: read here as the
+    // file's envelope says, not by the exporter's loader.
+    let known_before = bundle_ids_in(&dir.join(BUNDLE_IDS_FILE_NAME));
+    assert!(
+        known_before.len() >= before.len(),
+        "{} bundle ids for {} clusters",
+        known_before.len(),
+        before.len()
+    );
+    let read_by_id_before = w.world.maestro_bundles_read_by_id();
 
     // Maestro's REST API is down: only the readings can show its bundles.
     w.world.inject(Fault::Down { api: Api::Maestro });
@@ -185,6 +213,19 @@ async fn a_restarted_exporter_serves_maestros_last_readings_at_once_and_reconcil
         })
         .collect();
     assert!(changed >= 3, "too few hops changed ({changed})");
+    // The stream knew the restored bundles again: their events applied at
+    // once, and none was read by id while the list paged.
+    let read_since: BTreeSet<String> = w
+        .world
+        .maestro_bundles_read_by_id()
+        .difference(&read_by_id_before)
+        .cloned()
+        .collect();
+    let known_read: Vec<&String> = read_since.intersection(&known_before).collect();
+    assert!(
+        known_read.is_empty(),
+        "restored bundles read by id: {known_read:?}"
+    );
     assert!(
         wrong.is_empty(),
         "while the list pages, {} of {compared} differ:\n{}",

@@ -171,6 +171,9 @@ async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Resp
         (a.created, &a.id).cmp(&(b.created, &b.id))
     });
     let (total, page) = page_of(matched, &pg);
+    if raw_search.trim_start().starts_with("id ") {
+        ctl.read_by_id(page.iter().map(|(_, b)| b.id.as_str()));
+    }
     let items: Vec<Value> = page
         .iter()
         .filter_map(|(p, b)| wire::bundle(p, b, now))

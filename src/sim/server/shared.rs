@@ -31,11 +31,25 @@ pub(crate) struct ApiControl {
     /// Objects answered (list items, or 1 per object read): what a reader
     /// cost this API, for tests that a walk reads one creation, not a fleet.
     items_served: AtomicU64,
+    /// Ids of the objects read by a search on their id (Maestro's `id in
+    /// (...)`): for tests that a reader did not need to read them so.
+    read_by_id: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl ApiControl {
     pub(super) fn served(&self, items: usize) {
         self.items_served.fetch_add(items as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn read_by_id<'a>(&self, ids: impl IntoIterator<Item = &'a str>) {
+        self.read_by_id
+            .lock()
+            .extend(ids.into_iter().map(str::to_string));
+    }
+
+    /// The ids of the objects read by a search on their id so far.
+    pub fn ids_read_by_id(&self) -> std::collections::BTreeSet<String> {
+        self.read_by_id.lock().clone()
     }
 
     /// Objects this API has answered so far.
@@ -57,6 +71,7 @@ impl ApiControl {
             spontaneous,
             operations: AtomicU64::new(0),
             items_served: AtomicU64::new(0),
+            read_by_id: Mutex::default(),
         }
     }
 

@@ -609,8 +609,10 @@ pub fn cluster_label_search(cluster_id: &str) -> String {
 
 pub mod event;
 mod inbox;
+pub mod known;
 mod poller;
 pub mod proto;
 pub mod stream;
 
+pub use known::KnownBundles;
 pub use poller::{MaestroSource, PollKind, UNREAD_WINDOW, next_incremental_wait};

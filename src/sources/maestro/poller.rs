@@ -2,13 +2,14 @@
 //! timed from when the last began, interleaved with a relist's pages
 //! (docs/design.md §9.5). What a bundle says is read in the parent module.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use tracing::Instrument;
 
-use super::event::{self, Known, StatusEvent};
+use super::event::{self, StatusEvent};
+use super::known::{KnownBundles, Lookup};
 use super::proto::CloudEvent;
 use super::{
     BUNDLES_PATH, IDS_PER_QUERY, KIND, LIST_KIND, ResourceBundle, parse_bundle,
@@ -86,8 +87,11 @@ pub struct MaestroSource {
     /// How long the last incremental pass took.
     incremental_takes: Duration,
     /// With the stream: what the lists said of each followed bundle that
-    /// a status event does not say (docs/design.md §9.10). None when polling.
-    known: Option<HashMap<Box<str>, Known>>,
+    /// a status event does not say (docs/design.md §9.10), shared with the
+    /// exporter that keeps it across restarts (§3.10). Empty when polling.
+    known: KnownBundles,
+    /// Whether Maestro is heard over its stream (and `known` kept).
+    streaming: bool,
     /// With the stream, while a list pages: the events read meanwhile,
     /// applied between two pages so a list of minutes never holds them
     /// back (docs/design.md §9.10).
@@ -130,7 +134,8 @@ impl MaestroSource {
             deleting: HashSet::new(),
             incremental_due: Instant::now(),
             incremental_takes: Duration::ZERO,
-            known: None,
+            known: KnownBundles::default(),
+            streaming: false,
             inbox: None,
             unread: Default::default(),
             last_unread_read: None,
@@ -233,7 +238,15 @@ impl MaestroSource {
     /// Keep what the stream's events need from the lists (docs/design.md
     /// §9.10).
     pub fn remember_for_stream(&mut self) {
-        self.known.get_or_insert_with(HashMap::new);
+        self.streaming = true;
+    }
+
+    /// Keep what the stream knows in `known`: the map the exporter seeded
+    /// from the last run's bundle ids and writes at shutdown, the same for
+    /// every restart of this source (docs/design.md §3.10).
+    pub fn remembering(mut self, known: KnownBundles) -> MaestroSource {
+        self.known = known;
+        self
     }
 
     /// Apply status events from the stream: each becomes the bundle the
@@ -262,12 +275,12 @@ impl MaestroSource {
                     mut bundle,
                     sequence,
                 }) => {
-                    match self.known.as_ref().and_then(|k| k.get(bundle.id.as_str())) {
-                        Some(known) if known.is_stale(sequence) => continue,
-                        Some(known) => known.fill(&mut bundle),
+                    match self.known.fill(&mut bundle, sequence) {
+                        Lookup::Stale => continue,
+                        Lookup::Filled => {}
                         // Never listed: its event alone would name it by
                         // the agent's ObjectMeta, not as the list does.
-                        None => {
+                        Lookup::Unknown => {
                             unread.push(bundle.id);
                             continue;
                         }
@@ -327,11 +340,7 @@ impl MaestroSource {
         self.last_unread_read = Some(Instant::now());
         // A list may have shown them since they were heard, and then at
         // least as new as the event: known now, nothing to read.
-        let known = self.known.as_ref();
-        let ids: Vec<String> = std::mem::take(&mut self.unread)
-            .into_iter()
-            .filter(|id| known.is_none_or(|k| !k.contains_key(id.as_str())))
-            .collect();
+        let ids = self.known.unknown_of(std::mem::take(&mut self.unread));
         if ids.is_empty() {
             return;
         }
@@ -498,7 +507,7 @@ impl MaestroSource {
         self.cold_listing = initial && self.inbox.is_some() && !self.paced;
         // On the stream, events say what changed while a list pages: no
         // incremental pass (docs/design.md §9.10).
-        let interleave = !initial && scope.is_none() && self.known.is_none();
+        let interleave = !initial && scope.is_none() && !self.streaming;
         self.incremental_due = http::after(began, self.cfg.http.fast_poll_interval);
         let mut interleaved = false;
         let params: Vec<(&str, &str)> = scope
@@ -595,6 +604,13 @@ impl MaestroSource {
             {
                 tracing::debug!(source = %self.ctx.name, error = %cause_chain(&err), "reading what changed since the readings were written failed");
             }
+        }
+        if initial && self.streaming {
+            // What the last run knew of bundles deleted while it was down:
+            // every bundle that still exists is tracked now (listed, read by
+            // id or by name, or heard), the rest is gone.
+            let tracker = &self.tracker;
+            self.known.retain(|id| tracker.contains(id));
         }
         self.synced = true;
         http::deliver(&self.ctx, initial, observed_at, out, &unknown);
@@ -702,9 +718,9 @@ impl MaestroSource {
     fn forget(&mut self, gone: &[String], out: &mut Vec<Observation>) {
         for id in gone {
             self.deleting.remove(id);
-            if let Some(known) = &mut self.known {
-                known.remove(id.as_str());
-            }
+        }
+        if self.streaming {
+            self.known.forget_all(gone);
         }
         self.tracker.remove_vanished(gone, out);
     }
@@ -734,14 +750,14 @@ impl MaestroSource {
             // keeps only its own bundles, docs/design.md §8.3); forget it if
             // it once was.
             self.deleting.remove(&bundle.id);
-            if let Some(known) = &mut self.known {
-                known.remove(bundle.id.as_str());
+            if self.streaming {
+                self.known.forget(&bundle.id);
             }
             self.tracker.remove(&bundle.id, out);
             return;
         }
-        if let Some(known) = &mut self.known {
-            known.insert(bundle.id.as_str().into(), Known::of(&bundle));
+        if self.streaming {
+            self.known.remember(&bundle);
         }
         let mode = UpdateMode {
             partial: parsed.feedback_error.is_some(),
