@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::figures::{Latency, resident_memory_of, series_in};
+use super::figures::{Latency, fleet_level_series_in, resident_memory_of, series_in};
 use super::process::{
     Scraper, Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
 };
@@ -24,6 +24,8 @@ pub struct EndToEndFigures {
     pub gzip_bytes: usize,
     pub bytes: usize,
     pub series: usize,
+    /// Of `series`, those without a `cluster_id` label.
+    pub fleet_series: usize,
     pub rss: Option<u64>,
     /// Resident memory at /readyz, before any scrape: what the fleet
     /// costs, apart from what scraping adds.
@@ -231,6 +233,7 @@ pub async fn end_to_end(
     let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
     let (bytes, series) = (last.len(), series_in(last));
+    let fleet_series = fleet_level_series_in(last);
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
     let rss = resident_memory_of(&pid);
     drop(child);
@@ -244,6 +247,7 @@ pub async fn end_to_end(
         gzip_bytes,
         bytes,
         series,
+        fleet_series,
         rss,
         rss_at_ready,
         requests,

@@ -55,3 +55,40 @@ pub fn series_in(body: &str) -> usize {
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .count()
 }
+
+/// The samples of an exposition without a `cluster_id` label: the
+/// fleet-level series (the duration histograms by operation, hop,
+/// platform and version; the sources' own), which grow with the label
+/// values, not with the fleet. The rest, divided by the clusters, is the
+/// series budget per cluster (docs/metrics.md).
+pub fn fleet_level_series_in(body: &str) -> usize {
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty() && !l.contains("cluster_id=\""))
+        .count()
+}
+
+/// `series` less `fleet_level`, per cluster: "12.3 per cluster, 456 fleet-level".
+pub fn series_budget(series: usize, fleet_level: usize, clusters: usize) -> String {
+    format!(
+        "{:.1} per cluster, {fleet_level} fleet-level",
+        series.saturating_sub(fleet_level) as f64 / clusters.max(1) as f64
+    )
+}
+
+#[cfg(test)]
+mod series_tests {
+    use super::*;
+
+    #[test]
+    fn fleet_level_series_are_those_without_a_cluster() {
+        let body = "# HELP a x\n# TYPE a gauge\n\
+            hcpflow_hop_phase{cluster_id=\"c1\",hop=\"rp_frontend\"} 1\n\
+            hcpflow_hop_phase{cluster_id=\"c2\",hop=\"rp_frontend\"} 1\n\
+            hcpflow_hop_duration_seconds_bucket{operation=\"create\",le=\"5\"} 3 # {trace_id=\"ab\"} 4.0\n\
+            hcpflow_source_up{source=\"maestro\"} 1\n\
+            # EOF\n";
+        assert_eq!(series_in(body), 4);
+        assert_eq!(fleet_level_series_in(body), 2);
+        assert_eq!(series_budget(4, 2, 2), "1.0 per cluster, 2 fleet-level");
+    }
+}

@@ -8,7 +8,7 @@ use jiff::SignedDuration;
 use jiff::Timestamp;
 
 use super::BenchError;
-use super::figures::{Latency, resident_memory_of, series_in};
+use super::figures::{Latency, fleet_level_series_in, resident_memory_of, series_in};
 use super::pin;
 use super::process::{
     Scraper, Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
@@ -33,6 +33,8 @@ pub struct KubeFigures {
     pub gzip_bytes: usize,
     pub bytes: usize,
     pub series: usize,
+    /// Of `series`, those without a `cluster_id` label.
+    pub fleet_series: usize,
     /// Resident memory of the exporter at /readyz (watches listed, nothing
     /// scraped yet), and after the changes and scrapes.
     pub rss_at_ready: Option<u64>,
@@ -186,6 +188,7 @@ pub async fn kube(
     let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
     let (bytes, series) = (last.len(), series_in(last));
+    let fleet_series = fleet_level_series_in(last);
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
     let rss = resident_memory_of(&pid);
     drop(child);
@@ -200,6 +203,7 @@ pub async fn kube(
         gzip_bytes,
         bytes,
         series,
+        fleet_series,
         rss_at_ready,
         rss,
         pinning: pinning.describe(),

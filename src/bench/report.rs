@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::MaestroMode;
 use super::end_to_end::EndToEndFigures;
-use super::figures::{Latency, mib, ms};
+use super::figures::{Latency, mib, ms, series_budget};
 use super::in_process::ExpositionFigures;
 use super::kube::KubeFigures;
 
@@ -181,6 +181,9 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
         );
     }
     row("series", &|r| r.series.to_string());
+    row("series budget (without `cluster_id`: fleet-level)", &|r| {
+        series_budget(r.series, r.fleet_series, r.clusters)
+    });
     row("bytes", &|r| {
         format!("{} ({:.1} MiB)", r.bytes, r.bytes as f64 / 1048576.0)
     });
@@ -231,7 +234,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
          | figure | value |\n|---|---|\n\
          | time to /readyz (first list of every kind) | {:.1} s |\n\
          | watch event → visible in /metrics p50 / p99 / max | {:.0} / {:.0} / {:.0} ms ({} changes; includes one scrape) |\n\
-         | series | {} |\n| bytes | {} ({:.1} MiB) |\n\
+         | series | {} |\n| series budget (without `cluster_id`: fleet-level) | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
          | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
@@ -244,6 +247,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
         ms(k.event_to_metrics.max),
         k.event_to_metrics.samples,
         k.series,
+        series_budget(k.series, k.fleet_series, k.clusters),
         k.bytes,
         k.bytes as f64 / 1048576.0,
         ms(k.scrape.p50),

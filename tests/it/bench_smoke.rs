@@ -156,6 +156,17 @@ fn the_kube_bench_runs_and_reports_both_encodings() {
     assert!(bytes > 10_000.0, "{report}");
     assert!(gzip_bytes > 0.0 && gzip_bytes * 3.0 < bytes, "{report}");
     assert!(first_number(&report, "| series |") > 30.0, "{report}");
+    // Per cluster and fleet-level, from the same body: both there.
+    let budget = "| series budget (without `cluster_id`: fleet-level) |";
+    assert!(first_number(&report, budget) > 1.0, "{report}");
+    let fleet_level: f64 = report
+        .lines()
+        .find(|l| l.starts_with(budget))
+        .and_then(|l| l.split("per cluster, ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(fleet_level > 0.0, "{report}");
 }
 
 /// The cells of the report row that starts with `row`, after its name.
@@ -243,6 +254,18 @@ fn the_end_to_end_bench_runs_at_small_scale() {
     assert!(rest.is_some_and(|r| r >= 1.0), "{report}");
     assert!(stream.is_some_and(|s| s >= 0.0), "{report}");
     assert!(requests[1].contains("(over "), "{report}");
+    // The series budget of each run: per cluster and fleet-level.
+    let budgets = cells(
+        &report,
+        "| series budget (without `cluster_id`: fleet-level)",
+    );
+    assert_eq!(budgets.len(), 2, "{report}");
+    for budget in &budgets {
+        assert!(
+            number_in(budget).is_some_and(|n| n > 1.0) && budget.contains(" fleet-level"),
+            "{report}"
+        );
+    }
     // Every run's exporter is where the first one was: pinned once.
     let cpus = cells(&report, "| CPUs |");
     assert_eq!(cpus.len(), 2, "{report}");
