@@ -13,6 +13,7 @@ mod stamp;
 pub mod testing;
 mod text;
 mod timeline;
+mod trace_link;
 mod verdict;
 
 pub use budget::{HopBudgets, OperationBudgets};
@@ -39,6 +40,7 @@ pub use text::Text;
 pub use timeline::{
     CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };
+pub use trace_link::{TRACEPARENT_ANNOTATIONS, TraceLink, TraceParent, TraceParentError};
 pub use verdict::{Status, Verdict, explain, failed_hop, human, verdict};
 
 #[cfg(test)]

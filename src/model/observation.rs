@@ -243,6 +243,11 @@ pub struct IdentityPatch {
     pub namespace: Option<String>,
     pub platform: Option<String>,
     pub version: Option<String>,
+    /// Not the cluster's identity, but taken into the timeline the same
+    /// way: the W3C trace contexts the object's annotations name, which its
+    /// hop's span links to (docs/design.md §7.7). Here, not on the view, so
+    /// a view without any costs nothing.
+    pub trace_parents: Vec<super::TraceParent>,
 }
 
 impl IdentityPatch {
@@ -260,5 +265,6 @@ impl IdentityPatch {
         namespace: None,
         platform: None,
         version: None,
+        trace_parents: Vec::new(),
     };
 }

@@ -367,6 +367,10 @@ pub struct Timeline {
     /// The cluster's deletion, from its first sign until the cluster is
     /// gone (docs/design.md §15.3). Boxed: most clusters are not deleting.
     pub deletion: Option<Box<super::operation::Operation>>,
+    /// The controllers' trace contexts its objects' annotations name, which
+    /// their hops' spans link to (docs/design.md §7.7). Boxed: most
+    /// clusters carry none.
+    pub trace_links: Option<Box<Vec<super::TraceLink>>>,
 }
 
 impl Timeline {
@@ -381,7 +385,39 @@ impl Timeline {
             slo: None,
             hops: HopMap::default(),
             deletion: None,
+            trace_links: None,
         }
+    }
+
+    /// What `object` of `hop` (read directly) names now: its links replace
+    /// the ones it named before; none removes them.
+    pub(crate) fn set_trace_links(
+        &mut self,
+        hop: Hop,
+        object: &str,
+        parents: Vec<super::TraceParent>,
+    ) {
+        if parents.is_empty() && self.trace_links.is_none() {
+            return;
+        }
+        let links = self.trace_links.get_or_insert_with(Default::default);
+        links.retain(|l| !(l.hop == hop && &*l.object == object));
+        links.extend(parents.into_iter().map(|context| super::TraceLink {
+            hop,
+            object: object.into(),
+            context,
+        }));
+        if links.is_empty() {
+            self.trace_links = None;
+        }
+    }
+
+    /// The links of `hop`'s span.
+    pub fn trace_links(&self, hop: Hop) -> impl Iterator<Item = &super::TraceLink> {
+        self.trace_links
+            .iter()
+            .flat_map(|links| links.iter())
+            .filter(move |l| l.hop == hop)
     }
 
     pub fn hop(&self, hop: Hop) -> Option<&HopTimeline> {

@@ -229,6 +229,8 @@ impl SavedObject {
                 namespace: some(id.namespace),
                 platform: some(id.platform),
                 version: some(id.version),
+                // Maestro's readings: no annotations are read through it.
+                trace_parents: Vec::new(),
             });
         }
         Observation {

@@ -178,10 +178,35 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via:
         attributes,
         dropped_attributes_count: 0,
         events: span_events(events),
-        links: SpanLinks::default(),
+        links: span_links(timeline, end.hop),
         status,
         instrumentation_scope: scope(),
     }
+}
+
+/// A link per trace context the hop's objects' annotations named: the
+/// controllers' own traces of them (docs/design.md §7.7).
+fn span_links(timeline: Option<&Timeline>, hop: Hop) -> SpanLinks {
+    let mut links = SpanLinks::default();
+    links.links = timeline
+        .into_iter()
+        .flat_map(|t| t.trace_links(hop))
+        .map(|link| {
+            let context = SpanContext::new(
+                TraceId::from_bytes(link.context.trace_id),
+                SpanId::from_bytes(link.context.span_id),
+                TraceFlags::new(link.context.flags),
+                true,
+                TraceState::default(),
+            );
+            let mut attributes = vec![KeyValue::new("hcp.link.source", "annotation")];
+            if !link.object.is_empty() {
+                attributes.push(KeyValue::new("hcp.object", link.object.to_string()));
+            }
+            opentelemetry::trace::Link::new(context, attributes, 0)
+        })
+        .collect();
+    links
 }
 
 fn span_events(events: Vec<SpanEvent>) -> SpanEvents {

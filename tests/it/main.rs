@@ -47,6 +47,7 @@ mod sources_pollers;
 mod sources_truth;
 mod supervision;
 mod topologies;
+mod trace_links_standin;
 mod traces_demo;
 mod traces_otlp;
 mod traces_telemetry;

@@ -586,6 +586,16 @@ impl Fleet {
         match change {
             Change::Upsert(mut view) => {
                 changed |= timeline.identity.merge(view.identity());
+                // What a watched object's annotations say; the same object
+                // seen through Maestro's feedback carries no annotations.
+                if via == Via::Direct {
+                    let parents = view
+                        .identity
+                        .as_mut()
+                        .map(|i| std::mem::take(&mut i.trace_parents))
+                        .unwrap_or_default();
+                    timeline.set_trace_links(hop, &object, parents);
+                }
                 // Kept once on the timeline, not per object: at fleet scale
                 // the copies would cost more than the rest of the view.
                 view.identity = None;
@@ -656,6 +666,9 @@ impl Fleet {
                 }
             }
             Change::Gone => {
+                if via == Via::Direct {
+                    timeline.set_trace_links(hop, &object, Vec::new());
+                }
                 if let Some(hop_state) = timeline.hops.get_mut(&hop)
                     && hop_state.objects.remove(&(via, object)).is_some()
                 {

@@ -2,7 +2,9 @@
 //! their cluster through (node pools by `spec.clusterName`, control planes by
 //! namespace, self-managed ManagedClusters by name).
 
-use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label};
+use super::{
+    Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label, trace_parents,
+};
 use crate::model::{Hop, IdentityPatch};
 use crate::sources::kube::config::KubeMode;
 use crate::sources::kube::objects;
@@ -33,6 +35,11 @@ impl ToFacts for objects::HostedCluster {
         );
         reading.view.created_at = created(&self.metadata);
         super::mark_deletion(&self.metadata, &mut reading.view);
+        // Kept in the view's identity box: no cost without annotations.
+        let parents = trace_parents(&self.metadata, unknown);
+        if !parents.is_empty() {
+            reading.view.identity_mut().trace_parents = parents;
+        }
         Facts::HostedCluster(Box::new(HostedClusterFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             spec_cluster_id: self.spec.cluster_id.clone().filter(|s| !s.is_empty()),
@@ -64,6 +71,7 @@ impl Mapper {
             namespace: Some(at.namespace().to_string()),
             platform: f.platform.clone(),
             version: f.reading.version.clone(),
+            trace_parents: f.reading.view.identity().trace_parents.clone(),
             ..self.identity()
         });
         Some(Emitted {

@@ -112,6 +112,45 @@ pub(super) fn label(meta: &ObjectMeta, key: &str) -> Option<String> {
         .cloned()
 }
 
+/// The unknown-value field of each annotation [`trace_parents`] reads.
+const TRACEPARENT_FIELDS: [&str; 2] = [
+    "metadata.annotations[tracing.k8s.io/traceparent]",
+    "metadata.annotations[traceparent]",
+];
+
+/// Longest annotation text kept in an unknown value.
+const MAX_UNKNOWN_ANNOTATION: usize = 128;
+
+/// The W3C trace contexts the object's annotations name, each once, for
+/// its hop's span to link to (docs/design.md §7.7). A malformed one is
+/// counted as an unknown value and ignored: never trusted as ids.
+pub(super) fn trace_parents(
+    meta: &ObjectMeta,
+    unknown: &mut Vec<UnknownValue>,
+) -> Vec<crate::model::TraceParent> {
+    let mut parents = Vec::new();
+    let Some(annotations) = meta.annotations.as_ref() else {
+        return parents;
+    };
+    for (key, field) in crate::model::TRACEPARENT_ANNOTATIONS
+        .iter()
+        .zip(TRACEPARENT_FIELDS)
+    {
+        let Some(value) = annotations.get(*key) else {
+            continue;
+        };
+        match crate::model::TraceParent::parse(value) {
+            Ok(parent) if !parents.contains(&parent) => parents.push(parent),
+            Ok(_) => {}
+            Err(_) => unknown.push(UnknownValue {
+                field,
+                value: value.chars().take(MAX_UNKNOWN_ANNOTATION).collect(),
+            }),
+        }
+    }
+    parents
+}
+
 pub(super) fn created(meta: &ObjectMeta) -> Option<Stamp> {
     meta.creation_timestamp.as_ref().map(|t| t.0.into())
 }

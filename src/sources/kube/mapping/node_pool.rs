@@ -1,6 +1,8 @@
 //! NodePools: hop `node_pool`, one object per pool; the hop aggregates them.
 
-use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label};
+use super::{
+    Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label, trace_parents,
+};
 use crate::model::{Hop, HopView, IdentityPatch};
 use crate::sources::kube::config::KubeMode;
 use crate::sources::kube::objects;
@@ -32,6 +34,11 @@ impl ToFacts for objects::NodePool {
         );
         view.created_at = created(&self.metadata);
         super::mark_deletion(&self.metadata, &mut view);
+        // Kept in the view's identity box: no cost without annotations.
+        let parents = trace_parents(&self.metadata, unknown);
+        if !parents.is_empty() {
+            view.identity_mut().trace_parents = parents;
+        }
         Facts::NodePool(NodePoolFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             name_label: label(&self.metadata, &cfg.name_label),
@@ -60,6 +67,7 @@ impl Mapper {
         let mut view = f.view.clone();
         view.set_identity(IdentityPatch {
             name: f.name_label.clone(),
+            trace_parents: f.view.identity().trace_parents.clone(),
             ..self.identity()
         });
         Some(Emitted {
