@@ -27,38 +27,16 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use jiff::Timestamp;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use super::{LoadError, StateStore, StateStoreError};
+pub use crate::sources::maestro::known::SavedBundle;
 
 pub const BUNDLE_IDS_FILE_NAME: &str = "bundle-ids.json.gz";
 pub const BUNDLE_IDS_IGNORED_FILE_NAME: &str = "bundle-ids.json.gz.ignored";
 const BUNDLE_IDS_TEMP_FILE_NAME: &str = ".bundle-ids.json.gz.tmp";
 pub const BUNDLE_IDS_FORMAT: &str = "hcp-flow/bundle-ids";
 pub const BUNDLE_IDS_VERSION: u32 = 1;
-
-/// One bundle as the file keeps it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SavedBundle {
-    pub id: String,
-    /// The REST name: the model's key for the bundle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The Clusters Service cluster id label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deleted_at: Option<Timestamp>,
-    /// The newest status sequence id applied; 0: none.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub sequence: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
 
 /// The bundles, serialised one at a time from the iterator.
 struct Bundles<'i>(std::cell::RefCell<&'i mut dyn Iterator<Item = SavedBundle>>);

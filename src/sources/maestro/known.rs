@@ -18,7 +18,32 @@ use parking_lot::Mutex;
 
 use super::{BundleMetadata, BundleStatus, CLUSTER_ID_LABEL, ResourceBundle};
 use crate::model::Stamp;
-use crate::state_store::SavedBundle;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// One bundle as the bundle-ids file keeps it (the state store writes and
+/// reads the file, docs/design.md §3.10).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedBundle {
+    pub id: String,
+    /// The REST name: the model's key for the bundle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The Clusters Service cluster id label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<Timestamp>,
+    /// The newest status sequence id applied; 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sequence: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// What the last list said of a bundle that a status event does not say
 /// the same way: the REST name (an event's ObjectMeta may carry the
