@@ -18,12 +18,9 @@
 //! as before. Never fatal when reading: a file that cannot be used is set
 //! aside and ignored.
 
-use std::fs::File;
-use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
 
 use flate2::Compression;
-use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use jiff::Timestamp;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -200,65 +197,37 @@ impl StateStore {
         path: &std::path::Path,
         envelope: &mut Envelope<'_>,
     ) -> Result<Header, LoadError> {
-        let file = match File::open(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(LoadError::Missing {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(cause) => {
-                return Err(LoadError::Read {
-                    path: path.to_path_buf(),
-                    cause,
-                });
-            }
-        };
-        let mut limited = GzDecoder::new(BufReader::new(file)).take(self.max_bytes + 1);
-        let parsed = {
-            let mut json = serde_json::Deserializer::from_reader(BufReader::new(&mut limited));
-            de::Deserializer::deserialize_map(&mut json, &mut *envelope)
-        };
-        match parsed {
+        let header = self.parse_file(path, |json| {
+            de::Deserializer::deserialize_map(json, &mut *envelope)
+        })?;
+        if header.format.as_deref() == Some(BUNDLE_IDS_FORMAT)
+            && header.version == Some(BUNDLE_IDS_VERSION.into())
+            && header.source.as_deref() == Some(envelope.source)
+        {
             Ok(header)
-                if header.format.as_deref() == Some(BUNDLE_IDS_FORMAT)
-                    && header.version == Some(BUNDLE_IDS_VERSION.into())
-                    && header.source.as_deref() == Some(envelope.source) =>
-            {
-                Ok(header)
-            }
-            Ok(header)
-                if header.source.is_some() && header.source.as_deref() != Some(envelope.source) =>
-            {
-                Err(LoadError::OtherSource {
-                    path: path.to_path_buf(),
-                    found: header.source.unwrap_or_default(),
-                    wanted: envelope.source.to_string(),
-                })
-            }
-            Ok(header) => Err(LoadError::OtherVersion {
+        } else if header.source.is_some() && header.source.as_deref() != Some(envelope.source) {
+            Err(LoadError::OtherSource {
+                path: path.to_path_buf(),
+                found: header.source.unwrap_or_default(),
+                wanted: envelope.source.to_string(),
+            })
+        } else {
+            Err(LoadError::OtherVersion {
                 path: path.to_path_buf(),
                 format: header.format.unwrap_or_default(),
                 version: header.version.unwrap_or_default(),
-            }),
-            Err(_) if limited.limit() == 0 => Err(LoadError::TooLarge {
-                path: path.to_path_buf(),
-                max: self.max_bytes,
-            }),
-            Err(e) if e.is_io() => Err(LoadError::Decompress {
-                path: path.to_path_buf(),
-                cause: io::Error::from(e),
-            }),
-            Err(cause) => Err(LoadError::Corrupt {
-                path: path.to_path_buf(),
-                cause,
-            }),
+            })
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
+    use std::io::Read;
+
+    use flate2::read::GzDecoder;
+
     use super::*;
     use crate::state_store::StateStoreMetrics;
 

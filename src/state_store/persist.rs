@@ -18,6 +18,10 @@ use super::format::{
 };
 use super::memory::MemorySnapshot;
 use super::metrics::{StateStoreMetrics, WriteResult, gauge_value};
+
+/// The JSON reader [`StateStore::parse_file`] hands its parser.
+pub(super) type StateJson<'r> =
+    serde_json::Deserializer<serde_json::de::IoRead<BufReader<&'r mut dyn Read>>>;
 use super::{LoadError, Restored, StateStoreError};
 use crate::model::{ClusterMemory, Memory};
 
@@ -178,27 +182,58 @@ impl StateStore {
         Ok((Memory { clusters }, envelope.written_at, dropped))
     }
 
-    /// One pass over the decompressed file, bounded in size. An I/O error
-    /// while parsing comes from the gzip layer: not gzip, or cut short.
+    /// One pass over the decompressed state file, bounded in size.
     fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LoadError> {
-        let file = File::open(&self.path).map_err(|cause| LoadError::Read {
-            path: self.path.clone(),
-            cause,
-        })?;
+        self.parse_file(&self.path, |json| {
+            // As `serde_json::from_reader`: nothing may follow the value.
+            let value = serde::Deserialize::deserialize(&mut *json)?;
+            json.end()?;
+            Ok(value)
+        })
+    }
+
+    /// One pass of `parse` over the gzip-compressed JSON file at `path`,
+    /// bounded to `max_bytes` decompressed: the errors every file of the
+    /// directory maps alike. An I/O error while parsing comes from the gzip
+    /// layer: not gzip, or cut short.
+    pub(super) fn parse_file<T>(
+        &self,
+        path: &Path,
+        parse: impl FnOnce(&mut StateJson<'_>) -> serde_json::Result<T>,
+    ) -> Result<T, LoadError> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(LoadError::Missing {
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(cause) => {
+                return Err(LoadError::Read {
+                    path: path.to_path_buf(),
+                    cause,
+                });
+            }
+        };
         let mut limited = GzDecoder::new(BufReader::new(file)).take(self.max_bytes + 1);
-        let parsed = serde_json::from_reader(BufReader::new(&mut limited));
+        let parsed = {
+            let reader: &mut dyn Read = &mut limited;
+            parse(&mut serde_json::Deserializer::from_reader(BufReader::new(
+                reader,
+            )))
+        };
         match parsed {
             Ok(value) => Ok(value),
             Err(_) if limited.limit() == 0 => Err(LoadError::TooLarge {
-                path: self.path.clone(),
+                path: path.to_path_buf(),
                 max: self.max_bytes,
             }),
             Err(e) if e.is_io() => Err(LoadError::Decompress {
-                path: self.path.clone(),
+                path: path.to_path_buf(),
                 cause: io::Error::from(e),
             }),
             Err(cause) => Err(LoadError::Corrupt {
-                path: self.path.clone(),
+                path: path.to_path_buf(),
                 cause,
             }),
         }

@@ -16,14 +16,11 @@
 //! (temporary file, fsync, rename, fsync of the directory), never fatal
 //! when reading: a file that cannot be read is set aside and ignored.
 
-use std::fs::File;
-use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use flate2::Compression;
-use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use jiff::Timestamp;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -473,52 +470,22 @@ impl StateStore {
         path: &Path,
         objects: Option<&mut ObjectsSeed<'_>>,
     ) -> Result<ReadingsHeader, LoadError> {
-        let file = match File::open(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(LoadError::Missing {
-                    path: path.to_path_buf(),
-                });
+        let parsed = self.parse_file(path, |json| match objects {
+            None => ReadingsHeader::deserialize(json).map(Some),
+            Some(seed) => {
+                de::Deserializer::deserialize_map(json, EnvelopeSeed(seed)).map(|()| None)
             }
-            Err(cause) => {
-                return Err(LoadError::Read {
-                    path: path.to_path_buf(),
-                    cause,
-                });
-            }
-        };
-        let mut limited = GzDecoder::new(BufReader::new(file)).take(self.max_bytes + 1);
-        let parsed = {
-            let mut json = serde_json::Deserializer::from_reader(BufReader::new(&mut limited));
-            match objects {
-                None => ReadingsHeader::deserialize(&mut json).map(Some),
-                Some(seed) => {
-                    de::Deserializer::deserialize_map(&mut json, EnvelopeSeed(seed)).map(|()| None)
-                }
-            }
-        };
-        match parsed {
-            Ok(Some(header)) => Ok(header),
+        })?;
+        Ok(match parsed {
+            Some(header) => header,
             // The header was read by the first pass; this one only says the
             // body parsed whole.
-            Ok(None) => Ok(ReadingsHeader {
+            None => ReadingsHeader {
                 format: READINGS_FORMAT.to_string(),
                 version: READINGS_VERSION,
                 written_at: Timestamp::UNIX_EPOCH,
                 source: String::new(),
-            }),
-            Err(_) if limited.limit() == 0 => Err(LoadError::TooLarge {
-                path: path.to_path_buf(),
-                max: self.max_bytes,
-            }),
-            Err(e) if e.is_io() => Err(LoadError::Decompress {
-                path: path.to_path_buf(),
-                cause: io::Error::from(e),
-            }),
-            Err(cause) => Err(LoadError::Corrupt {
-                path: path.to_path_buf(),
-                cause,
-            }),
-        }
+            },
+        })
     }
 }
