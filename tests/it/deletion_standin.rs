@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use crate::common::hypershift;
 use crate::common::kube::{eventually, harness_waiting_for};
 use hcp_flow::metrics::exposition::Format;
 use hcp_flow::model::{Hop, OperationKind, Status};
@@ -62,14 +63,7 @@ fn hosted_cluster(
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "HostedCluster",
         "metadata": metadata,
-        "spec": {
-            "clusterID": id,
-            "infraID": "fakeInfraID",
-            "platform": {"type": "Azure", "azure": {"location": "fakeLocation", "resourceGroup": "fakeResourceGroupName"}},
-            "release": {"image": ""},
-            "pullSecret": {"name": "example-pull-secret"},
-            "networking": {"networkType": "OVNKubernetes"},
-        },
+        "spec": hypershift::hosted_cluster_spec(id),
         "status": {
             "conditions": conditions,
             "version": {"desired": {"version": "4.20.2"}, "history": [{"state": "Completed", "version": "4.20.2", "startedTime": at(created), "completionTime": at(available)}]},
@@ -94,7 +88,7 @@ fn node_pool(cluster: &str, created: Timestamp, deleting: Option<Timestamp>) -> 
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "NodePool",
         "metadata": metadata,
-        "spec": {"clusterName": cluster, "replicas": 2, "management": {"upgradeType": "Replace"}, "platform": {"type": "Azure"}, "release": {"image": ""}},
+        "spec": hypershift::node_pool_spec(cluster),
         "status": {
             "replicas": 2,
             "conditions": [{"type": "Ready", "status": "True", "reason": "AsExpected", "message": "", "lastTransitionTime": at(ready), "observedGeneration": 1}],

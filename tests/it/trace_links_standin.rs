@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::common::hypershift;
 use crate::common::kube::{eventually, harness_waiting_for};
 use crate::common::otlp;
 use hcp_flow::sim::kube::KubeApiServer;
@@ -52,14 +53,7 @@ fn hosted_cluster(id: &str, created: Timestamp, available: Option<Timestamp>) ->
             "creationTimestamp": at(created),
             "annotations": {"traceparent": format!("00-{HC_TRACE}-{HC_SPAN}-01")},
         },
-        "spec": {
-            "clusterID": id,
-            "infraID": "fakeInfraID",
-            "platform": {"type": "Azure", "azure": {"location": "fakeLocation", "resourceGroup": "fakeResourceGroupName"}},
-            "release": {"image": ""},
-            "pullSecret": {"name": "example-pull-secret"},
-            "networking": {"networkType": "OVNKubernetes"},
-        },
+        "spec": hypershift::hosted_cluster_spec(id),
         "status": {
             "conditions": [condition],
             "version": {"desired": {"version": "4.20.2"}, "history": [{"state": "Partial", "version": "4.20.2", "startedTime": at(created)}]},
@@ -95,13 +89,26 @@ fn node_pool(
             "creationTimestamp": at(created),
             "annotations": annotations,
         },
-        "spec": {"clusterName": "example", "replicas": 2, "management": {"upgradeType": "Replace"}, "platform": {"type": "Azure"}, "release": {"image": ""}},
+        "spec": hypershift::node_pool_spec("example"),
         "status": {"replicas": replicas, "conditions": [condition]},
     })
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The span's one link, which must name `trace` and `span`.
+fn only_link<'g>(
+    got: &'g otlp::Got,
+    trace: &str,
+    span: &str,
+) -> &'g opentelemetry_proto::tonic::trace::v1::span::Link {
+    let links = &got.span.links;
+    assert_eq!(links.len(), 1, "{}: {links:?}", got.span.name);
+    assert_eq!(hex(&links[0].trace_id), trace);
+    assert_eq!(hex(&links[0].span_id), span);
+    &links[0]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,24 +175,19 @@ async fn hop_spans_link_to_the_trace_contexts_their_objects_are_annotated_with()
     .await;
 
     let hosted = spans("hcp.hop.hosted_cluster");
-    let links = &hosted[0].span.links;
-    assert_eq!(links.len(), 1, "{links:?}");
-    assert_eq!(hex(&links[0].trace_id), HC_TRACE);
-    assert_eq!(hex(&links[0].span_id), HC_SPAN);
+    let link = only_link(&hosted[0], HC_TRACE, HC_SPAN);
     assert_eq!(
-        otlp::attr(&links[0].attributes, "hcp.link.source").as_deref(),
+        otlp::attr(&link.attributes, "hcp.link.source").as_deref(),
         Some("annotation")
     );
     // The link names another trace than the span's own.
     assert_ne!(hex(&hosted[0].span.trace_id), HC_TRACE);
 
+    // Only the well-formed context of the two pools.
     let pools = spans("hcp.hop.node_pool");
-    let links = &pools[0].span.links;
-    assert_eq!(links.len(), 1, "only the well-formed context: {links:?}");
-    assert_eq!(hex(&links[0].trace_id), POOL_TRACE);
-    assert_eq!(hex(&links[0].span_id), POOL_SPAN);
+    let link = only_link(&pools[0], POOL_TRACE, POOL_SPAN);
     assert_eq!(
-        otlp::attr(&links[0].attributes, "hcp.object").as_deref(),
+        otlp::attr(&link.attributes, "hcp.object").as_deref(),
         Some("np1")
     );
     assert!(

@@ -11,7 +11,7 @@
 //! beside the readings at shutdown and read back at start: a restored
 //! bundle's event applies at once, as before the restart.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -291,8 +291,9 @@ impl KnownBundles {
         write(&mut saved)
     }
 
-    /// The ids known, for tests and introspection.
-    pub fn ids(&self) -> HashSet<String> {
+    /// The ids known.
+    #[cfg(test)]
+    pub fn ids(&self) -> std::collections::HashSet<String> {
         self.by_id.lock().keys().map(|id| id.to_string()).collect()
     }
 }
@@ -302,6 +303,16 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    /// Every way a name and cluster label are kept: a name after its
+    /// cluster, a pool's, another name, none, no label.
+    const NAME_SHAPES: [(Option<&str>, Option<&str>); 5] = [
+        (Some("c1"), Some("c1")),
+        (Some("c1-np-0"), Some("c1")),
+        (Some("work-7"), Some("c1")),
+        (None, Some("c1")),
+        (Some("work-7"), None),
+    ];
 
     fn bundle(name: Option<&str>, cluster: Option<&str>) -> ResourceBundle {
         let mut labels = BTreeMap::new();
@@ -325,13 +336,7 @@ mod tests {
     /// after its cluster, another name, none, no label.
     #[test]
     fn a_known_bundle_fills_an_event_as_the_list_said() {
-        for (name, cluster) in [
-            (Some("c1"), Some("c1")),
-            (Some("c1-np-0"), Some("c1")),
-            (Some("work-7"), Some("c1")),
-            (None, Some("c1")),
-            (Some("work-7"), None),
-        ] {
+        for (name, cluster) in NAME_SHAPES {
             let listed = bundle(name, cluster);
             let known = Known::of(&listed);
             let mut event = bundle(Some("55c61e54-a3f6-563d-9fec-b1fe297bdfdb"), None);
@@ -368,13 +373,7 @@ mod tests {
     /// every shape of name and label, with its sequence.
     #[test]
     fn a_saved_bundle_reads_back_as_the_list_said() {
-        for (name, cluster) in [
-            (Some("c1"), Some("c1")),
-            (Some("c1-np-0"), Some("c1")),
-            (Some("work-7"), Some("c1")),
-            (None, Some("c1")),
-            (Some("work-7"), None),
-        ] {
+        for (name, cluster) in NAME_SHAPES {
             let mut listed = bundle(name, cluster);
             listed.deleted_at = Some("2026-11-26T12:00:00Z".to_string());
             listed.status = Some(BundleStatus {
@@ -416,7 +415,10 @@ mod tests {
         assert_eq!(event.name.as_deref(), Some("c1-np-0"));
         assert_eq!(bundles.len(), 2);
         bundles.retain(|id| id != "another-id");
-        assert_eq!(bundles.ids(), HashSet::from([listed.id.clone()]));
+        assert_eq!(
+            bundles.ids(),
+            std::collections::HashSet::from([listed.id.clone()])
+        );
         assert_eq!(
             bundles.unknown_of(["another-id".to_string(), listed.id.clone()]),
             vec!["another-id".to_string()]

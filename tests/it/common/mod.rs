@@ -8,6 +8,7 @@ pub mod browser;
 pub mod child;
 pub mod exporter;
 pub mod helm;
+pub mod hypershift;
 pub mod kube;
 pub mod load;
 pub mod otlp;
