@@ -657,6 +657,25 @@ pub(crate) fn phases(store: &hcp_flow::store::Store) -> BTreeMap<String, BTreeMa
     })
 }
 
+/// The names of the bundles the exporter holds for `cluster`.
+fn bundles_of(store: &hcp_flow::store::Store, cluster: &str) -> Vec<String> {
+    store.with_timelines(|timelines| {
+        timelines
+            .filter(|t| t.cluster_id == cluster)
+            .flat_map(|t| {
+                t.hop(Hop::MaestroBundle)
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.objects
+                            .keys()
+                            .map(|(via, name)| format!("{via:?}:{name}"))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    })
+}
+
 fn phase_of(truth: &Truth, cluster: &str, hop: Hop) -> Option<Phase> {
     truth
         .cluster(cluster)
@@ -713,9 +732,16 @@ pub(crate) async fn mismatches(
             changed += usize::from(changed_now);
             let shown = seen.get(id).and_then(|h| h.get(&hop));
             if shown != Some(&truth_hop.phase) {
+                // The rest of both sides, so a failure says which reading
+                // is missing (the bundle's, or only what it carries).
+                let truth_hops: BTreeMap<Hop, Phase> =
+                    cluster.hops.iter().map(|(h, t)| (*h, t.phase)).collect();
                 out.push(format!(
-                    "{id} {hop}: truth {:?}, exporter {shown:?}",
-                    truth_hop.phase
+                    "{id} {hop}: truth {:?}, exporter {shown:?} (truth {truth_hops:?}, exporter {:?}, bundles {:?}, created {})",
+                    truth_hop.phase,
+                    seen.get(id),
+                    bundles_of(store, id),
+                    cluster.created_at,
                 ));
             }
         }

@@ -799,6 +799,62 @@ async fn maestro_full_then_incremental_then_relist() {
     assert_eq!(gone, bundle_gone("c1"),);
 }
 
+/// A relist's list by offsets can skip live bundles; they are read by id
+/// before they are called gone, in one request per query whatever the
+/// list's page size: a query names at most 50 bundles, so one page holds
+/// them (a small list page once cost a request per bundle and held every
+/// bundle of the read back until its last page).
+#[tokio::test]
+async fn maestro_reads_by_id_in_one_page_whatever_the_list_page_size() {
+    let h = harness("maestro");
+    let bundles: Vec<Value> = (1..=4)
+        .map(|i| {
+            maestro_bundle(
+                &format!("b{i}"),
+                &format!("c{i}"),
+                "2026-06-10T23:00:00Z",
+                "True",
+            )
+        })
+        .collect();
+    let skip_in_lists = Arc::new(Mutex::new(false));
+    let (all, skip) = (bundles.clone(), skip_in_lists.clone());
+    let mock = Mock::start(move |req| {
+        let searched = req.query.contains_key("search");
+        if !searched && *skip.lock() {
+            // The list shifted: b2..b4 fell past the pages it read.
+            return maestro_list(req, &all[..1]);
+        }
+        maestro_list(req, &all)
+    })
+    .await;
+    let mut http = http_config(&mock.base);
+    http.page_size = 1;
+    let mut m = maestro_source_with(http, h.ctx.clone());
+    assert!(m.poll(maestro::PollKind::Full).await);
+    h.sink.take();
+    mock.take();
+
+    *skip_in_lists.lock() = true;
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let by_id: Vec<_> = mock
+        .take()
+        .into_iter()
+        .filter(|r| {
+            r.query
+                .get("search")
+                .is_some_and(|s| s.starts_with("id in ("))
+        })
+        .collect();
+    assert_eq!(by_id.len(), 1, "one request for the three ids: {by_id:?}");
+    assert_eq!(by_id[0].query["search"], "id in ('b2','b3','b4')");
+    assert_eq!(by_id[0].query["size"], "3", "{by_id:?}");
+    assert!(
+        gone_keys(&h.sink.take()).is_empty(),
+        "found by id: not gone"
+    );
+}
+
 /// A bundle Maestro marks for deletion (`deleted_at`) and then removes is
 /// gone at the next incremental poll, read by id, not at the next full
 /// relist; one removed without the mark still waits for the relist, and a

@@ -686,8 +686,16 @@ impl MaestroSource {
                     .join(",")
             );
             let params = [("search", search.as_str())];
-            let mut pager =
-                http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+            // A query names at most IDS_PER_QUERY bundles: one page holds
+            // them whatever the list's page size. Paging it by a small list
+            // page cost a request per few bundles and held every bundle of
+            // the read back until the last page (docs/design.md §9.10).
+            let page_size = self
+                .cfg
+                .http
+                .page_size
+                .max(u32::try_from(chunk.len()).unwrap_or(u32::MAX));
+            let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, page_size);
             let mut found = HashSet::new();
             loop {
                 match pager.next(&self.client).await {
