@@ -53,6 +53,8 @@ pub struct FailureBurstTruth {
     pub from: Timestamp,
     pub to: Timestamp,
     pub expected_alert: &'static str,
+    /// The operation whose SLO the burst burns (the alert's `operation`).
+    pub operation: &'static str,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -108,6 +110,7 @@ impl World {
                     from: ts(from),
                     to: ts(to),
                     expected_alert: "HCPOperationSuccessBudgetBurn",
+                    operation: crate::model::OperationKind::Create.as_str(),
                 }),
             items,
         }
