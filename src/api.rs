@@ -63,7 +63,11 @@ pub struct TimelineJson<'a> {
 #[derive(Debug, Serialize)]
 pub struct OperationJson {
     pub operation: OperationKind,
-    /// The key its trace id derives from: `<cluster_id>`, `<cluster_id>/delete`.
+    /// The node pool a node pool's operation follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_pool: Option<String>,
+    /// The key its trace id derives from: `<cluster_id>`, `<cluster_id>/delete`,
+    /// `<cluster_id>/node_pool_create/<pool>`.
     pub key: String,
     pub trace_id: String,
     pub started_at: TimeMark,
@@ -199,8 +203,9 @@ pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJ
     let create = OperationKind::Create;
     let mut out = vec![OperationJson {
         operation: create,
-        key: create.key(id),
-        trace_id: trace_id_hex(&create.key(id)),
+        node_pool: None,
+        key: create.key(id, None),
+        trace_id: trace_id_hex(&create.key(id, None)),
         started_at: timeline.created_at,
         ended_at: timeline.completed_at.or(timeline.failed_at).or_else(|| {
             // Ended by the deletion's start.
@@ -217,14 +222,38 @@ pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJ
         let delete = OperationKind::Delete;
         out.push(OperationJson {
             operation: delete,
-            key: delete.key(id),
-            trace_id: trace_id_hex(&delete.key(id)),
+            node_pool: None,
+            key: delete.key(id, None),
+            trace_id: trace_id_hex(&delete.key(id, None)),
             started_at: d.started_at,
             ended_at: d.ended_at,
             outcome: d.outcome,
             slo: d.slo,
             verdict: judged(delete, d.outcome),
             hops: d
+                .hops
+                .iter()
+                .map(|h| OperationHopJson {
+                    hop: h.hop,
+                    started_at: h.started_at,
+                    done_at: h.done_at,
+                })
+                .collect(),
+        });
+    }
+    for op in timeline.pool_operations() {
+        let key = op.key(id);
+        out.push(OperationJson {
+            operation: op.kind,
+            node_pool: op.subject().map(str::to_string),
+            trace_id: trace_id_hex(&key),
+            key,
+            started_at: op.started_at,
+            ended_at: op.ended_at,
+            outcome: op.outcome,
+            slo: op.slo,
+            verdict: None,
+            hops: op
                 .hops
                 .iter()
                 .map(|h| OperationHopJson {

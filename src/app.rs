@@ -154,6 +154,8 @@ impl Exporter {
                     hop_budgets: config.slo.hop_budgets,
                     delete_target: config.slo.operations.delete.target,
                     delete_budgets: config.slo.operations.delete.delete_budgets(),
+                    node_pool_create_target: config.slo.operations.node_pool_create.target,
+                    node_pool_delete_target: config.slo.operations.node_pool_delete.target,
                     ownership: config.ownership(),
                     rp_in_scope: config.sources.rp_frontend.is_some(),
                     self_managed_hubs: config

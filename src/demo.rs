@@ -253,6 +253,13 @@ pub fn base_config(settings: &DemoSettings, world: &World) -> Config {
     config.slo.creation_target = config.slo.creation_target.div_f64(speed);
     // The world's truth assumes these budgets (the defaults, scaled alike).
     config.slo.hop_budgets = world.hop_budgets();
+    let operations = &mut config.slo.operations;
+    for target in [
+        &mut operations.node_pool_create.target,
+        &mut operations.node_pool_delete.target,
+    ] {
+        *target = target.div_f64(speed);
+    }
     let delete = &mut config.slo.operations.delete;
     delete.target = delete.target.div_f64(speed);
     delete.hop_budgets = world

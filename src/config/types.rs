@@ -84,10 +84,47 @@ pub struct SloConfig {
 }
 
 /// `slo.operations`: one section per operation kind other than creation.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct OperationsSloConfig {
     pub delete: OperationSloConfig,
+    /// A node pool's creation; its NodePool's budget is `hop_budgets.node_pool`.
+    pub node_pool_create: PoolOperationSloConfig,
+    /// A node pool's removal; its budget is `delete.hop_budgets.node_pool`.
+    pub node_pool_delete: PoolOperationSloConfig,
+}
+
+/// A node pool operation's latency target. Its one hop, the NodePool, is
+/// judged by the cluster's own budget for that hop (docs/design.md §15.9).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoolOperationSloConfig {
+    #[serde(with = "humantime_serde")]
+    pub target: Duration,
+}
+
+impl PoolOperationSloConfig {
+    fn create() -> PoolOperationSloConfig {
+        PoolOperationSloConfig {
+            target: crate::model::DEFAULT_NODE_POOL_CREATE_TARGET,
+        }
+    }
+
+    fn delete() -> PoolOperationSloConfig {
+        PoolOperationSloConfig {
+            target: crate::model::DEFAULT_NODE_POOL_DELETE_TARGET,
+        }
+    }
+}
+
+impl Default for OperationsSloConfig {
+    fn default() -> Self {
+        OperationsSloConfig {
+            delete: OperationSloConfig::default(),
+            node_pool_create: PoolOperationSloConfig::create(),
+            node_pool_delete: PoolOperationSloConfig::delete(),
+        }
+    }
 }
 
 /// One operation kind's latency target and per-hop budgets. Budgets not

@@ -57,6 +57,20 @@ impl Config {
                 ));
             }
         }
+        for (key, target) in [
+            (
+                "slo.operations.node_pool_create.target",
+                self.slo.operations.node_pool_create.target,
+            ),
+            (
+                "slo.operations.node_pool_delete.target",
+                self.slo.operations.node_pool_delete.target,
+            ),
+        ] {
+            if target.is_zero() {
+                errors.push(FieldError::new(key, "must be longer than 0s"));
+            }
+        }
         let observable = self.observable_hops();
         let mut seen = BTreeSet::new();
         for (i, hop) in self.slo.terminal_hops.iter().enumerate() {

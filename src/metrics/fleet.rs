@@ -406,6 +406,12 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         out.sample(&OPERATION_IN_FLIGHT, [kind, "", ""], "1");
         out.sample(&OPERATION_STARTED, [kind, ""], &seconds(started));
     }
+    for op in timeline.pool_operations_in_flight() {
+        let kind = op.kind.as_str();
+        let pool = op.subject().unwrap_or_default();
+        out.sample(&OPERATION_IN_FLIGHT, [kind, pool, ""], "1");
+        out.sample(&OPERATION_STARTED, [kind, pool], &seconds(op.started_at.at));
+    }
 
     for (hop, state) in &timeline.hops {
         let hop_name = hop.as_str();

@@ -246,7 +246,9 @@ impl OperationMetrics {
                 .slo_target
                 .get_or_create(&KindLabels { operation })
                 .set(model.target(operation).as_secs_f64());
-            for (hop, budget) in budgets.of(operation).iter() {
+            // The hops of its flow: a node pool's operation has one.
+            for &hop in operation.flow().hops {
+                let budget = budgets.of(operation).get(hop);
                 metrics
                     .hop_budget
                     .get_or_create(&HopLabels { operation, hop })
@@ -314,6 +316,7 @@ impl OperationMetrics {
             Event::HopEnded {
                 cluster_id,
                 operation,
+                subject,
                 hop,
                 platform,
                 version,
@@ -336,7 +339,11 @@ impl OperationMetrics {
                         version: MinorVersion::parse(version),
                         outcome: *outcome,
                     })
-                    .observe(seconds, Some(trace(*operation, cluster_id)), None);
+                    .observe(
+                        seconds,
+                        Some(trace(*operation, subject.as_deref(), cluster_id)),
+                        None,
+                    );
                 if *operation == OperationKind::Create && *outcome == Outcome::Succeeded {
                     self.hop_durations.lock().observe(*hop, seconds);
                 }
@@ -344,6 +351,7 @@ impl OperationMetrics {
             Event::OperationEnded {
                 cluster_id,
                 operation,
+                subject,
                 platform,
                 version,
                 outcome,
@@ -365,7 +373,7 @@ impl OperationMetrics {
                     })
                     .observe(
                         seconds_between(*started, *ended),
-                        Some(trace(*operation, cluster_id)),
+                        Some(trace(*operation, subject.as_deref(), cluster_id)),
                         None,
                     );
             }
@@ -398,9 +406,9 @@ impl OperationMetrics {
 }
 
 /// The exemplar: the operation's trace id, derived from its key.
-fn trace(operation: OperationKind, cluster_id: &str) -> TraceLabels {
+fn trace(operation: OperationKind, subject: Option<&str>, cluster_id: &str) -> TraceLabels {
     TraceLabels {
-        trace_id: trace_id_hex(&operation.key(cluster_id)),
+        trace_id: trace_id_hex(&operation.key(cluster_id, subject)),
     }
 }
 

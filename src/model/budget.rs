@@ -153,9 +153,11 @@ impl Default for OperationBudgets {
 
 impl OperationBudgets {
     pub fn of(&self, kind: OperationKind) -> &HopBudgets {
+        // A node pool's operations are judged at its NodePool by the
+        // cluster's own budget for that hop (docs/design.md §15.9).
         match kind {
-            OperationKind::Create => &self.create,
-            OperationKind::Delete => &self.delete,
+            OperationKind::Create | OperationKind::NodePoolCreate => &self.create,
+            OperationKind::Delete | OperationKind::NodePoolDelete => &self.delete,
         }
     }
 }

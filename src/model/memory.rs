@@ -14,6 +14,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::hop::{Hop, Phase, SloOutcome, Via};
+use super::operation::{OperationKind, OperationOutcome};
 
 /// The remembered part of every cluster the model tracks, by cluster id.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -53,6 +54,27 @@ pub struct ClusterMemory {
     /// version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<DeletionMemory>,
+    /// Its node pools' operations the timeline keeps (in flight, and the
+    /// last few ended): a restart neither starts them again nor counts
+    /// their ends twice (docs/design.md §15.9). Still version 2: a file
+    /// without it reads as no pool operation, and an older exporter skips it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pool_operations: Vec<PoolOperationMemory>,
+}
+
+/// A node pool's operation as a restart must find it again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolOperationMemory {
+    pub operation: OperationKind,
+    pub node_pool: String,
+    pub started_at: Timestamp,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub started_observed: bool,
+    pub outcome: OperationOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloOutcome>,
 }
 
 /// A deletion as a restart must find it again.

@@ -18,21 +18,24 @@ mod verdict;
 
 pub use budget::{HopBudgets, OperationBudgets};
 pub use fleet::{
-    ApplyResult, Event, Fleet, Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, follows,
-    is_provisional, join_of, provisional_cluster_id, shard_of,
+    ApplyResult, DEFAULT_NODE_POOL_CREATE_TARGET, DEFAULT_NODE_POOL_DELETE_TARGET, Event, Fleet,
+    Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, follows, is_provisional, join_of,
+    provisional_cluster_id, shard_of,
 };
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
 pub use listener::EventListener;
 pub use memory::{
     ClusterMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory, ObjectMemory,
+    PoolOperationMemory,
 };
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
     MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
 };
 pub use operation::{
-    CREATE, DELETE, Flow, HopDone, Operation, OperationHop, OperationKind, OperationOutcome,
+    CREATE, DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, Operation, OperationHop,
+    OperationKind, OperationOutcome,
 };
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;
@@ -47,5 +50,7 @@ pub use verdict::{Status, Verdict, explain, failed_hop, human, verdict};
 mod edge_tests;
 #[cfg(test)]
 mod operation_tests;
+#[cfg(test)]
+mod pool_tests;
 #[cfg(test)]
 mod tests;

@@ -18,16 +18,37 @@ use super::stamp::{Stamp, TimeMark};
 pub enum OperationKind {
     Create,
     Delete,
+    /// One node pool's creation, those created with the cluster too.
+    NodePoolCreate,
+    /// One node pool's removal (not the cluster's deletion, which takes
+    /// its pools with it).
+    NodePoolDelete,
 }
 
 impl OperationKind {
-    pub const ALL: [OperationKind; 2] = [OperationKind::Create, OperationKind::Delete];
+    pub const ALL: [OperationKind; 4] = [
+        OperationKind::Create,
+        OperationKind::Delete,
+        OperationKind::NodePoolCreate,
+        OperationKind::NodePoolDelete,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             OperationKind::Create => "create",
             OperationKind::Delete => "delete",
+            OperationKind::NodePoolCreate => "node_pool_create",
+            OperationKind::NodePoolDelete => "node_pool_delete",
         }
+    }
+
+    /// Whether one operation of this kind follows one node pool (keyed by
+    /// its name) rather than the cluster.
+    pub fn of_node_pool(self) -> bool {
+        matches!(
+            self,
+            OperationKind::NodePoolCreate | OperationKind::NodePoolDelete
+        )
     }
 
     pub fn parse(s: &str) -> Option<OperationKind> {
@@ -37,11 +58,14 @@ impl OperationKind {
     /// The operation's key, derived from upstream data alone so every
     /// instance and every restart names it alike: `<cluster_id>` for a
     /// creation (its trace ids are unchanged by operations),
-    /// `<cluster_id>/delete` for a deletion (docs/design.md §15.2).
-    pub fn key(self, cluster_id: &str) -> String {
-        match self {
-            OperationKind::Create => cluster_id.to_string(),
-            OperationKind::Delete => format!("{cluster_id}/delete"),
+    /// `<cluster_id>/delete` for a deletion, `<cluster_id>/<kind>/<pool>`
+    /// for a node pool's (docs/design.md §15.2). `subject`: the pool's name.
+    pub fn key(self, cluster_id: &str, subject: Option<&str>) -> String {
+        match (self, subject) {
+            (OperationKind::Create, _) => cluster_id.to_string(),
+            (OperationKind::Delete, _) => format!("{cluster_id}/delete"),
+            (kind, Some(pool)) => format!("{cluster_id}/{}/{pool}", kind.as_str()),
+            (kind, None) => format!("{cluster_id}/{}", kind.as_str()),
         }
     }
 
@@ -49,6 +73,8 @@ impl OperationKind {
         match self {
             OperationKind::Create => &CREATE,
             OperationKind::Delete => &DELETE,
+            OperationKind::NodePoolCreate => &NODE_POOL_CREATE,
+            OperationKind::NodePoolDelete => &NODE_POOL_DELETE,
         }
     }
 }
@@ -127,6 +153,28 @@ pub static DELETE: Flow = Flow {
     root_span: "hcp.cluster.delete",
 };
 
+/// A node pool's creation waits at its NodePool until it is ready at its
+/// desired replicas (the pool's own hops on the service side, its ARM
+/// resource and Clusters Service node pool, are not read yet:
+/// docs/design.md §15.9).
+pub static NODE_POOL_CREATE: Flow = Flow {
+    kind: OperationKind::NodePoolCreate,
+    hops: &[Hop::NodePool],
+    done: HopDone::Ready,
+    waiting: &[Phase::Pending, Phase::Progressing, Phase::Unknown],
+    root_span: "hcp.node_pool.create",
+};
+
+/// A node pool's removal waits at its NodePool until it is gone (its
+/// machines drained and deleted).
+pub static NODE_POOL_DELETE: Flow = Flow {
+    kind: OperationKind::NodePoolDelete,
+    hops: &[Hop::NodePool],
+    done: HopDone::Gone,
+    waiting: &[Phase::Deleting],
+    root_span: "hcp.node_pool.delete",
+};
+
 /// Where an operation stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -169,6 +217,8 @@ pub struct OperationHop {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
     pub kind: OperationKind,
+    /// The node pool it follows (its name), for a node pool's operation.
+    pub subject: Option<Box<str>>,
     pub started_at: TimeMark,
     pub ended_at: Option<Stamp>,
     pub outcome: OperationOutcome,
@@ -180,6 +230,7 @@ impl Operation {
     pub fn new(kind: OperationKind, started_at: TimeMark) -> Operation {
         Operation {
             kind,
+            subject: None,
             started_at,
             ended_at: None,
             outcome: OperationOutcome::InFlight,
@@ -188,8 +239,26 @@ impl Operation {
         }
     }
 
+    /// A node pool's operation, of the pool named `pool`.
+    pub fn of_pool(kind: OperationKind, pool: &str, started_at: TimeMark) -> Operation {
+        Operation {
+            subject: Some(pool.into()),
+            ..Operation::new(kind, started_at)
+        }
+    }
+
     pub fn in_flight(&self) -> bool {
         self.outcome == OperationOutcome::InFlight
+    }
+
+    /// The pool it follows, if any.
+    pub fn subject(&self) -> Option<&str> {
+        self.subject.as_deref()
+    }
+
+    /// Its key (docs/design.md §15.2).
+    pub fn key(&self, cluster_id: &str) -> String {
+        self.kind.key(cluster_id, self.subject())
     }
 
     pub fn hop(&self, hop: Hop) -> Option<&OperationHop> {
@@ -225,22 +294,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_flow_passes_every_hop_once_and_names_its_kind() {
+    fn every_flow_passes_its_hops_once_and_names_its_kind() {
         for kind in OperationKind::ALL {
             let flow = kind.flow();
             assert_eq!(flow.kind, kind);
             let mut hops = flow.hops.to_vec();
             hops.sort();
             hops.dedup();
-            assert_eq!(hops, Hop::ALL.to_vec(), "{kind}");
-            assert!(flow.root_span.starts_with("hcp.cluster."));
+            assert_eq!(hops.len(), flow.hops.len(), "{kind}");
+            if kind.of_node_pool() {
+                assert_eq!(hops, vec![Hop::NodePool], "{kind}");
+                assert!(flow.root_span.starts_with("hcp.node_pool."));
+            } else {
+                assert_eq!(hops, Hop::ALL.to_vec(), "{kind}");
+                assert!(flow.root_span.starts_with("hcp.cluster."));
+            }
             assert_eq!(OperationKind::parse(kind.as_str()), Some(kind));
         }
     }
 
     #[test]
     fn keys_follow_the_contract() {
-        assert_eq!(OperationKind::Create.key("abc"), "abc");
-        assert_eq!(OperationKind::Delete.key("abc"), "abc/delete");
+        assert_eq!(OperationKind::Create.key("abc", None), "abc");
+        assert_eq!(OperationKind::Delete.key("abc", None), "abc/delete");
+        assert_eq!(
+            OperationKind::NodePoolCreate.key("abc", Some("np-1")),
+            "abc/node_pool_create/np-1"
+        );
+        assert_eq!(
+            OperationKind::NodePoolDelete.key("abc", Some("np-1")),
+            "abc/node_pool_delete/np-1"
+        );
     }
 }

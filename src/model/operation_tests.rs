@@ -10,7 +10,7 @@ use super::tests::{fleet, t};
 use super::*;
 
 /// The operation kinds of the events of one apply, with what they say.
-fn operation_events(events: &[Event]) -> Vec<String> {
+pub(super) fn operation_events(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .map(|e| match e {
@@ -45,7 +45,7 @@ fn operation_events(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
-fn ready_cluster(f: &mut Fleet) {
+pub(super) fn ready_cluster(f: &mut Fleet) {
     f.apply(
         batch(
             false,

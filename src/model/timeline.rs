@@ -371,6 +371,9 @@ pub struct Timeline {
     /// their hops' spans link to (docs/design.md §7.7). Boxed: most
     /// clusters carry none.
     pub trace_links: Option<Box<Vec<super::TraceLink>>>,
+    /// Its node pools' operations: those in flight, and the last few ended
+    /// (docs/design.md §15.9). Boxed: most clusters have none in flight.
+    pub pool_operations: Option<Box<Vec<super::operation::Operation>>>,
 }
 
 impl Timeline {
@@ -386,7 +389,41 @@ impl Timeline {
             hops: HopMap::default(),
             deletion: None,
             trace_links: None,
+            pool_operations: None,
         }
+    }
+
+    /// Its node pools' operations, in flight and ended recently.
+    pub fn pool_operations(&self) -> impl Iterator<Item = &super::operation::Operation> {
+        self.pool_operations.iter().flat_map(|ops| ops.iter())
+    }
+
+    /// Its node pools' operations in flight.
+    pub fn pool_operations_in_flight(&self) -> impl Iterator<Item = &super::operation::Operation> {
+        self.pool_operations().filter(|op| op.in_flight())
+    }
+
+    /// The latest operation of `kind` on the pool named `pool`.
+    pub fn pool_operation(
+        &self,
+        kind: super::operation::OperationKind,
+        pool: Option<&str>,
+    ) -> Option<&super::operation::Operation> {
+        self.pool_operations()
+            .filter(|op| op.kind == kind && op.subject() == pool)
+            .last()
+    }
+
+    pub(crate) fn pool_operation_mut(
+        &mut self,
+        kind: super::operation::OperationKind,
+        pool: Option<&str>,
+    ) -> Option<&mut super::operation::Operation> {
+        self.pool_operations
+            .as_deref_mut()?
+            .iter_mut()
+            .filter(|op| op.kind == kind && op.subject() == pool)
+            .last()
     }
 
     /// What `object` of `hop` (read directly) names now: its links replace

@@ -400,7 +400,8 @@ mod tests {
 
     use super::*;
     use crate::model::{
-        DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory, Phase, SloOutcome, Via,
+        DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory, OperationKind,
+        OperationOutcome, Phase, PoolOperationMemory, SloOutcome, Via,
     };
     use crate::state_store::Remembered;
 
@@ -440,6 +441,19 @@ mod tests {
                     done_at: Some(t(i + 960)),
                 }],
             }),
+            // Every third has a node pool being added.
+            pool_operations: (i % 3 == 0)
+                .then(|| PoolOperationMemory {
+                    operation: OperationKind::NodePoolCreate,
+                    node_pool: format!("np-{i}"),
+                    started_at: t(i + 700),
+                    started_observed: false,
+                    outcome: OperationOutcome::InFlight,
+                    ended_at: None,
+                    slo: None,
+                })
+                .into_iter()
+                .collect(),
         }
     }
 

@@ -135,6 +135,7 @@ impl CreationTracer {
             Event::HopEnded {
                 cluster_id,
                 operation,
+                subject,
                 hop,
                 via,
                 outcome,
@@ -144,9 +145,11 @@ impl CreationTracer {
             } => {
                 let timeline = fleet.get(cluster_id);
                 let via = *via;
-                if self.claim(&operation.key(cluster_id), Some(*hop), via) {
+                let key = operation.key(cluster_id, subject.as_deref());
+                if self.claim(&key, Some(*hop), via) {
                     let end = HopEnd {
                         operation: *operation,
+                        subject: subject.clone(),
                         hop: *hop,
                         outcome: *outcome,
                         started: *started,
@@ -158,6 +161,7 @@ impl CreationTracer {
             Event::OperationEnded {
                 cluster_id,
                 operation,
+                subject,
                 outcome,
                 started,
                 ended,
@@ -168,16 +172,26 @@ impl CreationTracer {
                 let Some(timeline) = fleet.get(cluster_id) else {
                     return;
                 };
-                if self.options.root_spans
-                    && self.claim(&operation.key(cluster_id), None, Via::Direct)
-                {
+                let key = operation.key(cluster_id, subject.as_deref());
+                if self.options.root_spans && self.claim(&key, None, Via::Direct) {
                     let end = match outcome {
                         Outcome::Succeeded => CreationEnd::Succeeded,
                         Outcome::Failed => CreationEnd::Failed,
                     };
                     self.queue.push(root_span(
-                        *operation, cluster_id, timeline, end, *started, *ended,
+                        *operation,
+                        subject.as_deref(),
+                        cluster_id,
+                        timeline,
+                        end,
+                        *started,
+                        *ended,
                     ));
+                }
+                // A pool's operation has nothing after its root: a pool
+                // created again under the same name is a new operation.
+                if operation.of_node_pool() {
+                    self.exported.lock().remove(&key);
                 }
             }
             Event::ClusterRemoved {
@@ -201,6 +215,7 @@ impl CreationTracer {
                         .max(started);
                     let mut span = root_span(
                         OperationKind::Create,
+                        None,
                         cluster_id,
                         last,
                         CreationEnd::Deleted,
@@ -215,7 +230,7 @@ impl CreationTracer {
                     }
                     self.queue.push(span);
                 }
-                let delete_key = OperationKind::Delete.key(cluster_id);
+                let delete_key = OperationKind::Delete.key(cluster_id, None);
                 if let Some(d) = deletion
                     && d.outcome == OperationOutcome::Succeeded
                     && let Some(ended) = d.ended_at
@@ -224,6 +239,7 @@ impl CreationTracer {
                 {
                     self.queue.push(root_span(
                         OperationKind::Delete,
+                        None,
                         cluster_id,
                         last,
                         CreationEnd::Succeeded,
@@ -234,6 +250,12 @@ impl CreationTracer {
                 let mut exported = self.exported.lock();
                 exported.remove(cluster_id);
                 exported.remove(&delete_key);
+                // Its pools' operations that were in flight (hop spans
+                // claimed, no root): none will end now.
+                if last.pool_operations.is_some() {
+                    let prefix = format!("{cluster_id}/node_pool_");
+                    exported.retain(|key, _| !key.starts_with(&prefix));
+                }
             }
             Event::Slo { .. } => {}
         }

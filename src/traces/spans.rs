@@ -80,6 +80,7 @@ fn bounded(s: &str) -> String {
 /// `hcp.cluster.id` and the identities the timeline knows (empty ones left out).
 fn identity_attributes(
     operation: OperationKind,
+    pool: Option<&str>,
     cluster_id: &str,
     timeline: Option<&Timeline>,
 ) -> Vec<KeyValue> {
@@ -87,6 +88,9 @@ fn identity_attributes(
         KeyValue::new("hcp.cluster.id", cluster_id.to_string()),
         KeyValue::new("hcp.operation", operation.as_str()),
     ];
+    if let Some(pool) = pool {
+        attributes.push(KeyValue::new("hcp.node_pool", pool.to_string()));
+    }
     if let Some(timeline) = timeline {
         let identity = &timeline.identity;
         for (key, value) in [
@@ -125,9 +129,11 @@ fn error_status(code: &str, message: &str) -> Status {
 }
 
 /// What a hop span needs from the event that ended it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HopEnd {
     pub operation: OperationKind,
+    /// The node pool of a pool's operation.
+    pub subject: Option<Box<str>>,
     pub hop: Hop,
     pub outcome: Outcome,
     pub started: Timestamp,
@@ -139,12 +145,13 @@ pub struct HopEnd {
 /// changes inside that window as events. A deletion's hop is gone when its
 /// span ends, so it carries what the event says and the view `via`.
 pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via: Via) -> SpanData {
-    let key = end.operation.key(cluster_id);
+    let key = end.operation.key(cluster_id, end.subject.as_deref());
     let hop_state = timeline
         .filter(|_| end.operation == OperationKind::Create)
         .and_then(|t| t.hop(end.hop));
     let via = hop_state.map_or(via, |h| h.via);
-    let mut attributes = identity_attributes(end.operation, cluster_id, timeline);
+    let mut attributes =
+        identity_attributes(end.operation, end.subject.as_deref(), cluster_id, timeline);
     attributes.push(KeyValue::new("hcp.hop", end.hop.as_str()));
     attributes.push(KeyValue::new("hcp.hop.via", via.as_str()));
     attributes.push(KeyValue::new("hcp.hop.outcome", end.outcome.as_str()));
@@ -178,7 +185,7 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via:
         attributes,
         dropped_attributes_count: 0,
         events: span_events(events),
-        links: span_links(timeline, end.hop),
+        links: span_links(timeline, end.hop, end.subject.as_deref()),
         status,
         instrumentation_scope: scope(),
     }
@@ -186,11 +193,13 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via:
 
 /// A link per trace context the hop's objects' annotations named: the
 /// controllers' own traces of them (docs/design.md §7.7).
-fn span_links(timeline: Option<&Timeline>, hop: Hop) -> SpanLinks {
+/// A node pool's operation links only to its own pool's context.
+fn span_links(timeline: Option<&Timeline>, hop: Hop, pool: Option<&str>) -> SpanLinks {
     let mut links = SpanLinks::default();
     links.links = timeline
         .into_iter()
         .flat_map(|t| t.trace_links(hop))
+        .filter(|link| pool.is_none_or(|pool| &*link.object == pool))
         .map(|link| {
             let context = SpanContext::new(
                 TraceId::from_bytes(link.context.trace_id),
@@ -259,14 +268,15 @@ fn condition_events(hop: &HopTimeline, from: Timestamp, to: Timestamp) -> Vec<Sp
 /// upstream creation time, a deletion's first sign) to its end.
 pub fn root_span(
     operation: OperationKind,
+    subject: Option<&str>,
     cluster_id: &str,
     timeline: &Timeline,
     end: CreationEnd,
     started: Timestamp,
     ended: Timestamp,
 ) -> SpanData {
-    let key = operation.key(cluster_id);
-    let mut attributes = identity_attributes(operation, cluster_id, Some(timeline));
+    let key = operation.key(cluster_id, subject);
+    let mut attributes = identity_attributes(operation, subject, cluster_id, Some(timeline));
     attributes.push(KeyValue::new("hcp.operation.outcome", end.as_str()));
     let (slo, start_observed) = match operation {
         OperationKind::Create => {
@@ -277,6 +287,12 @@ pub fn root_span(
             Some(d) => (d.slo, d.started_at.observed),
             None => (None, true),
         },
+        OperationKind::NodePoolCreate | OperationKind::NodePoolDelete => {
+            match timeline.pool_operation(operation, subject) {
+                Some(op) => (op.slo, op.started_at.observed),
+                None => (None, true),
+            }
+        }
     };
     if let Some(slo) = slo {
         attributes.push(KeyValue::new("hcp.slo.outcome", slo.as_str()));
@@ -288,7 +304,10 @@ pub fn root_span(
         }
     }
     let mut status = Status::Unset;
-    if end == CreationEnd::Failed {
+    if end == CreationEnd::Failed && operation.of_node_pool() {
+        status = Status::error(format!("{}: failed", Hop::NodePool));
+        attributes.push(KeyValue::new("hcp.failed_hop", Hop::NodePool.as_str()));
+    } else if end == CreationEnd::Failed {
         // The hop the verdict names: the trace and `diagnose` agree.
         match crate::model::failed_hop(timeline) {
             Some((hop, h)) => {

@@ -34,6 +34,7 @@ mod layering;
 mod maestro_stream;
 mod metrics_exposition;
 mod multi_object_hops;
+mod node_pools_standin;
 mod one_reading_per_kind;
 mod process_lifecycle;
 mod readyz;

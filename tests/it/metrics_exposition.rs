@@ -234,7 +234,9 @@ hcpflow_hop_phase{cluster_id="c-two",hop="manifestwork",phase="unknown",state="f
 hcpflow_hop_phase{cluster_id="c-two",hop="node_pool",phase="unknown",state="feedback_unreadable",via="maestro"} 1
 hcpflow_hop_status_updated_timestamp_seconds{cluster_id="c-two",hop="maestro_bundle"} 1800000300
 hcpflow_operation_in_flight{cluster_id="c-two",operation="create",node_pool="",target_version=""} 1
+hcpflow_operation_in_flight{cluster_id="c-two",operation="node_pool_create",node_pool="pool-1",target_version=""} 1
 hcpflow_operation_started_timestamp_seconds{cluster_id="c-two",operation="create",node_pool=""} 1800000000
+hcpflow_operation_started_timestamp_seconds{cluster_id="c-two",operation="node_pool_create",node_pool="pool-1"} 1800000060
 "#,
         },
         Case {
@@ -637,8 +639,8 @@ fn hop_budgets_are_published_as_configured() {
         .count();
     assert_eq!(
         published,
-        2 * Hop::ALL.len(),
-        "one series per operation kind and hop"
+        2 * Hop::ALL.len() + 2,
+        "one series per hop of each operation kind's flow (a node pool's: its NodePool)"
     );
     let delete = body
         .lines()

@@ -129,7 +129,7 @@ async fn hop_spans_link_to_the_trace_contexts_their_objects_are_annotated_with()
 
     let (server, url) = KubeApiServer::start().await.expect("the stand-in serves");
     let now = Timestamp::now();
-    let created = now - SignedDuration::from_mins(20);
+    let created = now - SignedDuration::from_mins(10);
     let id = "5b1c7d3e-0f2a-4c8b-9d6e-0000000000e1";
     let good = json!({"tracing.k8s.io/traceparent": format!("00-{POOL_TRACE}-{POOL_SPAN}-01")});
     // Upper-case hex: not a W3C trace context.
@@ -183,12 +183,33 @@ async fn hop_spans_link_to_the_trace_contexts_their_objects_are_annotated_with()
     // The link names another trace than the span's own.
     assert_ne!(hex(&hosted[0].span.trace_id), HC_TRACE);
 
-    // Only the well-formed context of the two pools.
+    // The creation's node_pool span: only the well-formed context of the
+    // two pools.
+    eventually("each pool's own creation span", || {
+        spans("hcp.hop.node_pool").len() >= 3
+    })
+    .await;
     let pools = spans("hcp.hop.node_pool");
-    let link = only_link(&pools[0], POOL_TRACE, POOL_SPAN);
+    let of = |operation: &str, pool: Option<&str>| {
+        pools
+            .iter()
+            .find(|g| {
+                otlp::attr(&g.span.attributes, "hcp.operation").as_deref() == Some(operation)
+                    && otlp::attr(&g.span.attributes, "hcp.node_pool").as_deref() == pool
+            })
+            .unwrap_or_else(|| panic!("no {operation} span of {pool:?}"))
+    };
+    let link = only_link(of("create", None), POOL_TRACE, POOL_SPAN);
     assert_eq!(
         otlp::attr(&link.attributes, "hcp.object").as_deref(),
         Some("np1")
+    );
+    // Each pool's own creation (docs/design.md §15.9): np1's links to
+    // np1's context, np2's to none (its annotation is malformed).
+    only_link(of("node_pool_create", Some("np1")), POOL_TRACE, POOL_SPAN);
+    assert!(
+        of("node_pool_create", Some("np2")).span.links.is_empty(),
+        "np2's malformed annotation is no link"
     );
     assert!(
         h.unknown("kube/hub", "metadata.annotations[traceparent]") >= 1,

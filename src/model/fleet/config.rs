@@ -20,6 +20,12 @@ pub struct ModelConfig {
     pub delete_target: Duration,
     /// How long each hop of a deletion may stay deleting.
     pub delete_budgets: HopBudgets,
+    /// A node pool's creation ready within this is good; its NodePool's
+    /// budget is the creation's `node_pool` one (docs/design.md §15.9).
+    pub node_pool_create_target: Duration,
+    /// A node pool's removal done within this is good; its budget is the
+    /// deletion's `node_pool` one.
+    pub node_pool_delete_target: Duration,
     /// Which creations this instance counts (docs/design.md §8.2).
     pub ownership: Ownership,
     /// The RP frontend is read: a Clusters Service cluster without an RP
@@ -36,6 +42,8 @@ impl ModelConfig {
         match kind {
             OperationKind::Create => self.creation_target,
             OperationKind::Delete => self.delete_target,
+            OperationKind::NodePoolCreate => self.node_pool_create_target,
+            OperationKind::NodePoolDelete => self.node_pool_delete_target,
         }
     }
 
@@ -47,6 +55,14 @@ impl ModelConfig {
         }
     }
 }
+
+/// A node pool's creation: its VMs boot, are ignited and join in five to
+/// ten minutes on a healthy platform; twenty leaves room for a slow image
+/// pull and is the creation's own target (docs/design.md §15.9).
+pub const DEFAULT_NODE_POOL_CREATE_TARGET: Duration = Duration::from_secs(20 * 60);
+/// A node pool's removal: nodes drain and VMs are deleted in minutes;
+/// fifteen is well past a healthy drain (docs/design.md §15.9).
+pub const DEFAULT_NODE_POOL_DELETE_TARGET: Duration = Duration::from_secs(15 * 60);
 
 /// Which timelines feed this instance's SLO events and creation durations,
 /// decided from its configuration alone so that instances never talk to each
@@ -120,6 +136,8 @@ impl Default for ModelConfig {
             hop_budgets: HopBudgets::default(),
             delete_target: Duration::from_secs(1800),
             delete_budgets: HopBudgets::deletion_defaults(),
+            node_pool_create_target: DEFAULT_NODE_POOL_CREATE_TARGET,
+            node_pool_delete_target: DEFAULT_NODE_POOL_DELETE_TARGET,
             ownership: Ownership::ALL,
             rp_in_scope: false,
             self_managed_hubs: Vec::new(),

@@ -154,7 +154,16 @@ pub(super) fn refresh_hop(
         Phase::Failed => Some(Outcome::Failed),
         _ => None,
     };
-    // A hop failing while its cluster is deleted ends no creation hop.
+    // A hop failing while its cluster is deleted ends no creation hop; nor
+    // does one that began after the creation ended (a day-2 node pool's is
+    // its own operation's, docs/design.md §15.9).
+    let after_creation = timeline
+        .completed_at
+        .or(timeline.failed_at)
+        .is_some_and(|done| hop_state.started_at.is_some_and(|s| s > done));
+    if outcome.is_some() && !hop_state.ended && after_creation {
+        hop_state.ended = true;
+    }
     if let Some(outcome) = outcome
         && !hop_state.ended
         && timeline.deletion.is_none()
@@ -164,6 +173,7 @@ pub(super) fn refresh_hop(
         events.push(Event::HopEnded {
             cluster_id: timeline.cluster_id.clone(),
             operation: OperationKind::Create,
+            subject: None,
             hop,
             via: hop_state.via,
             counted: hop_state.via == Via::Direct,
@@ -229,6 +239,7 @@ pub(super) fn evaluate_creation(
         let ending = Ending {
             cluster_id: &timeline.cluster_id,
             operation: OperationKind::Create,
+            subject: None,
             counted,
             platform: &timeline.identity.platform,
             version: &timeline.identity.version,
@@ -284,6 +295,7 @@ pub(super) fn evaluate_creation(
         let ending = Ending {
             cluster_id: &timeline.cluster_id,
             operation: OperationKind::Create,
+            subject: None,
             counted,
             platform: &timeline.identity.platform,
             version: &timeline.identity.version,
@@ -301,6 +313,8 @@ pub(super) fn evaluate_creation(
 pub(super) struct Ending<'a> {
     pub(super) cluster_id: &'a str,
     pub(super) operation: OperationKind,
+    /// The node pool of a pool's operation.
+    pub(super) subject: Option<&'a str>,
     pub(super) counted: bool,
     pub(super) platform: &'a str,
     pub(super) version: &'a str,
@@ -320,6 +334,7 @@ impl Ending<'_> {
         events.push(Event::OperationEnded {
             cluster_id: self.cluster_id.to_string(),
             operation: self.operation,
+            subject: self.subject.map(Into::into),
             counted: self.counted,
             platform: self.platform.to_string(),
             version: self.version.to_string(),
@@ -340,6 +355,7 @@ impl Ending<'_> {
         events.push(Event::Slo {
             cluster_id: self.cluster_id.to_string(),
             operation: self.operation,
+            subject: self.subject.map(Into::into),
             counted: self.counted,
             outcome: verdict,
         });
@@ -347,8 +363,9 @@ impl Ending<'_> {
 }
 
 /// Start, advance and fail a cluster's deletion (docs/design.md §15.3). It
-/// starts at the earliest sign on any hop (a hop deleting: RP `Deleting`, CS
-/// `uninstalling`, a bundle's `deleted_at`, a `deletionTimestamp`), dated by
+/// starts at the earliest sign on any hop but its node pools' (a hop
+/// deleting: RP `Deleting`, CS `uninstalling`, a bundle's `deleted_at`, a
+/// `deletionTimestamp`), dated by
 /// the upstream time the hop entered it; it fails when the RP or Clusters
 /// Service fails after it began. Returns the SLO deadline of a deletion it
 /// started, for the caller to queue.
@@ -359,12 +376,15 @@ pub(super) fn evaluate_deletion(
 ) -> Option<Timestamp> {
     let mut started_now = None;
     if timeline.deletion.is_none() {
+        // A NodePool deleting is that pool's removal, its own operation
+        // (docs/design.md §15.9), even when it is the cluster's last pool:
+        // the cluster's deletion shows first on the cluster's own objects.
         let deleting = || {
             timeline
                 .hops
-                .values()
-                .filter(|h| h.phase == Phase::Deleting)
-                .map(|h| h.since)
+                .iter()
+                .filter(|(hop, h)| **hop != Hop::NodePool && h.phase == Phase::Deleting)
+                .map(|(_, h)| h.since)
         };
         // The earliest upstream time; the exporter's own only without one.
         let start = deleting()
@@ -406,6 +426,7 @@ pub(super) fn evaluate_deletion(
         let ending = Ending {
             cluster_id: &cluster_id,
             operation: OperationKind::Delete,
+            subject: None,
             counted,
             platform: &platform,
             version: &version,
@@ -439,6 +460,7 @@ pub(super) fn deletion_hop_gone(
         events.push(Event::HopEnded {
             cluster_id,
             operation: OperationKind::Delete,
+            subject: None,
             hop,
             via,
             counted,
@@ -471,6 +493,7 @@ pub(super) fn deletion_done(
     let ending = Ending {
         cluster_id: &cluster_id,
         operation: OperationKind::Delete,
+        subject: None,
         counted,
         platform: &platform,
         version: &version,
@@ -480,4 +503,221 @@ pub(super) fn deletion_done(
         target: config.delete_target,
     };
     ending.record(&mut deletion.slo, events);
+}
+
+/// How many ended node pool operations a timeline keeps, for the JSON and
+/// the UI: the ones in flight are always kept.
+const ENDED_POOL_OPERATIONS_KEPT: usize = 4;
+
+/// A node pool operation's SLO deadline, for the caller to queue.
+pub(super) struct PoolDeadline {
+    pub(super) at: Timestamp,
+    pub(super) kind: OperationKind,
+    pub(super) pool: Box<str>,
+}
+
+/// What a node pool reads now: its NodePool object, read directly when it
+/// is, else through Maestro's feedback.
+fn pool_reading<'a>(timeline: &'a Timeline, pool: &str) -> Option<&'a ObjectState> {
+    let hop = timeline.hops.get(&Hop::NodePool)?;
+    hop.objects
+        .get(&(Via::Direct, pool.to_string()))
+        .or_else(|| hop.objects.get(&(Via::Maestro, pool.to_string())))
+}
+
+/// Start, end and fail the cluster's node pool operations after its
+/// NodePools changed (docs/design.md §15.9). `appeared`: a pool first seen
+/// in this run; `vanished`: a pool whose last object went in this change
+/// (a pool not read yet after a restart is not gone). A pool that appears not ready has its creation followed
+/// from the pool's creation time; one that turns deleting, its removal,
+/// from its `deletionTimestamp`. The cluster's deletion takes its pools
+/// with it: their operations in flight end `deleted`, and no new one
+/// starts. Returns the SLO deadlines of the operations it started.
+pub(super) fn evaluate_pools(
+    timeline: &mut Timeline,
+    appeared: Option<&str>,
+    vanished: Option<&str>,
+    initial: bool,
+    observed_at: Timestamp,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) -> Vec<PoolDeadline> {
+    let mut deadlines = Vec::new();
+    if timeline.pool_operations.is_none()
+        && appeared.is_none()
+        && vanished.is_none()
+        && !timeline.hop(Hop::NodePool).is_some_and(|h| {
+            h.objects
+                .iter()
+                .any(|(_, o)| o.view.phase == Phase::Deleting)
+        })
+    {
+        return deadlines;
+    }
+    if let Some(deletion) = timeline.deletion.as_deref() {
+        let at = deletion.started_at.at;
+        for op in timeline
+            .pool_operations
+            .iter_mut()
+            .flat_map(|ops| ops.iter_mut())
+        {
+            if op.in_flight() {
+                op.outcome = OperationOutcome::Deleted;
+                op.ended_at = Some(at.max(op.started_at.at));
+            }
+        }
+        return deadlines;
+    }
+    let mut started: Vec<Operation> = Vec::new();
+    let follow = |kind: OperationKind, pool: &str, start: TimeMark| {
+        let target = config.target(kind);
+        // A first sync shows state nobody here watched begin: a pool that
+        // was already late then is not followed (its end would be counted
+        // as if witnessed).
+        (!(initial && after(start.at, target) <= observed_at)).then(|| {
+            let mut op = Operation::of_pool(kind, pool, start);
+            op.reached(Hop::NodePool, start.at);
+            op
+        })
+    };
+    // A pool is created once until it is removed: one read again (a
+    // restart, a relist) that has an operation already starts none; one
+    // whose removal ended and that appears again is a new pool.
+    let latest = appeared.and_then(|pool| {
+        timeline
+            .pool_operations()
+            .filter(|op| op.subject() == Some(pool))
+            .last()
+    });
+    let created_again =
+        latest.is_none_or(|op| op.kind == OperationKind::NodePoolDelete && !op.in_flight());
+    if let Some(pool) = appeared
+        && created_again
+        && let Some(reading) = pool_reading(timeline, pool)
+        && !matches!(reading.view.phase, Phase::Ready | Phase::Deleting)
+    {
+        let start = reading
+            .view
+            .created_at
+            .map_or(TimeMark::observed(observed_at), TimeMark::upstream);
+        started.extend(follow(OperationKind::NodePoolCreate, pool, start));
+    }
+    if let Some(hop) = timeline.hop(Hop::NodePool) {
+        for (name, reading) in hop.effective_objects() {
+            let deleting = reading.view.phase == Phase::Deleting;
+            let followed = timeline
+                .pool_operation(OperationKind::NodePoolDelete, Some(name))
+                .is_some_and(Operation::in_flight);
+            if deleting && !followed {
+                started.extend(follow(OperationKind::NodePoolDelete, name, reading.since));
+            }
+        }
+    }
+    for op in &started {
+        deadlines.push(PoolDeadline {
+            at: after(op.started_at.at, config.target(op.kind)),
+            kind: op.kind,
+            pool: op.subject.clone().unwrap_or_default(),
+        });
+    }
+    if !started.is_empty() {
+        timeline
+            .pool_operations
+            .get_or_insert_with(Default::default)
+            .extend(started);
+    }
+    let counted = config.ownership.owns(&timeline.cluster_id);
+    let Some(mut ops) = timeline.pool_operations.take() else {
+        return deadlines;
+    };
+    for op in ops.iter_mut().filter(|op| op.in_flight()) {
+        let pool = op.subject.clone().unwrap_or_default();
+        let reading = pool_reading(timeline, &pool);
+        let direct = timeline
+            .hop(Hop::NodePool)
+            .is_some_and(|h| h.objects.get(&(Via::Direct, pool.to_string())).is_some());
+        let ended = match (op.kind, reading) {
+            (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
+                Phase::Ready => Some((Outcome::Succeeded, r.since.at)),
+                Phase::Failed => Some((Outcome::Failed, r.since.at)),
+                // Removed before it was ready: the removal is its own
+                // operation, and this one neither late nor failed.
+                Phase::Deleting => {
+                    op.outcome = OperationOutcome::Deleted;
+                    op.ended_at = Some(r.since.at.max(op.started_at.at));
+                    None
+                }
+                _ => None,
+            },
+            (OperationKind::NodePoolCreate, None) if vanished == Some(&*pool) => {
+                op.outcome = OperationOutcome::Deleted;
+                op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
+                None
+            }
+            // Gone on every view: removed.
+            (OperationKind::NodePoolDelete, None) if vanished == Some(&*pool) => {
+                Some((Outcome::Succeeded, observed_at.into()))
+            }
+            (OperationKind::NodePoolDelete, Some(r)) if r.view.phase == Phase::Failed => {
+                Some((Outcome::Failed, r.since.at))
+            }
+            _ => None,
+        };
+        let Some((outcome, at)) = ended else {
+            continue;
+        };
+        let at = at.max(op.started_at.at);
+        let via = if direct || reading.is_none() {
+            Via::Direct
+        } else {
+            Via::Maestro
+        };
+        if let Some(hop_started) = op.done(Hop::NodePool, at) {
+            events.push(Event::HopEnded {
+                cluster_id: timeline.cluster_id.clone(),
+                operation: op.kind,
+                subject: op.subject.clone(),
+                hop: Hop::NodePool,
+                via,
+                counted: counted && via == Via::Direct,
+                platform: timeline.identity.platform.clone(),
+                version: timeline.identity.version.clone(),
+                outcome,
+                started: hop_started.into(),
+                ended: at.into(),
+            });
+        }
+        op.outcome = match outcome {
+            Outcome::Succeeded => OperationOutcome::Succeeded,
+            Outcome::Failed => OperationOutcome::Failed,
+        };
+        op.ended_at = Some(at);
+        let ending = Ending {
+            cluster_id: &timeline.cluster_id,
+            operation: op.kind,
+            subject: op.subject.as_deref(),
+            counted,
+            platform: &timeline.identity.platform,
+            version: &timeline.identity.version,
+            outcome,
+            started: op.started_at.at.into(),
+            ended: at.into(),
+            target: config.target(op.kind),
+        };
+        ending.record(&mut op.slo, events);
+    }
+    // The ones in flight, and the last few ended, in the order they began.
+    let ended = ops.iter().filter(|op| !op.in_flight()).count();
+    let mut drop = ended.saturating_sub(ENDED_POOL_OPERATIONS_KEPT);
+    ops.retain(|op| {
+        if drop > 0 && !op.in_flight() {
+            drop -= 1;
+            return false;
+        }
+        true
+    });
+    if !ops.is_empty() {
+        timeline.pool_operations = Some(ops);
+    }
+    deadlines
 }

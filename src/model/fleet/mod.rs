@@ -24,6 +24,7 @@ use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::memory::{
     ClusterMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory, ObjectMemory,
+    PoolOperationMemory,
 };
 use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
 use super::operation::{Operation, OperationKind, OperationOutcome};
@@ -49,6 +50,8 @@ pub enum Event {
     HopEnded {
         cluster_id: String,
         operation: OperationKind,
+        /// The node pool a node pool's operation follows.
+        subject: Option<Box<str>>,
         hop: Hop,
         /// The view the hop ended in.
         via: Via,
@@ -68,6 +71,7 @@ pub enum Event {
     OperationEnded {
         cluster_id: String,
         operation: OperationKind,
+        subject: Option<Box<str>>,
         /// Feeds `hcpflow_operation_duration_seconds` (this instance owns it).
         counted: bool,
         platform: String,
@@ -81,6 +85,7 @@ pub enum Event {
     Slo {
         cluster_id: String,
         operation: OperationKind,
+        subject: Option<Box<str>>,
         /// Feeds `hcpflow_operation_slo_events_total` (this instance owns it).
         counted: bool,
         outcome: SloOutcome,
@@ -107,8 +112,9 @@ pub struct ApplyResult {
 /// What a deadline waits for.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Due {
-    /// The operation is still in flight at its SLO target: late.
-    Late(OperationKind),
+    /// The operation (of the node pool named, for a pool's) is still in
+    /// flight at its SLO target: late.
+    Late(OperationKind, Option<Box<str>>),
     /// One object still reads the same when its budget runs out: failed.
     Budget { hop: Hop, via: Via, object: String },
 }
@@ -310,7 +316,9 @@ impl Fleet {
             let before_load = silent_before.is_some_and(|start| at < start);
             let mut events = Vec::new();
             let changed = match due {
-                Due::Late(kind) => self.settle_late(&cluster_id, kind, now, &mut events),
+                Due::Late(kind, subject) => {
+                    self.settle_late(&cluster_id, kind, subject, now, &mut events)
+                }
                 Due::Budget { hop, via, object } => {
                     self.settle_budget(&cluster_id, hop, via, object, now, &mut events)
                 }
@@ -330,6 +338,7 @@ impl Fleet {
         &mut self,
         cluster_id: &str,
         kind: OperationKind,
+        subject: Option<Box<str>>,
         now: Timestamp,
         events: &mut Vec<Event>,
     ) -> bool {
@@ -342,11 +351,17 @@ impl Fleet {
             OperationKind::Create if timeline.in_flight() => {
                 (timeline.created_at.at, &mut timeline.slo)
             }
+            OperationKind::Create => return false,
             OperationKind::Delete => match timeline.deletion.as_deref_mut() {
                 Some(d) if d.in_flight() => (d.started_at.at, &mut d.slo),
                 _ => return false,
             },
-            OperationKind::Create => return false,
+            OperationKind::NodePoolCreate | OperationKind::NodePoolDelete => {
+                match timeline.pool_operation_mut(kind, subject.as_deref()) {
+                    Some(op) if op.in_flight() => (op.started_at.at, &mut op.slo),
+                    _ => return false,
+                }
+            }
         };
         if slo.is_some() {
             return false;
@@ -354,13 +369,19 @@ impl Fleet {
         let deadline = after(started, target);
         if deadline > now {
             // The start moved later since this was queued; wait again.
-            queue(&mut self.deadlines, deadline, cluster_id, Due::Late(kind));
+            queue(
+                &mut self.deadlines,
+                deadline,
+                cluster_id,
+                Due::Late(kind, subject),
+            );
             return false;
         }
         *slo = Some(SloOutcome::Late);
         events.push(Event::Slo {
             cluster_id: cluster_id.to_string(),
             operation: kind,
+            subject,
             counted,
             outcome: SloOutcome::Late,
         });
@@ -397,8 +418,12 @@ impl Fleet {
         refresh_hop(timeline, hop, now, None, events);
         evaluate_creation(timeline, &self.config, events);
         if let Some(late_at) = evaluate_deletion(timeline, &self.config, events) {
-            let due = Due::Late(OperationKind::Delete);
+            let due = Due::Late(OperationKind::Delete, None);
             queue(&mut self.deadlines, late_at, cluster_id, due);
+        }
+        for d in evaluate_pools(timeline, None, None, false, now, &self.config, events) {
+            let due = Due::Late(d.kind, Some(d.pool));
+            queue(&mut self.deadlines, d.at, cluster_id, due);
         }
         true
     }
@@ -515,6 +540,7 @@ impl Fleet {
                     restored.failed_at = recall.failed_at.take();
                     restored.slo = recall.slo.take();
                     restored.deletion = recall.deletion.take();
+                    restored.pool_operations = std::mem::take(&mut recall.pool_operations);
                 }
                 let created = match (view.created_at, restored.created_at) {
                     (Some(at), _) => TimeMark::upstream(at),
@@ -526,7 +552,7 @@ impl Fleet {
                     &mut self.deadlines,
                     late_at,
                     cluster_id,
-                    Due::Late(OperationKind::Create),
+                    Due::Late(OperationKind::Create, None),
                 );
                 let mut timeline = Timeline::new(cluster_id.to_string(), created);
                 // A verdict and an end once given stay given: a restart
@@ -563,13 +589,26 @@ impl Fleet {
                         .collect();
                     if deletion.slo.is_none() {
                         let late_at = after(d.started_at, self.config.delete_target);
-                        let due = Due::Late(OperationKind::Delete);
+                        let due = Due::Late(OperationKind::Delete, None);
                         queue(&mut self.deadlines, late_at, cluster_id, due);
                     }
                     if timeline.outcome == CreationOutcome::InFlight {
                         timeline.outcome = CreationOutcome::Deleted;
                     }
                     timeline.deletion = Some(Box::new(deletion));
+                }
+                // Its node pools' operations likewise (docs/design.md §15.9).
+                for m in restored.pool_operations {
+                    let op = recall::pool_operation_of(m);
+                    if op.in_flight() && op.slo.is_none() {
+                        let late_at = after(op.started_at.at, self.config.target(op.kind));
+                        let due = Due::Late(op.kind, op.subject.clone());
+                        queue(&mut self.deadlines, late_at, cluster_id, due);
+                    }
+                    timeline
+                        .pool_operations
+                        .get_or_insert_with(Default::default)
+                        .push(op);
                 }
                 Arc::make_mut(
                     self.clusters
@@ -583,6 +622,10 @@ impl Fleet {
 
         let mut changed = false;
         let mut gone_events = Vec::new();
+        // A NodePool first seen in this run: its creation may be followed;
+        // one whose last object went: its removal may be done.
+        let mut appeared: Option<String> = None;
+        let mut vanished: Option<String> = None;
         match change {
             Change::Upsert(mut view) => {
                 changed |= timeline.identity.merge(view.identity());
@@ -608,7 +651,7 @@ impl Fleet {
                         &mut self.deadlines,
                         late_at,
                         cluster_id,
-                        Due::Late(OperationKind::Create),
+                        Due::Late(OperationKind::Create, None),
                     );
                     changed = true;
                 }
@@ -633,6 +676,9 @@ impl Fleet {
                 let remembered = recall_object(&mut recall, hop, via, &object);
                 let key = (via, object);
                 let previous = hop_state.objects.get(&key);
+                if hop == Hop::NodePool && previous.is_none() {
+                    appeared = Some(key.1.clone());
+                }
                 if previous.map(|p| &p.view) != Some(&*view) {
                     let since = match (view.since, previous, remembered) {
                         (Some(at), _, _) => TimeMark::upstream(at),
@@ -670,9 +716,14 @@ impl Fleet {
                     timeline.set_trace_links(hop, &object, Vec::new());
                 }
                 if let Some(hop_state) = timeline.hops.get_mut(&hop)
-                    && hop_state.objects.remove(&(via, object)).is_some()
+                    && hop_state.objects.remove(&(via, object.clone())).is_some()
                 {
                     changed = true;
+                    if hop == Hop::NodePool
+                        && !hop_state.objects.keys().any(|(_, name)| *name == object)
+                    {
+                        vanished = Some(object);
+                    }
                     if hop_state.objects.is_empty() {
                         let via = hop_state.via;
                         timeline.hops.remove(&hop);
@@ -737,7 +788,24 @@ impl Fleet {
                 &mut self.deadlines,
                 late_at,
                 cluster_id,
-                Due::Late(OperationKind::Delete),
+                Due::Late(OperationKind::Delete, None),
+            );
+        }
+        let pool_deadlines = evaluate_pools(
+            timeline,
+            appeared.as_deref(),
+            vanished.as_deref(),
+            initial,
+            observed_at,
+            &self.config,
+            &mut events,
+        );
+        for d in pool_deadlines {
+            queue(
+                &mut self.deadlines,
+                d.at,
+                cluster_id,
+                Due::Late(d.kind, Some(d.pool)),
             );
         }
         result.changed.insert(cluster_id.to_string());

@@ -13,6 +13,7 @@ pub(super) struct Recall {
     pub(super) failed_at: Option<Timestamp>,
     pub(super) slo: Option<SloOutcome>,
     pub(super) deletion: Option<DeletionMemory>,
+    pub(super) pool_operations: Vec<PoolOperationMemory>,
     pub(super) hops: HashMap<Hop, HopMemory>,
     pub(super) objects: HashMap<(Hop, Via, String), ObjectMemory>,
 }
@@ -33,6 +34,7 @@ impl From<ClusterMemory> for Recall {
             failed_at: m.failed_at,
             slo: m.slo,
             deletion: m.deletion,
+            pool_operations: m.pool_operations,
             hops,
             objects,
         }
@@ -107,6 +109,38 @@ impl Fleet {
                     })
                     .collect(),
             }),
+            pool_operations: timeline
+                .pool_operations()
+                .map(|op| PoolOperationMemory {
+                    operation: op.kind,
+                    node_pool: op.subject().unwrap_or_default().to_string(),
+                    started_at: op.started_at.at.into(),
+                    started_observed: op.started_at.observed,
+                    outcome: op.outcome,
+                    ended_at: op.ended_at.map(Into::into),
+                    slo: op.slo,
+                })
+                .collect(),
         })
     }
+}
+
+/// A remembered node pool operation, as the timeline keeps it again.
+pub(super) fn pool_operation_of(m: PoolOperationMemory) -> Operation {
+    let mut op = Operation::of_pool(
+        m.operation,
+        &m.node_pool,
+        TimeMark {
+            at: m.started_at.into(),
+            observed: m.started_observed,
+        },
+    );
+    op.reached(Hop::NodePool, m.started_at.into());
+    if let Some(ended) = m.ended_at {
+        op.done(Hop::NodePool, ended.into());
+    }
+    op.outcome = m.outcome;
+    op.ended_at = m.ended_at.map(Into::into);
+    op.slo = m.slo;
+    op
 }

@@ -1,0 +1,244 @@
+//! Node pools as operations (docs/design.md §15.9), read the way a
+//! self-managed hub serves them: a HostedCluster and NodePools written here
+//! after HyperShift's fixture, served by a Kubernetes list/watch endpoint
+//! that holds only what the test puts in it, read by the real kube source.
+//!
+//! - a day-2 NodePool is one `node_pool_create` operation, from its
+//!   `creationTimestamp` to its Ready condition's `lastTransitionTime`,
+//!   with one SLO event, while the cluster's creation stays done;
+//! - a pool given a `deletionTimestamp` and then deleted is one
+//!   `node_pool_delete` operation from that timestamp, with one SLO event;
+//! - a pool that was ready before the exporter watched starts nothing.
+
+use crate::common::hypershift;
+use crate::common::kube::{eventually, harness_waiting_for};
+use hcp_flow::model::{Hop, OperationKind, OperationOutcome, Phase, Stamp};
+use hcp_flow::sim::kube::KubeApiServer;
+use hcp_flow::sources::kube::KubeMode;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+const NAMESPACE: &str = "clusters";
+const CLUSTER_ID: &str = "5b1c7d3e-0f2a-4c8b-9d6e-0000000000f2";
+
+fn at(t: Timestamp) -> String {
+    t.round(jiff::Unit::Second).unwrap_or(t).to_string()
+}
+
+fn second(t: Timestamp) -> Timestamp {
+    t.round(jiff::Unit::Second).unwrap_or(t)
+}
+
+fn hosted_cluster(created: Timestamp, available: Timestamp) -> Value {
+    json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "HostedCluster",
+        "metadata": {"name": "example", "namespace": NAMESPACE, "uid": "uid-example", "creationTimestamp": at(created)},
+        "spec": hypershift::hosted_cluster_spec(CLUSTER_ID),
+        "status": {
+            "conditions": [{"type": "Available", "status": "True", "reason": "AsExpected", "message": "The hosted control plane is available", "lastTransitionTime": at(available), "observedGeneration": 1}],
+            "version": {"desired": {"version": "4.20.2"}, "history": [{"state": "Completed", "version": "4.20.2", "startedTime": at(created), "completionTime": at(available)}]},
+        },
+    })
+}
+
+/// A NodePool of the fixture's cluster, its two replicas ready at `ready`
+/// or none yet (waiting for its machines), deleting from `deleting`.
+fn node_pool(
+    name: &str,
+    created: Timestamp,
+    ready: Option<Timestamp>,
+    deleting: Option<Timestamp>,
+) -> Value {
+    let (replicas, condition) = match ready {
+        Some(t) => (
+            2,
+            json!({"type": "Ready", "status": "True", "reason": "AsExpected", "message": "", "lastTransitionTime": at(t), "observedGeneration": 1}),
+        ),
+        None => (
+            0,
+            json!({"type": "Ready", "status": "False", "reason": "WaitingForAvailableMachines", "message": "", "lastTransitionTime": at(created), "observedGeneration": 1}),
+        ),
+    };
+    let mut metadata = json!({"name": name, "namespace": NAMESPACE, "uid": format!("uid-{name}"), "creationTimestamp": at(created)});
+    if let Some(t) = deleting {
+        metadata["deletionTimestamp"] = json!(at(t));
+        metadata["finalizers"] = json!(["hypershift.openshift.io/finalizer"]);
+    }
+    json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "NodePool",
+        "metadata": metadata,
+        "spec": hypershift::node_pool_spec("example"),
+        "status": {"replicas": replicas, "conditions": [condition]},
+    })
+}
+
+fn sample(text: &str, family: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_times() {
+    let (server, url) = KubeApiServer::start().await.expect("the stand-in serves");
+    let now = Timestamp::now();
+    let created = now - SignedDuration::from_mins(60);
+    let available = now - SignedDuration::from_mins(50);
+    server
+        .apply(hosted_cluster(created, available))
+        .expect("applied");
+    // np1 came with the cluster and was ready before anyone watched.
+    server
+        .apply(node_pool("np1", created, Some(available), None))
+        .expect("applied");
+    let mut h = harness_waiting_for("node-pools", &["kube/hub"]);
+    h.start(&[("hub", &url, KubeMode::SelfManaged)], |_| {})
+        .await;
+    eventually("the hub synced", || h.store.ready()).await;
+    eventually("the pool read", || {
+        h.phase(CLUSTER_ID, Hop::NodePool) == Some(Phase::Ready)
+    })
+    .await;
+    let timeline = |h: &crate::common::kube::KubeHarness| {
+        h.store
+            .with_timelines(|ts| {
+                let mut found = None;
+                for t in ts {
+                    if t.cluster_id == CLUSTER_ID {
+                        found = Some(t.clone());
+                    }
+                }
+                found
+            })
+            .expect("the cluster is tracked")
+    };
+    assert!(
+        timeline(&h).pool_operations.is_none(),
+        "a pool ready before the watch started is no operation"
+    );
+
+    // A day-2 pool, added three minutes ago, waits for its machines.
+    let added = now - SignedDuration::from_mins(3);
+    server
+        .apply(node_pool("np2", added, None, None))
+        .expect("applied");
+    eventually("np2's creation in flight", || {
+        sample(
+            &h.text(),
+            "hcpflow_operation_in_flight",
+            &[r#"operation="node_pool_create""#, r#"node_pool="np2""#],
+        ) == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        sample(
+            &h.text(),
+            "hcpflow_operation_started_timestamp_seconds",
+            &[r#"operation="node_pool_create""#, r#"node_pool="np2""#],
+        ),
+        Some(second(added).as_second() as f64),
+        "started at the pool's creationTimestamp"
+    );
+    // Its nodes join a minute ago.
+    let ready = now - SignedDuration::from_mins(1);
+    server
+        .apply(node_pool("np2", added, Some(ready), None))
+        .expect("applied");
+    eventually("np2's creation done", || {
+        timeline(&h)
+            .pool_operation(OperationKind::NodePoolCreate, Some("np2"))
+            .is_some_and(|op| op.outcome == OperationOutcome::Succeeded)
+    })
+    .await;
+    let t = timeline(&h);
+    let op = t
+        .pool_operation(OperationKind::NodePoolCreate, Some("np2"))
+        .expect("np2's creation");
+    assert_eq!(op.started_at.at, Stamp::from(second(added)));
+    assert!(!op.started_at.observed);
+    assert_eq!(op.ended_at, Some(Stamp::from(second(ready))));
+    let text = h.text();
+    assert_eq!(
+        sample(
+            &text,
+            "hcpflow_operation_slo_events_total",
+            &[r#"operation="node_pool_create""#, r#"outcome="good""#],
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "hcpflow_operation_duration_seconds_count",
+            &[r#"operation="node_pool_create""#, r#"outcome="succeeded""#],
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            "hcpflow_operation_in_flight",
+            &[r#"node_pool="np2""#]
+        ),
+        None
+    );
+    assert!(
+        t.pool_operation(OperationKind::NodePoolCreate, Some("np1"))
+            .is_none()
+    );
+
+    // np1 is removed: HyperShift's finalizer holds it while its machines
+    // drain, then it goes.
+    let removing = now - SignedDuration::from_secs(30);
+    server
+        .apply(node_pool("np1", created, Some(available), Some(removing)))
+        .expect("applied");
+    eventually("np1's removal in flight", || {
+        sample(
+            &h.text(),
+            "hcpflow_operation_in_flight",
+            &[r#"operation="node_pool_delete""#, r#"node_pool="np1""#],
+        ) == Some(1.0)
+    })
+    .await;
+    assert!(
+        timeline(&h).deletion.is_none(),
+        "a pool's removal is not the cluster's deletion"
+    );
+    assert!(server.delete("NodePool", Some(NAMESPACE), "np1"));
+    eventually("np1's removal done", || {
+        timeline(&h)
+            .pool_operation(OperationKind::NodePoolDelete, Some("np1"))
+            .is_some_and(|op| op.outcome == OperationOutcome::Succeeded)
+    })
+    .await;
+    let op = timeline(&h)
+        .pool_operation(OperationKind::NodePoolDelete, Some("np1"))
+        .cloned()
+        .expect("np1's removal");
+    assert_eq!(op.started_at.at, Stamp::from(second(removing)));
+    assert_eq!(
+        sample(
+            &h.text(),
+            "hcpflow_operation_slo_events_total",
+            &[r#"operation="node_pool_delete""#, r#"outcome="good""#],
+        ),
+        Some(1.0)
+    );
+    // One of each, nothing more.
+    let ops: Vec<String> = timeline(&h)
+        .pool_operations()
+        .map(|op| op.key(CLUSTER_ID))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            format!("{CLUSTER_ID}/node_pool_create/np2"),
+            format!("{CLUSTER_ID}/node_pool_delete/np1"),
+        ]
+    );
+}
