@@ -54,10 +54,9 @@ pub struct ClusterMemory {
     /// version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<DeletionMemory>,
-    /// Its node pools' operations the timeline keeps (in flight, and the
-    /// last few ended): a restart neither starts them again nor counts
-    /// their ends twice (docs/design.md §15.9). Still version 2: a file
-    /// without it reads as no pool operation, and an older exporter skips it.
+    /// Its node pools' operations in flight: a restart neither starts them
+    /// again nor gives a verdict twice (docs/design.md §15.9). Still version
+    /// 2: a file without it reads as none, and an older exporter skips it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pool_operations: Vec<PoolOperationMemory>,
 }

@@ -371,8 +371,8 @@ pub struct Timeline {
     /// their hops' spans link to (docs/design.md §7.7). Boxed: most
     /// clusters carry none.
     pub trace_links: Option<Box<Vec<super::TraceLink>>>,
-    /// Its node pools' operations: those in flight, and the last few ended
-    /// (docs/design.md §15.9). Boxed: most clusters have none in flight.
+    /// Its node pools' operations in flight (docs/design.md §15.9). Boxed:
+    /// most clusters have none.
     pub pool_operations: Option<Box<Vec<super::operation::Operation>>>,
 }
 
@@ -393,7 +393,7 @@ impl Timeline {
         }
     }
 
-    /// Its node pools' operations, in flight and ended recently.
+    /// Its node pools' operations (those in flight: an ended one is not kept).
     pub fn pool_operations(&self) -> impl Iterator<Item = &super::operation::Operation> {
         self.pool_operations.iter().flat_map(|ops| ops.iter())
     }

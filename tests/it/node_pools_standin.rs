@@ -4,15 +4,16 @@
 //! that holds only what the test puts in it, read by the real kube source.
 //!
 //! - a day-2 NodePool is one `node_pool_create` operation, from its
-//!   `creationTimestamp` to its Ready condition's `lastTransitionTime`,
-//!   with one SLO event, while the cluster's creation stays done;
+//!   `creationTimestamp` to its Ready condition's `lastTransitionTime`
+//!   (the duration observed), with one SLO event, while the cluster's
+//!   creation stays done;
 //! - a pool given a `deletionTimestamp` and then deleted is one
 //!   `node_pool_delete` operation from that timestamp, with one SLO event;
 //! - a pool that was ready before the exporter watched starts nothing.
 
 use crate::common::hypershift;
 use crate::common::kube::{eventually, harness_waiting_for};
-use hcp_flow::model::{Hop, OperationKind, OperationOutcome, Phase, Stamp};
+use hcp_flow::model::{Hop, OperationKind, Phase, Stamp};
 use hcp_flow::sim::kube::KubeApiServer;
 use hcp_flow::sources::kube::KubeMode;
 use jiff::{SignedDuration, Timestamp};
@@ -142,32 +143,34 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         Some(second(added).as_second() as f64),
         "started at the pool's creationTimestamp"
     );
+    let started = timeline(&h)
+        .pool_operation(OperationKind::NodePoolCreate, Some("np2"))
+        .map(|op| op.started_at)
+        .expect("np2's creation");
+    assert_eq!(started.at, Stamp::from(second(added)));
+    assert!(!started.observed, "an upstream time");
     // Its nodes join a minute ago.
     let ready = now - SignedDuration::from_mins(1);
     server
         .apply(node_pool("np2", added, Some(ready), None))
         .expect("applied");
     eventually("np2's creation done", || {
-        timeline(&h)
-            .pool_operation(OperationKind::NodePoolCreate, Some("np2"))
-            .is_some_and(|op| op.outcome == OperationOutcome::Succeeded)
+        sample(
+            &h.text(),
+            "hcpflow_operation_slo_events_total",
+            &[r#"operation="node_pool_create""#, r#"outcome="good""#],
+        ) == Some(1.0)
     })
     .await;
-    let t = timeline(&h);
-    let op = t
-        .pool_operation(OperationKind::NodePoolCreate, Some("np2"))
-        .expect("np2's creation");
-    assert_eq!(op.started_at.at, Stamp::from(second(added)));
-    assert!(!op.started_at.observed);
-    assert_eq!(op.ended_at, Some(Stamp::from(second(ready))));
+    // From its creationTimestamp to its Ready condition's time: two minutes.
     let text = h.text();
     assert_eq!(
         sample(
             &text,
-            "hcpflow_operation_slo_events_total",
-            &[r#"operation="node_pool_create""#, r#"outcome="good""#],
+            "hcpflow_operation_duration_seconds_sum",
+            &[r#"operation="node_pool_create""#, r#"outcome="succeeded""#],
         ),
-        Some(1.0),
+        Some(second(ready).duration_since(second(added)).as_secs_f64()),
         "{text}"
     );
     assert_eq!(
@@ -181,14 +184,22 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
     assert_eq!(
         sample(
             &text,
+            "hcpflow_hop_duration_seconds_count",
+            &[r#"operation="node_pool_create""#, r#"hop="node_pool""#],
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
             "hcpflow_operation_in_flight",
             &[r#"node_pool="np2""#]
         ),
         None
     );
     assert!(
-        t.pool_operation(OperationKind::NodePoolCreate, Some("np1"))
-            .is_none()
+        timeline(&h).pool_operations.is_none(),
+        "nothing else in flight: np1 was ready before the watch"
     );
 
     // np1 is removed: HyperShift's finalizer holds it while its machines
@@ -209,36 +220,47 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         timeline(&h).deletion.is_none(),
         "a pool's removal is not the cluster's deletion"
     );
+    let started = timeline(&h)
+        .pool_operation(OperationKind::NodePoolDelete, Some("np1"))
+        .map(|op| op.started_at)
+        .expect("np1's removal");
+    assert_eq!(started.at, Stamp::from(second(removing)));
+    assert!(!started.observed);
     assert!(server.delete("NodePool", Some(NAMESPACE), "np1"));
     eventually("np1's removal done", || {
-        timeline(&h)
-            .pool_operation(OperationKind::NodePoolDelete, Some("np1"))
-            .is_some_and(|op| op.outcome == OperationOutcome::Succeeded)
-    })
-    .await;
-    let op = timeline(&h)
-        .pool_operation(OperationKind::NodePoolDelete, Some("np1"))
-        .cloned()
-        .expect("np1's removal");
-    assert_eq!(op.started_at.at, Stamp::from(second(removing)));
-    assert_eq!(
         sample(
             &h.text(),
             "hcpflow_operation_slo_events_total",
             &[r#"operation="node_pool_delete""#, r#"outcome="good""#],
+        ) == Some(1.0)
+    })
+    .await;
+    let text = h.text();
+    assert_eq!(
+        sample(
+            &text,
+            "hcpflow_operation_duration_seconds_count",
+            &[r#"operation="node_pool_delete""#, r#"outcome="succeeded""#],
         ),
         Some(1.0)
     );
-    // One of each, nothing more.
-    let ops: Vec<String> = timeline(&h)
-        .pool_operations()
-        .map(|op| op.key(CLUSTER_ID))
-        .collect();
     assert_eq!(
-        ops,
-        [
-            format!("{CLUSTER_ID}/node_pool_create/np2"),
-            format!("{CLUSTER_ID}/node_pool_delete/np1"),
-        ]
+        sample(
+            &text,
+            "hcpflow_operation_in_flight",
+            &[r#"node_pool="np1""#]
+        ),
+        None
     );
+    // One of each, nothing more, nothing left in flight, the cluster kept.
+    assert_eq!(
+        sample(
+            &text,
+            "hcpflow_operation_slo_events_total",
+            &[r#"operation="node_pool_create""#, r#"outcome="good""#],
+        ),
+        Some(1.0)
+    );
+    assert!(timeline(&h).pool_operations.is_none());
+    assert!(timeline(&h).deletion.is_none());
 }

@@ -505,10 +505,6 @@ pub(super) fn deletion_done(
     ending.record(&mut deletion.slo, events);
 }
 
-/// How many ended node pool operations a timeline keeps, for the JSON and
-/// the UI: the ones in flight are always kept.
-const ENDED_POOL_OPERATIONS_KEPT: usize = 4;
-
 /// A node pool operation's SLO deadline, for the caller to queue.
 pub(super) struct PoolDeadline {
     pub(super) at: Timestamp,
@@ -554,18 +550,10 @@ pub(super) fn evaluate_pools(
     {
         return deadlines;
     }
-    if let Some(deletion) = timeline.deletion.as_deref() {
-        let at = deletion.started_at.at;
-        for op in timeline
-            .pool_operations
-            .iter_mut()
-            .flat_map(|ops| ops.iter_mut())
-        {
-            if op.in_flight() {
-                op.outcome = OperationOutcome::Deleted;
-                op.ended_at = Some(at.max(op.started_at.at));
-            }
-        }
+    if timeline.deletion.is_some() {
+        // Ended `deleted`: no duration, no verdict, and (in flight only)
+        // nothing kept.
+        timeline.pool_operations = None;
         return deadlines;
     }
     let mut started: Vec<Operation> = Vec::new();
@@ -580,19 +568,12 @@ pub(super) fn evaluate_pools(
             op
         })
     };
-    // A pool is created once until it is removed: one read again (a
-    // restart, a relist) that has an operation already starts none; one
-    // whose removal ended and that appears again is a new pool.
-    let latest = appeared.and_then(|pool| {
-        timeline
-            .pool_operations()
-            .filter(|op| op.subject() == Some(pool))
-            .last()
-    });
-    let created_again =
-        latest.is_none_or(|op| op.kind == OperationKind::NodePoolDelete && !op.in_flight());
+    // One creation per pool in flight: a pool restored in flight and read
+    // again after a restart goes on with it.
     if let Some(pool) = appeared
-        && created_again
+        && !timeline
+            .pool_operation(OperationKind::NodePoolCreate, Some(pool))
+            .is_some_and(Operation::in_flight)
         && let Some(reading) = pool_reading(timeline, pool)
         && !matches!(reading.view.phase, Phase::Ready | Phase::Deleting)
     {
@@ -706,16 +687,11 @@ pub(super) fn evaluate_pools(
         };
         ending.record(&mut op.slo, events);
     }
-    // The ones in flight, and the last few ended, in the order they began.
-    let ended = ops.iter().filter(|op| !op.in_flight()).count();
-    let mut drop = ended.saturating_sub(ENDED_POOL_OPERATIONS_KEPT);
-    ops.retain(|op| {
-        if drop > 0 && !op.in_flight() {
-            drop -= 1;
-            return false;
-        }
-        true
-    });
+    // Only the ones in flight: an ended one has said all it had to say
+    // (its duration, its verdict, its trace), and keeping the last few of
+    // every cluster cost some 2.6 MB at 10,000 clusters, past the memory
+    // target (docs/design.md §15.9).
+    ops.retain(Operation::in_flight);
     if !ops.is_empty() {
         timeline.pool_operations = Some(ops);
     }
