@@ -189,6 +189,36 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
     }
 }
 
+/// An operation kept on the timeline (a deletion, a node pool's), with
+/// its hops.
+fn operation_json(
+    cluster_id: &str,
+    op: &crate::model::Operation,
+    verdict: Option<Status>,
+) -> OperationJson {
+    let key = op.key(cluster_id);
+    OperationJson {
+        operation: op.kind,
+        node_pool: op.subject().map(str::to_string),
+        trace_id: trace_id_hex(&key),
+        key,
+        started_at: op.started_at,
+        ended_at: op.ended_at,
+        outcome: op.outcome,
+        slo: op.slo,
+        verdict,
+        hops: op
+            .hops
+            .iter()
+            .map(|h| OperationHopJson {
+                hop: h.hop,
+                started_at: h.started_at,
+                done_at: h.done_at,
+            })
+            .collect(),
+    }
+}
+
 /// The cluster's operations, with the verdict's word on the one it judged.
 pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJson> {
     let judged = |kind: OperationKind, outcome: OperationOutcome| {
@@ -219,50 +249,13 @@ pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJ
         hops: Vec::new(),
     }];
     if let Some(d) = timeline.deletion.as_deref() {
-        let delete = OperationKind::Delete;
-        out.push(OperationJson {
-            operation: delete,
-            node_pool: None,
-            key: delete.key(id, None),
-            trace_id: trace_id_hex(&delete.key(id, None)),
-            started_at: d.started_at,
-            ended_at: d.ended_at,
-            outcome: d.outcome,
-            slo: d.slo,
-            verdict: judged(delete, d.outcome),
-            hops: d
-                .hops
-                .iter()
-                .map(|h| OperationHopJson {
-                    hop: h.hop,
-                    started_at: h.started_at,
-                    done_at: h.done_at,
-                })
-                .collect(),
-        });
+        out.push(operation_json(id, d, judged(d.kind, d.outcome)));
     }
-    for op in timeline.pool_operations() {
-        let key = op.key(id);
-        out.push(OperationJson {
-            operation: op.kind,
-            node_pool: op.subject().map(str::to_string),
-            trace_id: trace_id_hex(&key),
-            key,
-            started_at: op.started_at,
-            ended_at: op.ended_at,
-            outcome: op.outcome,
-            slo: op.slo,
-            verdict: None,
-            hops: op
-                .hops
-                .iter()
-                .map(|h| OperationHopJson {
-                    hop: h.hop,
-                    started_at: h.started_at,
-                    done_at: h.done_at,
-                })
-                .collect(),
-        });
-    }
+    // Node pools' operations: the verdict judges cluster operations only.
+    out.extend(
+        timeline
+            .pool_operations()
+            .map(|op| operation_json(id, op, None)),
+    );
     out
 }

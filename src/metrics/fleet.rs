@@ -406,7 +406,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         out.sample(&OPERATION_IN_FLIGHT, [kind, "", ""], "1");
         out.sample(&OPERATION_STARTED, [kind, ""], &seconds(started));
     }
-    for op in timeline.pool_operations_in_flight() {
+    for op in timeline.pool_operations() {
         let kind = op.kind.as_str();
         let pool = op.subject().unwrap_or_default();
         out.sample(&OPERATION_IN_FLIGHT, [kind, pool, ""], "1");

@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::hop::{Hop, Phase, SloOutcome, Via};
-use super::operation::{OperationKind, OperationOutcome};
+use super::operation::OperationKind;
 
 /// The remembered part of every cluster the model tracks, by cluster id.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -69,9 +69,7 @@ pub struct PoolOperationMemory {
     pub started_at: Timestamp,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub started_observed: bool,
-    pub outcome: OperationOutcome,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<Timestamp>,
+    /// Given already when it passed its target in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloOutcome>,
 }

@@ -14,10 +14,17 @@ fn pool(name: &str) -> Obs {
     obs("c1", Hop::NodePool).object(name)
 }
 
+/// A pool waiting for its machines, created at `created`.
+fn waiting(name: &str, created: jiff::Timestamp) -> Obs {
+    pool(name)
+        .state("WaitingForAvailableMachines", Phase::Progressing)
+        .created(created)
+}
+
 fn in_flight(f: &Fleet) -> Vec<String> {
     f.get("c1")
         .unwrap()
-        .pool_operations_in_flight()
+        .pool_operations()
         .map(|op| op.key("c1"))
         .collect()
 }
@@ -33,13 +40,7 @@ fn a_day_two_pool_is_one_creation_from_its_creation_time_to_ready() {
         batch(
             false,
             t(31),
-            vec![
-                pool("np-2")
-                    .state("WaitingForAvailableMachines", Phase::Progressing)
-                    .created(t(30))
-                    .since(t(30))
-                    .replicas(2, 0, 0),
-            ],
+            vec![waiting("np-2", t(30)).since(t(30)).replicas(2, 0, 0)],
         ),
         t(31),
     );
@@ -190,18 +191,7 @@ fn a_pool_removal_runs_from_its_deletion_timestamp_until_it_is_gone() {
 fn the_clusters_deletion_ends_its_pools_operations_without_a_verdict() {
     let mut f = fleet();
     ready_cluster(&mut f);
-    f.apply(
-        batch(
-            false,
-            t(31),
-            vec![
-                pool("np-2")
-                    .state("WaitingForAvailableMachines", Phase::Progressing)
-                    .created(t(30)),
-            ],
-        ),
-        t(31),
-    );
+    f.apply(batch(false, t(31), vec![waiting("np-2", t(30))]), t(31));
     let r = f.apply(
         batch(
             false,
@@ -247,14 +237,7 @@ fn a_first_sync_follows_pools_in_flight_but_not_ones_long_past_their_target() {
         batch(
             true,
             t(100),
-            vec![
-                pool("young")
-                    .state("WaitingForAvailableMachines", Phase::Progressing)
-                    .created(t(95)),
-                pool("old")
-                    .state("WaitingForAvailableMachines", Phase::Progressing)
-                    .created(t(10)),
-            ],
+            vec![waiting("young", t(95)), waiting("old", t(10))],
         ),
         t(100),
     );
@@ -265,12 +248,7 @@ fn a_first_sync_follows_pools_in_flight_but_not_ones_long_past_their_target() {
 fn a_restart_goes_on_with_a_pools_creation_and_ends_it_once() {
     let mut f = fleet();
     ready_cluster(&mut f);
-    let progressing = || {
-        pool("np-2")
-            .state("WaitingForAvailableMachines", Phase::Progressing)
-            .created(t(30))
-            .since(t(30))
-    };
+    let progressing = || waiting("np-2", t(30)).since(t(30));
     f.apply(batch(false, t(31), vec![progressing()]), t(31));
     // Late before the restart: counted once, then.
     assert_eq!(

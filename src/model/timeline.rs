@@ -398,11 +398,6 @@ impl Timeline {
         self.pool_operations.iter().flat_map(|ops| ops.iter())
     }
 
-    /// Its node pools' operations in flight.
-    pub fn pool_operations_in_flight(&self) -> impl Iterator<Item = &super::operation::Operation> {
-        self.pool_operations().filter(|op| op.in_flight())
-    }
-
     /// The latest operation of `kind` on the pool named `pool`.
     pub fn pool_operation(
         &self,

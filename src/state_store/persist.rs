@@ -400,8 +400,8 @@ mod tests {
 
     use super::*;
     use crate::model::{
-        DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory, OperationKind,
-        OperationOutcome, Phase, PoolOperationMemory, SloOutcome, Via,
+        DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory, OperationKind, Phase,
+        PoolOperationMemory, SloOutcome, Via,
     };
     use crate::state_store::Remembered;
 
@@ -448,8 +448,6 @@ mod tests {
                     node_pool: format!("np-{i}"),
                     started_at: t(i + 700),
                     started_observed: false,
-                    outcome: OperationOutcome::InFlight,
-                    ended_at: None,
                     slo: None,
                 })
                 .into_iter()

@@ -82,6 +82,26 @@ fn sample(text: &str, family: &str, labels: &[&str]) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
+/// `operation`'s good SLO events in `text`.
+fn good(text: &str, operation: &str) -> Option<f64> {
+    let operation = format!(r#"operation="{operation}""#);
+    sample(
+        text,
+        "hcpflow_operation_slo_events_total",
+        &[&operation, r#"outcome="good""#],
+    )
+}
+
+/// How many of `operation` succeeded, by its duration histogram.
+fn succeeded(text: &str, operation: &str) -> Option<f64> {
+    let operation = format!(r#"operation="{operation}""#);
+    sample(
+        text,
+        "hcpflow_operation_duration_seconds_count",
+        &[&operation, r#"outcome="succeeded""#],
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_times() {
     let (server, url) = KubeApiServer::start().await.expect("the stand-in serves");
@@ -155,11 +175,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         .apply(node_pool("np2", added, Some(ready), None))
         .expect("applied");
     eventually("np2's creation done", || {
-        sample(
-            &h.text(),
-            "hcpflow_operation_slo_events_total",
-            &[r#"operation="node_pool_create""#, r#"outcome="good""#],
-        ) == Some(1.0)
+        good(&h.text(), "node_pool_create") == Some(1.0)
     })
     .await;
     // From its creationTimestamp to its Ready condition's time: two minutes.
@@ -173,14 +189,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         Some(second(ready).duration_since(second(added)).as_secs_f64()),
         "{text}"
     );
-    assert_eq!(
-        sample(
-            &text,
-            "hcpflow_operation_duration_seconds_count",
-            &[r#"operation="node_pool_create""#, r#"outcome="succeeded""#],
-        ),
-        Some(1.0)
-    );
+    assert_eq!(succeeded(&text, "node_pool_create"), Some(1.0));
     assert_eq!(
         sample(
             &text,
@@ -228,22 +237,11 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
     assert!(!started.observed);
     assert!(server.delete("NodePool", Some(NAMESPACE), "np1"));
     eventually("np1's removal done", || {
-        sample(
-            &h.text(),
-            "hcpflow_operation_slo_events_total",
-            &[r#"operation="node_pool_delete""#, r#"outcome="good""#],
-        ) == Some(1.0)
+        good(&h.text(), "node_pool_delete") == Some(1.0)
     })
     .await;
     let text = h.text();
-    assert_eq!(
-        sample(
-            &text,
-            "hcpflow_operation_duration_seconds_count",
-            &[r#"operation="node_pool_delete""#, r#"outcome="succeeded""#],
-        ),
-        Some(1.0)
-    );
+    assert_eq!(succeeded(&text, "node_pool_delete"), Some(1.0));
     assert_eq!(
         sample(
             &text,
@@ -253,14 +251,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         None
     );
     // One of each, nothing more, nothing left in flight, the cluster kept.
-    assert_eq!(
-        sample(
-            &text,
-            "hcpflow_operation_slo_events_total",
-            &[r#"operation="node_pool_create""#, r#"outcome="good""#],
-        ),
-        Some(1.0)
-    );
+    assert_eq!(good(&text, "node_pool_create"), Some(1.0));
     assert!(timeline(&h).pool_operations.is_none());
     assert!(timeline(&h).deletion.is_none());
 }

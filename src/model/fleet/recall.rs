@@ -116,8 +116,6 @@ impl Fleet {
                     node_pool: op.subject().unwrap_or_default().to_string(),
                     started_at: op.started_at.at.into(),
                     started_observed: op.started_at.observed,
-                    outcome: op.outcome,
-                    ended_at: op.ended_at.map(Into::into),
                     slo: op.slo,
                 })
                 .collect(),
@@ -125,7 +123,8 @@ impl Fleet {
     }
 }
 
-/// A remembered node pool operation, as the timeline keeps it again.
+/// A remembered node pool operation (in flight: only those are kept), as
+/// the timeline keeps it again.
 pub(super) fn pool_operation_of(m: PoolOperationMemory) -> Operation {
     let mut op = Operation::of_pool(
         m.operation,
@@ -136,11 +135,6 @@ pub(super) fn pool_operation_of(m: PoolOperationMemory) -> Operation {
         },
     );
     op.reached(Hop::NodePool, m.started_at.into());
-    if let Some(ended) = m.ended_at {
-        op.done(Hop::NodePool, ended.into());
-    }
-    op.outcome = m.outcome;
-    op.ended_at = m.ended_at.map(Into::into);
     op.slo = m.slo;
     op
 }
