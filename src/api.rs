@@ -66,8 +66,12 @@ pub struct OperationJson {
     /// The node pool a node pool's operation follows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_pool: Option<String>,
+    /// The version an upgrade rolls out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_version: Option<String>,
     /// The key its trace id derives from: `<cluster_id>`, `<cluster_id>/delete`,
-    /// `<cluster_id>/node_pool_create/<pool>`.
+    /// `<cluster_id>/node_pool_create/<pool>`, `<cluster_id>/upgrade/<version>`,
+    /// `<cluster_id>/node_pool_upgrade/<pool>/<version>`.
     pub key: String,
     pub trace_id: String,
     pub started_at: TimeMark,
@@ -199,7 +203,8 @@ fn operation_json(
     let key = op.key(cluster_id);
     OperationJson {
         operation: op.kind,
-        node_pool: op.subject().map(str::to_string),
+        node_pool: op.node_pool().map(str::to_string),
+        target_version: op.target_version().map(str::to_string),
         trace_id: trace_id_hex(&key),
         key,
         started_at: op.started_at,
@@ -234,6 +239,7 @@ pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJ
     let mut out = vec![OperationJson {
         operation: create,
         node_pool: None,
+        target_version: None,
         key: create.key(id, None),
         trace_id: trace_id_hex(&create.key(id, None)),
         started_at: timeline.created_at,
@@ -254,7 +260,7 @@ pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJ
     // Node pools' operations: the verdict judges cluster operations only.
     out.extend(
         timeline
-            .pool_operations()
+            .day2_in_flight()
             .map(|op| operation_json(id, op, None)),
     );
     out

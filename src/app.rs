@@ -156,6 +156,9 @@ impl Exporter {
                     delete_budgets: config.slo.operations.delete.delete_budgets(),
                     node_pool_create_target: config.slo.operations.node_pool_create.target,
                     node_pool_delete_target: config.slo.operations.node_pool_delete.target,
+                    upgrade_target: config.slo.operations.upgrade.target,
+                    node_pool_upgrade_target: config.slo.operations.node_pool_upgrade.target,
+                    upgrade_budgets: config.slo.operations.upgrade.upgrade_budgets(),
                     ownership: config.ownership(),
                     rp_in_scope: config.sources.rp_frontend.is_some(),
                     self_managed_hubs: config

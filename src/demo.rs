@@ -257,9 +257,16 @@ pub fn base_config(settings: &DemoSettings, world: &World) -> Config {
     for target in [
         &mut operations.node_pool_create.target,
         &mut operations.node_pool_delete.target,
+        &mut operations.upgrade.target,
+        &mut operations.node_pool_upgrade.target,
     ] {
         *target = target.div_f64(speed);
     }
+    operations.upgrade.hop_budgets = crate::model::HopBudgets::upgrade_defaults()
+        .scaled(speed)
+        .iter()
+        .map(|(hop, budget)| (hop, budget.into()))
+        .collect();
     let delete = &mut config.slo.operations.delete;
     delete.target = delete.target.div_f64(speed);
     delete.hop_budgets = world

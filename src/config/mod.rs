@@ -34,7 +34,7 @@ pub use types::{
     KubeSourceConfig, LogFormat, MaestroConfig, MaestroGrpcConfig, OperationSloConfig,
     OperationsSloConfig, RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO,
     SOURCE_RP_FRONTEND, ShardConfig, SloConfig, SourcesConfig, TRACE_ID_PLACEHOLDER, UiConfig,
-    default_rp_api_version, defaults, grpc_defaults, shard_of,
+    UpgradeSloConfig, default_rp_api_version, defaults, grpc_defaults, shard_of,
 };
 pub use validate::{check_cluster_resource_id, is_guid};
 pub use write::WriteError;

@@ -92,6 +92,11 @@ pub struct OperationsSloConfig {
     pub node_pool_create: PoolOperationSloConfig,
     /// A node pool's removal; its budget is `delete.hop_budgets.node_pool`.
     pub node_pool_delete: PoolOperationSloConfig,
+    /// A control-plane upgrade (docs/design.md §15.10); its hop is
+    /// `hosted_cluster`.
+    pub upgrade: UpgradeSloConfig,
+    /// A node pool's upgrade; its budget is `upgrade.hop_budgets.node_pool`.
+    pub node_pool_upgrade: PoolOperationSloConfig,
 }
 
 /// A node pool operation's latency target. Its one hop, the NodePool, is
@@ -115,6 +120,12 @@ impl PoolOperationSloConfig {
             target: crate::model::DEFAULT_NODE_POOL_DELETE_TARGET,
         }
     }
+
+    fn upgrade() -> PoolOperationSloConfig {
+        PoolOperationSloConfig {
+            target: crate::model::DEFAULT_NODE_POOL_UPGRADE_TARGET,
+        }
+    }
 }
 
 impl Default for OperationsSloConfig {
@@ -123,6 +134,8 @@ impl Default for OperationsSloConfig {
             delete: OperationSloConfig::default(),
             node_pool_create: PoolOperationSloConfig::create(),
             node_pool_delete: PoolOperationSloConfig::delete(),
+            upgrade: UpgradeSloConfig::default(),
+            node_pool_upgrade: PoolOperationSloConfig::upgrade(),
         }
     }
 }
@@ -149,12 +162,45 @@ impl Default for OperationSloConfig {
 impl OperationSloConfig {
     /// The deletion's budgets: its defaults with what is configured over them.
     pub fn delete_budgets(&self) -> HopBudgets {
-        let mut budgets = HopBudgets::deletion_defaults();
-        for (hop, budget) in &self.hop_budgets {
-            budgets.set(*hop, **budget);
-        }
-        budgets
+        over(&self.hop_budgets, HopBudgets::deletion_defaults())
     }
+}
+
+/// A control-plane upgrade's latency target and budgets, as
+/// [`OperationSloConfig`] with the upgrade's own defaults (an hour; 75m at
+/// `hosted_cluster`, 60m at `node_pool` for its pools' upgrades).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpgradeSloConfig {
+    #[serde(with = "humantime_serde")]
+    pub target: Duration,
+    pub hop_budgets: std::collections::BTreeMap<Hop, humantime_serde::Serde<Duration>>,
+}
+
+impl Default for UpgradeSloConfig {
+    fn default() -> Self {
+        UpgradeSloConfig {
+            target: crate::model::DEFAULT_UPGRADE_TARGET,
+            hop_budgets: Default::default(),
+        }
+    }
+}
+
+impl UpgradeSloConfig {
+    /// The upgrade's budgets: its defaults with what is configured over them.
+    pub fn upgrade_budgets(&self) -> HopBudgets {
+        over(&self.hop_budgets, HopBudgets::upgrade_defaults())
+    }
+}
+
+fn over(
+    configured: &std::collections::BTreeMap<Hop, humantime_serde::Serde<Duration>>,
+    mut budgets: HopBudgets,
+) -> HopBudgets {
+    for (hop, budget) in configured {
+        budgets.set(*hop, **budget);
+    }
+    budgets
 }
 
 impl Default for SloConfig {

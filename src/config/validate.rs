@@ -42,19 +42,32 @@ impl Config {
                 ));
             }
         }
-        let delete = &self.slo.operations.delete;
-        if delete.target.is_zero() {
-            errors.push(FieldError::new(
-                "slo.operations.delete.target",
-                "must be longer than 0s",
-            ));
-        }
-        for (hop, budget) in &delete.hop_budgets {
-            if budget.is_zero() {
+        let operations = &self.slo.operations;
+        for (name, target, budgets) in [
+            (
+                "delete",
+                operations.delete.target,
+                &operations.delete.hop_budgets,
+            ),
+            (
+                "upgrade",
+                operations.upgrade.target,
+                &operations.upgrade.hop_budgets,
+            ),
+        ] {
+            if target.is_zero() {
                 errors.push(FieldError::new(
-                    format!("slo.operations.delete.hop_budgets.{hop}"),
+                    format!("slo.operations.{name}.target"),
                     "must be longer than 0s",
                 ));
+            }
+            for (hop, budget) in budgets {
+                if budget.is_zero() {
+                    errors.push(FieldError::new(
+                        format!("slo.operations.{name}.hop_budgets.{hop}"),
+                        "must be longer than 0s",
+                    ));
+                }
             }
         }
         for (key, target) in [
@@ -65,6 +78,10 @@ impl Config {
             (
                 "slo.operations.node_pool_delete.target",
                 self.slo.operations.node_pool_delete.target,
+            ),
+            (
+                "slo.operations.node_pool_upgrade.target",
+                self.slo.operations.node_pool_upgrade.target,
             ),
         ] {
             if target.is_zero() {

@@ -178,7 +178,7 @@ pub const HOP_FEEDBACK_ERROR: Family<3> = Family::gauge(
 pub const OPERATION_IN_FLIGHT: Family<3> = Family::gauge(
     11,
     "hcpflow_operation_in_flight",
-    "One series per operation in flight on the cluster (value 1): create, delete, and per node pool node_pool_create, node_pool_delete. Cached state refreshed in the background",
+    "One series per operation in flight on the cluster (value 1): create, delete, upgrade (target_version), and per node pool node_pool_create, node_pool_delete, node_pool_upgrade (target_version). Cached state refreshed in the background",
     &["operation", "node_pool", "target_version"],
 );
 pub const OPERATION_STARTED: Family<2> = Family::gauge(

@@ -406,10 +406,13 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         out.sample(&OPERATION_IN_FLIGHT, [kind, "", ""], "1");
         out.sample(&OPERATION_STARTED, [kind, ""], &seconds(started));
     }
-    for op in timeline.pool_operations() {
+    for op in timeline.day2_in_flight() {
         let kind = op.kind.as_str();
-        let pool = op.subject().unwrap_or_default();
-        out.sample(&OPERATION_IN_FLIGHT, [kind, pool, ""], "1");
+        let pool = op.node_pool().unwrap_or_default();
+        let version = op.target_version().unwrap_or_default();
+        out.sample(&OPERATION_IN_FLIGHT, [kind, pool, version], "1");
+        // One upgrade in flight per cluster and per pool (a new target
+        // replaces the old): the start needs no version to be unique.
         out.sample(&OPERATION_STARTED, [kind, pool], &seconds(op.started_at.at));
     }
 

@@ -272,12 +272,12 @@ impl OperationMetrics {
 
         registry.register(
             "hcpflow_operation_duration_seconds",
-            "End-to-end time of each operation (create: from the earliest upstream creation time; delete: from the first sign of deletion) to success or failure; exemplar = trace id",
+            "End-to-end time of each operation (create: from the earliest upstream creation time; delete: from the first sign of deletion; upgrades: from the rollout's upstream start) to success or failure; exemplar = trace id",
             AlwaysDescribed(metrics.operation_duration.clone()),
         );
         registry.register(
             "hcpflow_hop_duration_seconds",
-            "Time from a hop's start to done (create: ready; delete: gone) or failed within its operation; exemplar = trace id",
+            "Time from a hop's start to done (create: ready; delete: gone; upgrades: rolled out) or failed within its operation; exemplar = trace id",
             AlwaysDescribed(metrics.hop_duration.clone()),
         );
         registry.register(
@@ -292,7 +292,7 @@ impl OperationMetrics {
         );
         registry.register(
             "hcpflow_hop_budget_seconds",
-            "How long a hop may wait in one phase while its operation is in flight (create: pending, progressing or unknown; delete: deleting) (slo.hop_budgets, slo.operations.<kind>.hop_budgets)",
+            "How long a hop may wait in one phase while its operation is in flight (create: pending, progressing or unknown; delete: deleting; upgrades: until rolled out, from the upgrade's start) (slo.hop_budgets, slo.operations.<kind>.hop_budgets)",
             metrics.hop_budget.clone(),
         );
         registry.register(

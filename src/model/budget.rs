@@ -87,6 +87,25 @@ impl HopBudgets {
         }
     }
 
+    /// An upgrade's budgets (docs/design.md §15.10), each from the
+    /// upgrade's start at its one hop:
+    /// - 75m for `hosted_cluster`: HyperShift rolls the control plane out in
+    ///   minutes, but the history entry completes only when the cluster
+    ///   version operator has applied the whole payload, some 30–60 minutes;
+    /// - 60m for `node_pool`: a replace upgrade rolls every machine, one or
+    ///   a few at a time, each booted, ignited and drained.
+    ///
+    /// The other hops are on no upgrade's flow (their budgets are the
+    /// creation's and are not published for upgrades).
+    pub fn upgrade_defaults() -> HopBudgets {
+        const MIN: u64 = 60;
+        HopBudgets {
+            hosted_cluster: Duration::from_secs(75 * MIN),
+            node_pool: Duration::from_secs(60 * MIN),
+            ..HopBudgets::default()
+        }
+    }
+
     pub fn get(&self, hop: Hop) -> Duration {
         match hop {
             Hop::RpFrontend => self.rp_frontend,
@@ -140,6 +159,7 @@ impl HopBudgets {
 pub struct OperationBudgets {
     pub create: HopBudgets,
     pub delete: HopBudgets,
+    pub upgrade: HopBudgets,
 }
 
 impl Default for OperationBudgets {
@@ -147,6 +167,7 @@ impl Default for OperationBudgets {
         OperationBudgets {
             create: HopBudgets::default(),
             delete: HopBudgets::deletion_defaults(),
+            upgrade: HopBudgets::upgrade_defaults(),
         }
     }
 }
@@ -154,10 +175,12 @@ impl Default for OperationBudgets {
 impl OperationBudgets {
     pub fn of(&self, kind: OperationKind) -> &HopBudgets {
         // A node pool's operations are judged at its NodePool by the
-        // cluster's own budget for that hop (docs/design.md §15.9).
+        // cluster's own budget for that hop and kind of change
+        // (docs/design.md §15.9).
         match kind {
             OperationKind::Create | OperationKind::NodePoolCreate => &self.create,
             OperationKind::Delete | OperationKind::NodePoolDelete => &self.delete,
+            OperationKind::Upgrade | OperationKind::NodePoolUpgrade => &self.upgrade,
         }
     }
 }

@@ -54,18 +54,27 @@ pub struct ClusterMemory {
     /// version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<DeletionMemory>,
-    /// Its node pools' operations in flight: a restart neither starts them
-    /// again nor gives a verdict twice (docs/design.md §15.9). Still version
-    /// 2: a file without it reads as none, and an older exporter skips it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pool_operations: Vec<PoolOperationMemory>,
+    /// Its day-2 operations in flight (node pools' creations and removals,
+    /// upgrades): a restart neither starts them again nor gives a verdict
+    /// twice (docs/design.md §15.9, §15.10). Still version 2: a file
+    /// without it reads as none, an older exporter skips it, and the name
+    /// it had when it held node pools only still reads.
+    #[serde(
+        default,
+        alias = "pool_operations",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub day2_operations: Vec<Day2OperationMemory>,
 }
 
-/// A node pool's operation as a restart must find it again.
+/// A day-2 operation as a restart must find it again.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PoolOperationMemory {
+pub struct Day2OperationMemory {
     pub operation: OperationKind,
-    pub node_pool: String,
+    /// What its key names after the kind: the pool, the target version, or
+    /// `<pool>/<version>` (docs/design.md §15.2).
+    #[serde(alias = "node_pool")]
+    pub subject: String,
     pub started_at: Timestamp,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub started_observed: bool,

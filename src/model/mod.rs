@@ -18,24 +18,26 @@ mod verdict;
 
 pub use budget::{HopBudgets, OperationBudgets};
 pub use fleet::{
-    ApplyResult, DEFAULT_NODE_POOL_CREATE_TARGET, DEFAULT_NODE_POOL_DELETE_TARGET, Event, Fleet,
-    Join, ModelConfig, Ownership, PROVISIONAL_PREFIX, follows, is_provisional, join_of,
-    provisional_cluster_id, shard_of,
+    ApplyResult, DEFAULT_NODE_POOL_CREATE_TARGET, DEFAULT_NODE_POOL_DELETE_TARGET,
+    DEFAULT_NODE_POOL_UPGRADE_TARGET, DEFAULT_UPGRADE_TARGET, Event, Fleet, Join, ModelConfig,
+    Ownership, PROVISIONAL_PREFIX, follows, is_provisional, join_of, provisional_cluster_id,
+    shard_of,
 };
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
 pub use listener::EventListener;
 pub use memory::{
-    ClusterMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory, ObjectMemory,
-    PoolOperationMemory,
+    ClusterMemory, Day2OperationMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory,
+    ObjectMemory,
 };
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
-    MAX_STATE_LEN, Observation, PodCounts, Replicas, bounded_state,
+    MAX_STATE_LEN, Observation, PodCounts, Replicas, Rollout, bounded_state,
 };
 pub use operation::{
-    CREATE, DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, Operation, OperationHop,
-    OperationKind, OperationOutcome,
+    CREATE, DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, NODE_POOL_UPGRADE,
+    Operation, OperationHop, OperationKind, OperationOutcome, UPGRADE, node_pool_of,
+    target_version_of,
 };
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;
@@ -54,3 +56,5 @@ mod operation_tests;
 mod pool_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod upgrade_tests;

@@ -248,6 +248,32 @@ pub struct IdentityPatch {
     /// hop's span links to (docs/design.md §7.7). Here, not on the view, so
     /// a view without any costs nothing.
     pub trace_parents: Vec<super::TraceParent>,
+    /// Not the identity either: the release rollout the object reports
+    /// (a HostedCluster's version history, a NodePool's version), which
+    /// starts and ends its upgrade operation (docs/design.md §15.10). Read
+    /// by the model when the view arrives, never stored with it.
+    pub rollout: Option<Rollout>,
+}
+
+/// A release rollout as one object reports it (docs/design.md §15.10).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Rollout {
+    /// The version rolled out to: a HostedCluster's `history[0].version`
+    /// (or its `desired` version before the history has it), a NodePool's
+    /// `UpdatingVersion` target, or, rolled out, its `status.version`.
+    pub target: String,
+    /// When it began upstream (the history entry's `startedTime`, the
+    /// `UpdatingVersion` condition's transition); `None` when upstream has
+    /// not said yet.
+    pub started_at: Option<super::Stamp>,
+    /// Whether the object reports it rolled out (`Completed`; a pool's
+    /// version reached with no update in progress).
+    pub completed: bool,
+    /// When it was rolled out, when upstream says (`completionTime`).
+    pub completed_at: Option<super::Stamp>,
+    /// Whether the object reports an earlier version rolled out: a
+    /// rollout with none is the installation, part of the creation.
+    pub upgrade: bool,
 }
 
 impl IdentityPatch {
@@ -266,5 +292,6 @@ impl IdentityPatch {
         platform: None,
         version: None,
         trace_parents: Vec::new(),
+        rollout: None,
     };
 }

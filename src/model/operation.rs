@@ -23,14 +23,20 @@ pub enum OperationKind {
     /// One node pool's removal (not the cluster's deletion, which takes
     /// its pools with it).
     NodePoolDelete,
+    /// A control-plane upgrade to one version.
+    Upgrade,
+    /// One node pool's upgrade to one version.
+    NodePoolUpgrade,
 }
 
 impl OperationKind {
-    pub const ALL: [OperationKind; 4] = [
+    pub const ALL: [OperationKind; 6] = [
         OperationKind::Create,
         OperationKind::Delete,
         OperationKind::NodePoolCreate,
         OperationKind::NodePoolDelete,
+        OperationKind::Upgrade,
+        OperationKind::NodePoolUpgrade,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +45,8 @@ impl OperationKind {
             OperationKind::Delete => "delete",
             OperationKind::NodePoolCreate => "node_pool_create",
             OperationKind::NodePoolDelete => "node_pool_delete",
+            OperationKind::Upgrade => "upgrade",
+            OperationKind::NodePoolUpgrade => "node_pool_upgrade",
         }
     }
 
@@ -47,8 +55,38 @@ impl OperationKind {
     pub fn of_node_pool(self) -> bool {
         matches!(
             self,
-            OperationKind::NodePoolCreate | OperationKind::NodePoolDelete
+            OperationKind::NodePoolCreate
+                | OperationKind::NodePoolDelete
+                | OperationKind::NodePoolUpgrade
         )
+    }
+
+    /// Whether one operation of this kind rolls out one version (keyed by
+    /// it).
+    pub fn of_version(self) -> bool {
+        matches!(
+            self,
+            OperationKind::Upgrade | OperationKind::NodePoolUpgrade
+        )
+    }
+
+    /// Whether a cluster has any number of operations of this kind, kept
+    /// beside its creation and deletion (docs/design.md §15.9, §15.10).
+    pub fn day2(self) -> bool {
+        self.of_node_pool() || self.of_version()
+    }
+
+    /// The subject of an operation of this kind (what its key names after
+    /// the kind): the pool's name, the target version, or both as
+    /// `<pool>/<version>`. Neither a Kubernetes name nor a version holds a
+    /// `/`, so the two read back apart ([`Operation::node_pool`]).
+    pub fn subject(self, pool: Option<&str>, version: Option<&str>) -> Option<Box<str>> {
+        match (self.of_node_pool(), self.of_version(), pool, version) {
+            (true, true, Some(pool), Some(version)) => Some(format!("{pool}/{version}").into()),
+            (true, false, Some(pool), _) => Some(pool.into()),
+            (false, true, _, Some(version)) => Some(version.into()),
+            _ => None,
+        }
     }
 
     pub fn parse(s: &str) -> Option<OperationKind> {
@@ -58,8 +96,9 @@ impl OperationKind {
     /// The operation's key, derived from upstream data alone so every
     /// instance and every restart names it alike: `<cluster_id>` for a
     /// creation (its trace ids are unchanged by operations),
-    /// `<cluster_id>/delete` for a deletion, `<cluster_id>/<kind>/<pool>`
-    /// for a node pool's (docs/design.md §15.2). `subject`: the pool's name.
+    /// `<cluster_id>/delete` for a deletion, `<cluster_id>/<kind>/<subject>`
+    /// for the others (docs/design.md §15.2): `subject` is the pool's name,
+    /// the target version, or `<pool>/<version>` ([`OperationKind::subject`]).
     pub fn key(self, cluster_id: &str, subject: Option<&str>) -> String {
         match (self, subject) {
             (OperationKind::Create, _) => cluster_id.to_string(),
@@ -75,6 +114,8 @@ impl OperationKind {
             OperationKind::Delete => &DELETE,
             OperationKind::NodePoolCreate => &NODE_POOL_CREATE,
             OperationKind::NodePoolDelete => &NODE_POOL_DELETE,
+            OperationKind::Upgrade => &UPGRADE,
+            OperationKind::NodePoolUpgrade => &NODE_POOL_UPGRADE,
         }
     }
 }
@@ -93,6 +134,9 @@ pub enum HopDone {
     Ready,
     /// Its object is gone (404, absent from a complete list, DELETED).
     Gone,
+    /// Its object reports the target version rolled out (and, a node pool,
+    /// every replica ready).
+    RolledOut,
 }
 
 /// One operation kind's flow (docs/design.md §15.1).
@@ -175,6 +219,41 @@ pub static NODE_POOL_DELETE: Flow = Flow {
     root_span: "hcp.node_pool.delete",
 };
 
+/// A control-plane upgrade waits at its HostedCluster until the version
+/// history reports the target `Completed`: HyperShift rolls the control
+/// plane out, the cluster version operator the payload. Whatever the
+/// HostedCluster's phase (it stays Available throughout), it waits; a
+/// failed one (`ValidReleaseImage` False) fails the upgrade. The RP's
+/// `Updating` and Clusters Service's `updating` are not read as upgrade
+/// hops yet (docs/design.md §15.10).
+pub static UPGRADE: Flow = Flow {
+    kind: OperationKind::Upgrade,
+    hops: &[Hop::HostedCluster],
+    done: HopDone::RolledOut,
+    waiting: &[
+        Phase::Pending,
+        Phase::Progressing,
+        Phase::Unknown,
+        Phase::Ready,
+    ],
+    root_span: "hcp.cluster.upgrade",
+};
+
+/// A node pool's upgrade waits at its NodePool until it reports the target
+/// version with every replica ready.
+pub static NODE_POOL_UPGRADE: Flow = Flow {
+    kind: OperationKind::NodePoolUpgrade,
+    hops: &[Hop::NodePool],
+    done: HopDone::RolledOut,
+    waiting: &[
+        Phase::Pending,
+        Phase::Progressing,
+        Phase::Unknown,
+        Phase::Ready,
+    ],
+    root_span: "hcp.node_pool.upgrade",
+};
+
 /// Where an operation stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -185,6 +264,9 @@ pub enum OperationOutcome {
     /// Ended by a deletion that began while it was in flight: neither late
     /// nor failed; the deletion is its own operation.
     Deleted,
+    /// An upgrade whose target was replaced by another before it rolled
+    /// out: neither late nor failed; the new target is its own operation.
+    Superseded,
 }
 
 impl OperationOutcome {
@@ -194,6 +276,7 @@ impl OperationOutcome {
             OperationOutcome::Succeeded => "succeeded",
             OperationOutcome::Failed => "failed",
             OperationOutcome::Deleted => "deleted",
+            OperationOutcome::Superseded => "superseded",
         }
     }
 }
@@ -217,7 +300,8 @@ pub struct OperationHop {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
     pub kind: OperationKind,
-    /// The node pool it follows (its name), for a node pool's operation.
+    /// What it follows besides its cluster, as its key names it
+    /// ([`OperationKind::subject`]): the pool, the target version, or both.
     pub subject: Option<Box<str>>,
     pub started_at: TimeMark,
     pub ended_at: Option<Stamp>,
@@ -239,10 +323,11 @@ impl Operation {
         }
     }
 
-    /// A node pool's operation, of the pool named `pool`.
-    pub fn of_pool(kind: OperationKind, pool: &str, started_at: TimeMark) -> Operation {
+    /// A day-2 operation, of what `subject` names (for a node pool's
+    /// creation or removal, the pool's name: [`OperationKind::subject`]).
+    pub fn of_pool(kind: OperationKind, subject: &str, started_at: TimeMark) -> Operation {
         Operation {
-            subject: Some(pool.into()),
+            subject: Some(subject.into()),
             ..Operation::new(kind, started_at)
         }
     }
@@ -251,9 +336,19 @@ impl Operation {
         self.outcome == OperationOutcome::InFlight
     }
 
-    /// The pool it follows, if any.
+    /// What it follows besides its cluster, if anything.
     pub fn subject(&self) -> Option<&str> {
         self.subject.as_deref()
+    }
+
+    /// The node pool it follows, if it is a pool's.
+    pub fn node_pool(&self) -> Option<&str> {
+        node_pool_of(self.kind, self.subject())
+    }
+
+    /// The version it rolls out, if it is an upgrade.
+    pub fn target_version(&self) -> Option<&str> {
+        target_version_of(self.kind, self.subject())
     }
 
     /// Its key (docs/design.md §15.2).
@@ -289,6 +384,26 @@ impl Operation {
     }
 }
 
+/// The node pool named by an operation's subject.
+pub fn node_pool_of(kind: OperationKind, subject: Option<&str>) -> Option<&str> {
+    let subject = subject?;
+    match (kind.of_node_pool(), kind.of_version()) {
+        (true, true) => subject.rsplit_once('/').map(|(pool, _)| pool),
+        (true, false) => Some(subject),
+        _ => None,
+    }
+}
+
+/// The target version named by an operation's subject.
+pub fn target_version_of(kind: OperationKind, subject: Option<&str>) -> Option<&str> {
+    let subject = subject?;
+    match (kind.of_node_pool(), kind.of_version()) {
+        (true, true) => subject.rsplit_once('/').map(|(_, version)| version),
+        (false, true) => Some(subject),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +420,9 @@ mod tests {
             if kind.of_node_pool() {
                 assert_eq!(hops, vec![Hop::NodePool], "{kind}");
                 assert!(flow.root_span.starts_with("hcp.node_pool."));
+            } else if kind == OperationKind::Upgrade {
+                assert_eq!(hops, vec![Hop::HostedCluster], "{kind}");
+                assert_eq!(flow.root_span, "hcp.cluster.upgrade");
             } else {
                 assert_eq!(hops, Hop::ALL.to_vec(), "{kind}");
                 assert!(flow.root_span.starts_with("hcp.cluster."));
@@ -324,6 +442,39 @@ mod tests {
         assert_eq!(
             OperationKind::NodePoolDelete.key("abc", Some("np-1")),
             "abc/node_pool_delete/np-1"
+        );
+        let upgrade = OperationKind::Upgrade.subject(None, Some("4.20.5"));
+        assert_eq!(
+            OperationKind::Upgrade.key("abc", upgrade.as_deref()),
+            "abc/upgrade/4.20.5"
+        );
+        let pool_upgrade = OperationKind::NodePoolUpgrade.subject(Some("np-1"), Some("4.20.5"));
+        assert_eq!(
+            OperationKind::NodePoolUpgrade.key("abc", pool_upgrade.as_deref()),
+            "abc/node_pool_upgrade/np-1/4.20.5"
+        );
+        let op = Operation {
+            subject: pool_upgrade,
+            ..Operation::new(
+                OperationKind::NodePoolUpgrade,
+                TimeMark::observed(jiff::Timestamp::UNIX_EPOCH),
+            )
+        };
+        assert_eq!(op.node_pool(), Some("np-1"));
+        assert_eq!(op.target_version(), Some("4.20.5"));
+        assert_eq!(
+            target_version_of(OperationKind::Upgrade, Some("4.20.5")),
+            Some("4.20.5")
+        );
+        assert_eq!(node_pool_of(OperationKind::Upgrade, Some("4.20.5")), None);
+        assert_eq!(
+            node_pool_of(OperationKind::NodePoolCreate, Some("np-1")),
+            Some("np-1")
+        );
+        // Neither half of a pool's upgrade is lost when the subject lacks one.
+        assert_eq!(
+            OperationKind::NodePoolUpgrade.subject(Some("np-1"), None),
+            None
         );
     }
 }

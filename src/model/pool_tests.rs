@@ -24,7 +24,7 @@ fn waiting(name: &str, created: jiff::Timestamp) -> Obs {
 fn in_flight(f: &Fleet) -> Vec<String> {
     f.get("c1")
         .unwrap()
-        .pool_operations()
+        .day2_operations()
         .map(|op| op.key("c1"))
         .collect()
 }
@@ -49,7 +49,7 @@ fn a_day_two_pool_is_one_creation_from_its_creation_time_to_ready() {
     let op = f
         .get("c1")
         .unwrap()
-        .pool_operation(OperationKind::NodePoolCreate, Some("np-2"))
+        .day2_operation(OperationKind::NodePoolCreate, Some("np-2"))
         .unwrap();
     assert_eq!(op.started_at, TimeMark::upstream(t(30)));
     assert_eq!(
@@ -88,7 +88,7 @@ fn a_day_two_pool_is_one_creation_from_its_creation_time_to_ready() {
         Event::ClusterRemoved { .. } => false,
     }));
     assert!(
-        f.get("c1").unwrap().pool_operations.is_none(),
+        f.get("c1").unwrap().day2_operations.is_none(),
         "an ended operation is not kept"
     );
 }
@@ -157,7 +157,7 @@ fn a_pool_removal_runs_from_its_deletion_timestamp_until_it_is_gone() {
         ),
         t(20),
     );
-    assert!(f.get("c1").unwrap().pool_operations.is_none());
+    assert!(f.get("c1").unwrap().day2_operations.is_none());
     let r = f.apply(
         batch(
             false,
@@ -206,7 +206,7 @@ fn the_clusters_deletion_ends_its_pools_operations_without_a_verdict() {
     );
     assert_eq!(operation_events(&r.events), Vec::<String>::new());
     assert!(
-        f.get("c1").unwrap().pool_operations.is_none(),
+        f.get("c1").unwrap().day2_operations.is_none(),
         "ended by the cluster's deletion"
     );
     // Its target passes: no late event for an operation the deletion ended.
@@ -267,7 +267,7 @@ fn a_restart_goes_on_with_a_pools_creation_and_ends_it_once() {
     let op = again
         .get("c1")
         .unwrap()
-        .pool_operation(OperationKind::NodePoolCreate, Some("np-2"))
+        .day2_operation(OperationKind::NodePoolCreate, Some("np-2"))
         .unwrap();
     assert_eq!(op.started_at, TimeMark::upstream(t(30)));
     assert_eq!(op.slo, Some(SloOutcome::Late));
@@ -292,5 +292,5 @@ fn a_restart_goes_on_with_a_pools_creation_and_ends_it_once() {
         ],
         "its end once, its verdict not again"
     );
-    assert!(again.get("c1").unwrap().pool_operations.is_none());
+    assert!(again.get("c1").unwrap().day2_operations.is_none());
 }

@@ -140,6 +140,29 @@ impl Obs {
         }));
         self
     }
+    /// Reports an upgrade rolling out to `target` since `started` (`None`:
+    /// no upstream start yet).
+    pub fn upgrading(mut self, target: &str, started: Option<Timestamp>) -> Obs {
+        self.view().identity_mut().rollout = Some(super::observation::Rollout {
+            target: target.to_string(),
+            started_at: started.map(Into::into),
+            completed: false,
+            completed_at: None,
+            upgrade: true,
+        });
+        self
+    }
+    /// Reports an upgrade to `target` rolled out at `completed`.
+    pub fn upgraded(mut self, target: &str, started: Timestamp, completed: Timestamp) -> Obs {
+        self.view().identity_mut().rollout = Some(super::observation::Rollout {
+            target: target.to_string(),
+            started_at: Some(started.into()),
+            completed: true,
+            completed_at: Some(completed.into()),
+            upgrade: true,
+        });
+        self
+    }
     pub fn gone(mut self) -> Obs {
         self.observation.change = Change::Gone;
         self

@@ -371,9 +371,13 @@ pub struct Timeline {
     /// their hops' spans link to (docs/design.md §7.7). Boxed: most
     /// clusters carry none.
     pub trace_links: Option<Box<Vec<super::TraceLink>>>,
-    /// Its node pools' operations in flight (docs/design.md §15.9). Boxed:
-    /// most clusters have none.
-    pub pool_operations: Option<Box<Vec<super::operation::Operation>>>,
+    /// Its operations other than the creation and the deletion: its node
+    /// pools' creations and removals, its upgrades and its pools' upgrades
+    /// (docs/design.md §15.9, §15.10). Only those in flight are kept, and
+    /// an upgrade that failed while its object still reports its target
+    /// (so the failure is not taken for a new start). Boxed: most clusters
+    /// have none.
+    pub day2_operations: Option<Box<Vec<super::operation::Operation>>>,
 }
 
 impl Timeline {
@@ -389,35 +393,41 @@ impl Timeline {
             hops: HopMap::default(),
             deletion: None,
             trace_links: None,
-            pool_operations: None,
+            day2_operations: None,
         }
     }
 
-    /// Its node pools' operations (those in flight: an ended one is not kept).
-    pub fn pool_operations(&self) -> impl Iterator<Item = &super::operation::Operation> {
-        self.pool_operations.iter().flat_map(|ops| ops.iter())
+    /// Its day-2 operations kept (see the field).
+    pub fn day2_operations(&self) -> impl Iterator<Item = &super::operation::Operation> {
+        self.day2_operations.iter().flat_map(|ops| ops.iter())
     }
 
-    /// The latest operation of `kind` on the pool named `pool`.
-    pub fn pool_operation(
+    /// Its day-2 operations in flight.
+    pub fn day2_in_flight(&self) -> impl Iterator<Item = &super::operation::Operation> {
+        self.day2_operations().filter(|op| op.in_flight())
+    }
+
+    /// The latest operation of `kind` with `subject` (the pool's name, the
+    /// target version, or both: [`super::OperationKind::subject`]).
+    pub fn day2_operation(
         &self,
         kind: super::operation::OperationKind,
-        pool: Option<&str>,
+        subject: Option<&str>,
     ) -> Option<&super::operation::Operation> {
-        self.pool_operations()
-            .filter(|op| op.kind == kind && op.subject() == pool)
+        self.day2_operations()
+            .filter(|op| op.kind == kind && op.subject() == subject)
             .last()
     }
 
-    pub(crate) fn pool_operation_mut(
+    pub(crate) fn day2_operation_mut(
         &mut self,
         kind: super::operation::OperationKind,
-        pool: Option<&str>,
+        subject: Option<&str>,
     ) -> Option<&mut super::operation::Operation> {
-        self.pool_operations
+        self.day2_operations
             .as_deref_mut()?
             .iter_mut()
-            .filter(|op| op.kind == kind && op.subject() == pool)
+            .filter(|op| op.kind == kind && op.subject() == subject)
             .last()
     }
 

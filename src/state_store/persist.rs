@@ -400,8 +400,8 @@ mod tests {
 
     use super::*;
     use crate::model::{
-        DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory, OperationKind, Phase,
-        PoolOperationMemory, SloOutcome, Via,
+        Day2OperationMemory, DeletionHopMemory, DeletionMemory, Hop, HopMemory, ObjectMemory,
+        OperationKind, Phase, SloOutcome, Via,
     };
     use crate::state_store::Remembered;
 
@@ -442,10 +442,10 @@ mod tests {
                 }],
             }),
             // Every third has a node pool being added.
-            pool_operations: (i % 3 == 0)
-                .then(|| PoolOperationMemory {
+            day2_operations: (i % 3 == 0)
+                .then(|| Day2OperationMemory {
                     operation: OperationKind::NodePoolCreate,
-                    node_pool: format!("np-{i}"),
+                    subject: format!("np-{i}"),
                     started_at: t(i + 700),
                     started_observed: false,
                     slo: None,

@@ -252,7 +252,7 @@ impl CreationTracer {
                 exported.remove(&delete_key);
                 // Its pools' operations that were in flight (hop spans
                 // claimed, no root): none will end now.
-                if last.pool_operations.is_some() {
+                if last.day2_operations.is_some() {
                     let prefix = format!("{cluster_id}/node_pool_");
                     exported.retain(|key, _| !key.starts_with(&prefix));
                 }

@@ -12,7 +12,8 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
 use crate::model::{
-    ConditionStatus, Hop, HopTimeline, OperationKind, Outcome, Timeline, Via, span_id_of, trace_id,
+    ConditionStatus, Hop, HopTimeline, OperationKind, Outcome, Timeline, Via, node_pool_of,
+    span_id_of, target_version_of, trace_id,
 };
 
 /// The creation's root span name (each flow names its own root).
@@ -80,7 +81,7 @@ fn bounded(s: &str) -> String {
 /// `hcp.cluster.id` and the identities the timeline knows (empty ones left out).
 fn identity_attributes(
     operation: OperationKind,
-    pool: Option<&str>,
+    subject: Option<&str>,
     cluster_id: &str,
     timeline: Option<&Timeline>,
 ) -> Vec<KeyValue> {
@@ -88,8 +89,11 @@ fn identity_attributes(
         KeyValue::new("hcp.cluster.id", cluster_id.to_string()),
         KeyValue::new("hcp.operation", operation.as_str()),
     ];
-    if let Some(pool) = pool {
+    if let Some(pool) = node_pool_of(operation, subject) {
         attributes.push(KeyValue::new("hcp.node_pool", pool.to_string()));
+    }
+    if let Some(version) = target_version_of(operation, subject) {
+        attributes.push(KeyValue::new("hcp.target_version", version.to_string()));
     }
     if let Some(timeline) = timeline {
         let identity = &timeline.identity;
@@ -185,7 +189,11 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via:
         attributes,
         dropped_attributes_count: 0,
         events: span_events(events),
-        links: span_links(timeline, end.hop, end.subject.as_deref()),
+        links: span_links(
+            timeline,
+            end.hop,
+            node_pool_of(end.operation, end.subject.as_deref()),
+        ),
         status,
         instrumentation_scope: scope(),
     }
@@ -287,12 +295,10 @@ pub fn root_span(
             Some(d) => (d.slo, d.started_at.observed),
             None => (None, true),
         },
-        OperationKind::NodePoolCreate | OperationKind::NodePoolDelete => {
-            match timeline.pool_operation(operation, subject) {
-                Some(op) => (op.slo, op.started_at.observed),
-                None => (None, true),
-            }
-        }
+        _ => match timeline.day2_operation(operation, subject) {
+            Some(op) => (op.slo, op.started_at.observed),
+            None => (None, true),
+        },
     };
     if let Some(slo) = slo {
         attributes.push(KeyValue::new("hcp.slo.outcome", slo.as_str()));
@@ -304,9 +310,11 @@ pub fn root_span(
         }
     }
     let mut status = Status::Unset;
-    if end == CreationEnd::Failed && operation.of_node_pool() {
-        status = Status::error(format!("{}: failed", Hop::NodePool));
-        attributes.push(KeyValue::new("hcp.failed_hop", Hop::NodePool.as_str()));
+    if end == CreationEnd::Failed && operation.day2() {
+        // A day-2 operation waits at one hop: the one that failed it.
+        let hop = operation.flow().hops[0];
+        status = Status::error(format!("{hop}: failed"));
+        attributes.push(KeyValue::new("hcp.failed_hop", hop.as_str()));
     } else if end == CreationEnd::Failed {
         // The hop the verdict names: the trace and `diagnose` agree.
         match crate::model::failed_hop(timeline) {

@@ -246,12 +246,7 @@ pub fn summary(
 }
 
 pub fn outcome_str(outcome: CreationOutcome) -> &'static str {
-    match outcome {
-        CreationOutcome::InFlight => "in_flight",
-        CreationOutcome::Succeeded => "succeeded",
-        CreationOutcome::Failed => "failed",
-        CreationOutcome::Deleted => "deleted",
-    }
+    outcome.as_str()
 }
 
 /// A query parameter the list does not understand, named with what it

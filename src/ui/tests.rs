@@ -238,7 +238,7 @@ fn deletions_have_their_own_funnel_and_filter() {
     assert_eq!(deleting.total, 1);
     assert_eq!(deleting.items[0].cluster_id, "c");
     assert!(matches!(
-        query("operation=upgrade"),
+        query("operation=reboot"),
         Err(QueryError::Value {
             param: "operation",
             ..

@@ -4,8 +4,8 @@
 use serde::Deserialize;
 
 use super::conditions::{self, WireCondition, find, first_false, is_true, transition_of};
-use super::{UnknownValue, null_default};
-use crate::model::{ConditionStatus, FailsAfterBudget, HopView, Phase};
+use super::{UnknownValue, null_default, parse_time};
+use crate::model::{ConditionStatus, FailsAfterBudget, HopView, Phase, Rollout};
 
 /// Conditions whose `False` means "will not heal by itself".
 pub const FATAL_CONDITIONS: [&str; 3] = [
@@ -28,9 +28,19 @@ pub struct HostedClusterStatus {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ClusterVersionStatus {
+    /// The release being rolled out (ahead of `history[0]` until the
+    /// cluster version operator starts on it).
+    #[serde(default)]
+    pub desired: Option<Release>,
     /// Newest first.
     #[serde(default, deserialize_with = "null_default")]
     pub history: Vec<VersionHistory>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Release {
+    #[serde(default, deserialize_with = "null_default")]
+    pub version: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -42,7 +52,66 @@ pub struct VersionHistory {
     #[serde(default, deserialize_with = "null_default")]
     pub version: String,
     #[serde(default)]
+    pub started_time: Option<String>,
+    #[serde(default)]
     pub completion_time: Option<String>,
+}
+
+/// The rollout a HostedCluster's version status reports
+/// (docs/design.md §15.10): `history[0]`, an upgrade when an older entry
+/// exists; or the `desired` version while the history has not started on
+/// it (no upstream start yet). `None` without a version.
+pub fn rollout(
+    version: Option<&ClusterVersionStatus>,
+    unknown: &mut Vec<UnknownValue>,
+) -> Option<Rollout> {
+    let version = version?;
+    let history = version.history.as_slice();
+    let desired = version
+        .desired
+        .as_ref()
+        .map(|d| d.version.as_str())
+        .filter(|v| !v.is_empty());
+    let newest = history.first().filter(|h| !h.version.is_empty());
+    match (newest, desired) {
+        (Some(newest), Some(desired)) if desired != newest.version => Some(Rollout {
+            target: desired.to_string(),
+            started_at: None,
+            completed: false,
+            completed_at: None,
+            upgrade: history.iter().any(|h| h.state == "Completed"),
+        }),
+        (Some(newest), _) => {
+            let completed = newest.state == "Completed";
+            Some(Rollout {
+                target: newest.version.clone(),
+                started_at: parse_time(
+                    newest.started_time.as_deref(),
+                    "status.version.history.startedTime",
+                    unknown,
+                ),
+                completed,
+                completed_at: if completed {
+                    parse_time(
+                        newest.completion_time.as_deref(),
+                        "status.version.history.completionTime",
+                        unknown,
+                    )
+                } else {
+                    None
+                },
+                upgrade: history[1..].iter().any(|h| h.state == "Completed"),
+            })
+        }
+        (None, Some(desired)) => Some(Rollout {
+            target: desired.to_string(),
+            started_at: None,
+            completed: false,
+            completed_at: None,
+            upgrade: false,
+        }),
+        (None, None) => None,
+    }
 }
 
 /// What one HostedCluster says, whichever way it was read.
@@ -55,6 +124,11 @@ pub struct HostedClusterReading {
     pub version: Option<String>,
     /// Available once: now Degraded is a regression, not a failed creation.
     pub has_been_available: bool,
+    /// The upgrade its version status reports, if any (in progress or
+    /// rolled out). Beside the view, not in it: whoever emits the view puts
+    /// it in the view's identity patch, so a reading kept for later (the
+    /// kube mapper's) costs a pointer, not a patch.
+    pub rollout: Option<Box<Rollout>>,
 }
 
 /// Read a HostedCluster. `deleting`: its deletionTimestamp (or, through
@@ -127,12 +201,17 @@ pub fn read(
         conditions: conds,
         ..HopView::new(&state, phase)
     };
+    // Only an upgrade's rollout: the installation's is the creation's.
+    let rollout = rollout(status.and_then(|s| s.version.as_ref()), unknown)
+        .filter(|r| r.upgrade)
+        .map(Box::new);
     HostedClusterReading {
         view,
         version: completed
             .map(|h| h.version.clone())
             .filter(|v| !v.is_empty()),
         has_been_available,
+        rollout,
     }
 }
 
@@ -155,11 +234,13 @@ mod tests {
         HostedClusterStatus {
             conditions,
             version: Some(ClusterVersionStatus {
+                desired: None,
                 history: history
                     .iter()
                     .map(|s| VersionHistory {
                         state: s.to_string(),
                         version: "4.20.0".to_string(),
+                        started_time: None,
                         completion_time: None,
                     })
                     .collect(),
@@ -363,5 +444,97 @@ mod tests {
         assert_eq!(later.since, "2026-01-01T00:05:00Z".parse().unwrap());
         assert_eq!(later.error.code, "DegradedReason");
         assert_eq!(r.version, None, "no Completed entry yet");
+    }
+
+    fn entry(state: &str, version: &str, started: &str, completed: Option<&str>) -> VersionHistory {
+        VersionHistory {
+            state: state.to_string(),
+            version: version.to_string(),
+            started_time: Some(started.to_string()),
+            completion_time: completed.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_version_status_says_which_upgrade_is_rolling_out() {
+        let t0 = "2026-11-27T09:00:00Z";
+        let t1 = "2026-11-27T10:00:00Z";
+        let t2 = "2026-11-27T10:40:00Z";
+        let installed = entry("Completed", "4.19.9", t0, Some(t0));
+        // (desired, history, want: target, completed, upgrade, started, completed_at)
+        type Want<'a> = Option<(&'a str, bool, bool, Option<&'a str>, Option<&'a str>)>;
+        let rows: Vec<(Option<&str>, Vec<VersionHistory>, Want<'_>)> = vec![
+            // The installation: one entry, not an upgrade.
+            (
+                None,
+                vec![entry("Partial", "4.19.9", t0, None)],
+                Some(("4.19.9", false, false, Some(t0), None)),
+            ),
+            (
+                Some("4.19.9"),
+                vec![installed.clone()],
+                Some(("4.19.9", true, false, Some(t0), Some(t0))),
+            ),
+            // Asked for, not started by the version operator yet: no upstream start.
+            (
+                Some("4.20.2"),
+                vec![installed.clone()],
+                Some(("4.20.2", false, true, None, None)),
+            ),
+            // Rolling out, then rolled out: HyperShift's own times.
+            (
+                Some("4.20.2"),
+                vec![entry("Partial", "4.20.2", t1, None), installed.clone()],
+                Some(("4.20.2", false, true, Some(t1), None)),
+            ),
+            (
+                Some("4.20.2"),
+                vec![
+                    entry("Completed", "4.20.2", t1, Some(t2)),
+                    installed.clone(),
+                ],
+                Some(("4.20.2", true, true, Some(t1), Some(t2))),
+            ),
+            (None, vec![], None),
+        ];
+        for (desired, history, want) in rows {
+            let version = ClusterVersionStatus {
+                desired: desired.map(|v| Release {
+                    version: v.to_string(),
+                }),
+                history,
+            };
+            let mut unknown = Vec::new();
+            let got = rollout(Some(&version), &mut unknown).map(|r| {
+                (
+                    r.target,
+                    r.completed,
+                    r.upgrade,
+                    r.started_at.map(|s| s.to_string()),
+                    r.completed_at.map(|s| s.to_string()),
+                )
+            });
+            let want = want.map(|(t, c, u, s, e)| {
+                (
+                    t.to_string(),
+                    c,
+                    u,
+                    s.map(str::to_string),
+                    e.map(str::to_string),
+                )
+            });
+            assert_eq!(got, want, "{desired:?} {:?}", version.history);
+            assert!(unknown.is_empty());
+            // The reading carries an upgrade's rollout only.
+            let status = HostedClusterStatus {
+                conditions: vec![],
+                version: Some(version),
+            };
+            let reading = read(Some(&status), false, false, &mut unknown);
+            assert_eq!(
+                reading.rollout.map(|r| r.target),
+                got.filter(|g| g.2).map(|g| g.0)
+            );
+        }
     }
 }

@@ -4,8 +4,8 @@
 use serde::Deserialize;
 
 use super::conditions::{self, WireCondition, first_false, is_true, transition_of};
-use super::{UnknownValue, null_default};
-use crate::model::{Condition, HopView, Phase, Replicas};
+use super::{UnknownValue, null_default, parse_time};
+use crate::model::{Condition, HopView, Phase, Replicas, Rollout};
 
 /// Conditions whose `False` means "will not heal by itself".
 pub const FATAL_CONDITIONS: [&str; 3] = [
@@ -24,6 +24,60 @@ pub struct NodePoolStatus {
     pub replicas: Option<i64>,
     #[serde(default)]
     pub nodes_info: Option<NodesInfo>,
+    /// The version rolled out to the pool; empty until its first rollout.
+    #[serde(default, deserialize_with = "null_default")]
+    pub version: String,
+}
+
+/// What HyperShift's `UpdatingVersion` message says before the target
+/// version (`Updating version in progress. Target version: 4.20.5`, an
+/// in-place upgrade adding `. Total Nodes: …`).
+const TARGET_VERSION_PREFIX: &str = "Target version: ";
+
+/// The version an `UpdatingVersion` message names, if it names one.
+fn target_version(message: &str) -> Option<&str> {
+    let (_, rest) = message.split_once(TARGET_VERSION_PREFIX)?;
+    let rest = rest.trim_start_matches('"');
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_')))
+        .unwrap_or(rest.len());
+    // A version ends at its last alphanumeric: "4.20.5." is "4.20.5".
+    let version = rest[..end].trim_end_matches(['.', '-', '+', '_']);
+    (!version.is_empty()).then_some(version)
+}
+
+/// The upgrade a NodePool reports in progress (docs/design.md §15.10):
+/// `UpdatingVersion` True while the pool already runs a version, to the
+/// version the condition's message names, from the condition's transition.
+/// `None` otherwise: before its first rollout the version is its creation's,
+/// and a rolled-out pool says so by having no update in progress (HyperShift
+/// removes the condition, or sets it False), which the model reads from the
+/// stored conditions. Only the transient state is carried, so a fleet of
+/// pools at rest costs nothing.
+pub fn rollout(
+    status: Option<&NodePoolStatus>,
+    unknown: &mut Vec<UnknownValue>,
+) -> Option<Rollout> {
+    let status = status?;
+    if status.version.is_empty() {
+        return None;
+    }
+    let updating = status
+        .conditions
+        .iter()
+        .find(|c| c.kind == "UpdatingVersion" && c.status == "True")?;
+    let target = target_version(&updating.message).filter(|t| *t != status.version)?;
+    Some(Rollout {
+        target: target.to_string(),
+        started_at: parse_time(
+            updating.last_transition_time.as_deref(),
+            "status.conditions.lastTransitionTime",
+            unknown,
+        ),
+        completed: false,
+        completed_at: None,
+        upgrade: true,
+    })
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -132,7 +186,7 @@ pub fn read(
         (Phase::Failed, Some(c)) => (c.last_transition, Some(conditions::failure(c))),
         _ => (transition_of(&conds, &["Ready"]), None),
     };
-    HopView {
+    let mut view = HopView {
         since,
         error: error.map(Box::new),
         conditions: conds,
@@ -144,7 +198,11 @@ pub fn read(
             ready,
         }),
         ..HopView::new(&state, phase)
+    };
+    if let Some(rollout) = rollout(status, unknown) {
+        view.identity_mut().rollout = Some(rollout);
     }
+    view
 }
 
 #[cfg(test)]
@@ -231,10 +289,86 @@ mod tests {
             conditions: vec![],
             replicas: Some(-1),
             nodes_info: None,
+            version: String::new(),
         };
         let mut unknown = Vec::new();
         let view = read(Some(&status), false, Some(2), &mut unknown);
         assert_eq!(view.replicas.map(|r| r.current), Some(0));
         assert_eq!(unknown.len(), 1);
+    }
+
+    fn updating(status: &str, message: &str) -> WireCondition {
+        WireCondition {
+            kind: "UpdatingVersion".to_string(),
+            status: status.to_string(),
+            reason: "AsExpected".to_string(),
+            message: message.to_string(),
+            last_transition_time: Some("2026-11-27T10:00:00Z".to_string()),
+        }
+    }
+
+    #[test]
+    fn an_upgrade_in_progress_names_hypershifts_target_version() {
+        // (status.version, UpdatingVersion, want the target)
+        let rows: Vec<(&str, Option<WireCondition>, Option<&str>)> = vec![
+            // HyperShift's own message, replace and in-place upgrades.
+            (
+                "4.19.9",
+                Some(updating(
+                    "True",
+                    "Updating version in progress. Target version: 4.20.2",
+                )),
+                Some("4.20.2"),
+            ),
+            (
+                "4.19.9",
+                Some(updating(
+                    "True",
+                    "Updating version in progress. Target version: 4.20.2. Total Nodes: 3. Upgraded: 1",
+                )),
+                Some("4.20.2"),
+            ),
+            // A pool's first rollout is its creation's, not an upgrade.
+            (
+                "",
+                Some(updating(
+                    "True",
+                    "Updating version in progress. Target version: 4.20.2",
+                )),
+                None,
+            ),
+            // Rolled out: condition False, or removed (current HyperShift).
+            ("4.20.2", Some(updating("False", "")), None),
+            ("4.20.2", None, None),
+            // A message that names no version starts nothing.
+            ("4.19.9", Some(updating("True", "something else")), None),
+            ("4.19.9", Some(updating("True", "Target version: ")), None),
+        ];
+        for (version, condition, want) in rows {
+            let status = NodePoolStatus {
+                conditions: condition.clone().into_iter().collect(),
+                version: version.to_string(),
+                ..NodePoolStatus::default()
+            };
+            let mut unknown = Vec::new();
+            let got = rollout(Some(&status), &mut unknown);
+            assert_eq!(
+                got.as_ref().map(|r| r.target.as_str()),
+                want,
+                "{version} {condition:?}"
+            );
+            if let Some(r) = got {
+                assert!(!r.completed && r.upgrade);
+                assert_eq!(
+                    r.started_at.map(|s| s.to_string()),
+                    Some("2026-11-27T10:00:00Z".to_string())
+                );
+            }
+            let view = read(Some(&status), false, Some(2), &mut unknown);
+            assert_eq!(
+                view.identity().rollout.as_ref().map(|r| r.target.as_str()),
+                want
+            );
+        }
     }
 }

@@ -52,6 +52,7 @@ mod trace_links_standin;
 mod traces_demo;
 mod traces_otlp;
 mod traces_telemetry;
+mod upgrades_standin;
 mod warm_restart;
 mod web_ui;
 mod world_kube;

@@ -639,9 +639,17 @@ fn hop_budgets_are_published_as_configured() {
         .count();
     assert_eq!(
         published,
-        2 * Hop::ALL.len() + 2,
-        "one series per hop of each operation kind's flow (a node pool's: its NodePool)"
+        2 * Hop::ALL.len() + 4,
+        "one series per hop of each operation kind's flow (a node pool's: its NodePool; an upgrade's: its one hop)"
     );
+    for (operation, hop, seconds) in [
+        ("upgrade", "hosted_cluster", "4500.0"),
+        ("node_pool_upgrade", "node_pool", "3600.0"),
+    ] {
+        let line = format!(r#"hcpflow_hop_budget_seconds{{operation="{operation}",hop="{hop}"}} "#);
+        let got = body.lines().find_map(|l| l.strip_prefix(&line));
+        assert_eq!(got, Some(seconds), "the upgrade's own default at {hop}");
+    }
     let delete = body
         .lines()
         .find_map(|l| {

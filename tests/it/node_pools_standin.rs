@@ -137,7 +137,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
             .expect("the cluster is tracked")
     };
     assert!(
-        timeline(&h).pool_operations.is_none(),
+        timeline(&h).day2_operations.is_none(),
         "a pool ready before the watch started is no operation"
     );
 
@@ -164,7 +164,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         "started at the pool's creationTimestamp"
     );
     let started = timeline(&h)
-        .pool_operation(OperationKind::NodePoolCreate, Some("np2"))
+        .day2_operation(OperationKind::NodePoolCreate, Some("np2"))
         .map(|op| op.started_at)
         .expect("np2's creation");
     assert_eq!(started.at, Stamp::from(second(added)));
@@ -207,7 +207,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         None
     );
     assert!(
-        timeline(&h).pool_operations.is_none(),
+        timeline(&h).day2_operations.is_none(),
         "nothing else in flight: np1 was ready before the watch"
     );
 
@@ -230,7 +230,7 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
         "a pool's removal is not the cluster's deletion"
     );
     let started = timeline(&h)
-        .pool_operation(OperationKind::NodePoolDelete, Some("np1"))
+        .day2_operation(OperationKind::NodePoolDelete, Some("np1"))
         .map(|op| op.started_at)
         .expect("np1's removal");
     assert_eq!(started.at, Stamp::from(second(removing)));
@@ -252,6 +252,6 @@ async fn a_day_two_pool_and_a_pool_removal_are_one_operation_each_with_upstream_
     );
     // One of each, nothing more, nothing left in flight, the cluster kept.
     assert_eq!(good(&text, "node_pool_create"), Some(1.0));
-    assert!(timeline(&h).pool_operations.is_none());
+    assert!(timeline(&h).day2_operations.is_none());
     assert!(timeline(&h).deletion.is_none());
 }

@@ -26,6 +26,14 @@ pub struct ModelConfig {
     /// A node pool's removal done within this is good; its budget is the
     /// deletion's `node_pool` one.
     pub node_pool_delete_target: Duration,
+    /// A control-plane upgrade rolled out within this is good
+    /// (docs/design.md §15.10).
+    pub upgrade_target: Duration,
+    /// A node pool's upgrade rolled out within this is good.
+    pub node_pool_upgrade_target: Duration,
+    /// How long an upgrade may wait at its hop (`hosted_cluster` for the
+    /// control plane's, `node_pool` for a pool's).
+    pub upgrade_budgets: HopBudgets,
     /// Which creations this instance counts (docs/design.md §8.2).
     pub ownership: Ownership,
     /// The RP frontend is read: a Clusters Service cluster without an RP
@@ -44,6 +52,8 @@ impl ModelConfig {
             OperationKind::Delete => self.delete_target,
             OperationKind::NodePoolCreate => self.node_pool_create_target,
             OperationKind::NodePoolDelete => self.node_pool_delete_target,
+            OperationKind::Upgrade => self.upgrade_target,
+            OperationKind::NodePoolUpgrade => self.node_pool_upgrade_target,
         }
     }
 
@@ -52,6 +62,7 @@ impl ModelConfig {
         OperationBudgets {
             create: self.hop_budgets,
             delete: self.delete_budgets,
+            upgrade: self.upgrade_budgets,
         }
     }
 }
@@ -63,6 +74,14 @@ pub const DEFAULT_NODE_POOL_CREATE_TARGET: Duration = Duration::from_secs(20 * 6
 /// A node pool's removal: nodes drain and VMs are deleted in minutes;
 /// fifteen is well past a healthy drain (docs/design.md §15.9).
 pub const DEFAULT_NODE_POOL_DELETE_TARGET: Duration = Duration::from_secs(15 * 60);
+
+/// A control-plane upgrade: HyperShift rolls the control plane out in
+/// minutes and the cluster version operator applies the payload in some
+/// 30–60 more; an hour is a slow but healthy one (docs/design.md §15.10).
+pub const DEFAULT_UPGRADE_TARGET: Duration = Duration::from_secs(60 * 60);
+/// A node pool's upgrade: a replace rollout of a few machines, each booted,
+/// ignited and drained, in 15–30 minutes; 45 leaves room for a bigger pool.
+pub const DEFAULT_NODE_POOL_UPGRADE_TARGET: Duration = Duration::from_secs(45 * 60);
 
 /// Which timelines feed this instance's SLO events and creation durations,
 /// decided from its configuration alone so that instances never talk to each
@@ -138,6 +157,9 @@ impl Default for ModelConfig {
             delete_budgets: HopBudgets::deletion_defaults(),
             node_pool_create_target: DEFAULT_NODE_POOL_CREATE_TARGET,
             node_pool_delete_target: DEFAULT_NODE_POOL_DELETE_TARGET,
+            upgrade_target: DEFAULT_UPGRADE_TARGET,
+            node_pool_upgrade_target: DEFAULT_NODE_POOL_UPGRADE_TARGET,
+            upgrade_budgets: HopBudgets::upgrade_defaults(),
             ownership: Ownership::ALL,
             rp_in_scope: false,
             self_managed_hubs: Vec::new(),

@@ -505,16 +505,9 @@ pub(super) fn deletion_done(
     ending.record(&mut deletion.slo, events);
 }
 
-/// A node pool operation's SLO deadline, for the caller to queue.
-pub(super) struct PoolDeadline {
-    pub(super) at: Timestamp,
-    pub(super) kind: OperationKind,
-    pub(super) pool: Box<str>,
-}
-
 /// What a node pool reads now: its NodePool object, read directly when it
 /// is, else through Maestro's feedback.
-fn pool_reading<'a>(timeline: &'a Timeline, pool: &str) -> Option<&'a ObjectState> {
+pub(super) fn pool_reading<'a>(timeline: &'a Timeline, pool: &str) -> Option<&'a ObjectState> {
     let hop = timeline.hops.get(&Hop::NodePool)?;
     hop.objects
         .get(&(Via::Direct, pool.to_string()))
@@ -537,9 +530,9 @@ pub(super) fn evaluate_pools(
     observed_at: Timestamp,
     config: &ModelConfig,
     events: &mut Vec<Event>,
-) -> Vec<PoolDeadline> {
+) -> Vec<super::upgrades::Day2Deadline> {
     let mut deadlines = Vec::new();
-    if timeline.pool_operations.is_none()
+    if timeline.day2_operations.is_none()
         && appeared.is_none()
         && vanished.is_none()
         && !timeline.hop(Hop::NodePool).is_some_and(|h| {
@@ -553,7 +546,7 @@ pub(super) fn evaluate_pools(
     if timeline.deletion.is_some() {
         // Ended `deleted`: no duration, no verdict, and (in flight only)
         // nothing kept.
-        timeline.pool_operations = None;
+        timeline.day2_operations = None;
         return deadlines;
     }
     let mut started: Vec<Operation> = Vec::new();
@@ -572,7 +565,7 @@ pub(super) fn evaluate_pools(
     // again after a restart goes on with it.
     if let Some(pool) = appeared
         && !timeline
-            .pool_operation(OperationKind::NodePoolCreate, Some(pool))
+            .day2_operation(OperationKind::NodePoolCreate, Some(pool))
             .is_some_and(Operation::in_flight)
         && let Some(reading) = pool_reading(timeline, pool)
         && !matches!(reading.view.phase, Phase::Ready | Phase::Deleting)
@@ -587,7 +580,7 @@ pub(super) fn evaluate_pools(
         for (name, reading) in hop.effective_objects() {
             let deleting = reading.view.phase == Phase::Deleting;
             let followed = timeline
-                .pool_operation(OperationKind::NodePoolDelete, Some(name))
+                .day2_operation(OperationKind::NodePoolDelete, Some(name))
                 .is_some_and(Operation::in_flight);
             if deleting && !followed {
                 started.extend(follow(OperationKind::NodePoolDelete, name, reading.since));
@@ -595,20 +588,20 @@ pub(super) fn evaluate_pools(
         }
     }
     for op in &started {
-        deadlines.push(PoolDeadline {
+        deadlines.push(super::upgrades::Day2Deadline {
             at: after(op.started_at.at, config.target(op.kind)),
             kind: op.kind,
-            pool: op.subject.clone().unwrap_or_default(),
+            subject: op.subject.clone().unwrap_or_default(),
         });
     }
     if !started.is_empty() {
         timeline
-            .pool_operations
+            .day2_operations
             .get_or_insert_with(Default::default)
             .extend(started);
     }
     let counted = config.ownership.owns(&timeline.cluster_id);
-    let Some(mut ops) = timeline.pool_operations.take() else {
+    let Some(mut ops) = timeline.day2_operations.take() else {
         return deadlines;
     };
     for op in ops.iter_mut().filter(|op| op.in_flight()) {
@@ -691,9 +684,9 @@ pub(super) fn evaluate_pools(
     // (its duration, its verdict, its trace), and keeping the last few of
     // every cluster cost some 2.6 MB at 10,000 clusters, past the memory
     // target (docs/design.md §15.9).
-    ops.retain(Operation::in_flight);
+    ops.retain(super::upgrades::kept);
     if !ops.is_empty() {
-        timeline.pool_operations = Some(ops);
+        timeline.day2_operations = Some(ops);
     }
     deadlines
 }

@@ -23,8 +23,8 @@ use super::budget::{HopBudgets, OperationBudgets};
 use super::hop::Via;
 use super::hop::{Hop, Outcome, Phase, SloOutcome};
 use super::memory::{
-    ClusterMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory, ObjectMemory,
-    PoolOperationMemory,
+    ClusterMemory, Day2OperationMemory, DeletionHopMemory, DeletionMemory, HopMemory, Memory,
+    ObjectMemory,
 };
 use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
 use super::operation::{Operation, OperationKind, OperationOutcome};
@@ -35,12 +35,14 @@ mod config;
 mod evaluate;
 mod join;
 mod recall;
+mod upgrades;
 
 pub use config::*;
 pub use evaluate::join_of;
 use evaluate::*;
 use join::RpReading;
 use recall::Recall;
+use upgrades::{Reported, UpgradeCheck, evaluate_upgrades, upgrade_in_flight};
 
 /// Something histograms, counters or spans must hear about. Produced only for
 /// transitions witnessed after a source's first sync.
@@ -356,12 +358,10 @@ impl Fleet {
                 Some(d) if d.in_flight() => (d.started_at.at, &mut d.slo),
                 _ => return false,
             },
-            OperationKind::NodePoolCreate | OperationKind::NodePoolDelete => {
-                match timeline.pool_operation_mut(kind, subject.as_deref()) {
-                    Some(op) if op.in_flight() => (op.started_at.at, &mut op.slo),
-                    _ => return false,
-                }
-            }
+            _ => match timeline.day2_operation_mut(kind, subject.as_deref()) {
+                Some(op) if op.in_flight() => (op.started_at.at, &mut op.slo),
+                _ => return false,
+            },
         };
         if slo.is_some() {
             return false;
@@ -422,8 +422,11 @@ impl Fleet {
             queue(&mut self.deadlines, late_at, cluster_id, due);
         }
         for d in evaluate_pools(timeline, None, None, false, now, &self.config, events) {
-            let due = Due::Late(d.kind, Some(d.pool));
-            queue(&mut self.deadlines, d.at, cluster_id, due);
+            queue(&mut self.deadlines, d.at, cluster_id, d.due());
+        }
+        let check = UpgradeCheck::Failures;
+        for d in evaluate_upgrades(timeline, check, false, now, &self.config, events) {
+            queue(&mut self.deadlines, d.at, cluster_id, d.due());
         }
         true
     }
@@ -540,7 +543,7 @@ impl Fleet {
                     restored.failed_at = recall.failed_at.take();
                     restored.slo = recall.slo.take();
                     restored.deletion = recall.deletion.take();
-                    restored.pool_operations = std::mem::take(&mut recall.pool_operations);
+                    restored.day2_operations = std::mem::take(&mut recall.day2_operations);
                 }
                 let created = match (view.created_at, restored.created_at) {
                     (Some(at), _) => TimeMark::upstream(at),
@@ -598,15 +601,15 @@ impl Fleet {
                     timeline.deletion = Some(Box::new(deletion));
                 }
                 // Its node pools' operations likewise (docs/design.md §15.9).
-                for m in restored.pool_operations {
-                    let op = recall::pool_operation_of(m);
+                for m in restored.day2_operations {
+                    let op = recall::day2_operation_of(m);
                     if op.in_flight() && op.slo.is_none() {
                         let late_at = after(op.started_at.at, self.config.target(op.kind));
                         let due = Due::Late(op.kind, op.subject.clone());
                         queue(&mut self.deadlines, late_at, cluster_id, due);
                     }
                     timeline
-                        .pool_operations
+                        .day2_operations
                         .get_or_insert_with(Default::default)
                         .push(op);
                 }
@@ -626,8 +629,20 @@ impl Fleet {
         // one whose last object went: its removal may be done.
         let mut appeared: Option<String> = None;
         let mut vanished: Option<String> = None;
+        // What a HostedCluster or NodePool reports of a rollout, for its
+        // upgrades (docs/design.md §15.10).
+        let mut reported: Option<Reported> = None;
+        let object_name = if hop == Hop::NodePool {
+            object.clone()
+        } else {
+            String::new()
+        };
         match change {
             Change::Upsert(mut view) => {
+                if matches!(hop, Hop::HostedCluster | Hop::NodePool) {
+                    let rollout = view.identity.as_mut().and_then(|i| i.rollout.take());
+                    reported = Some(Reported::Upsert(rollout.map(Box::new)));
+                }
                 changed |= timeline.identity.merge(view.identity());
                 // What a watched object's annotations say; the same object
                 // seen through Maestro's feedback carries no annotations.
@@ -723,6 +738,7 @@ impl Fleet {
                         && !hop_state.objects.keys().any(|(_, name)| *name == object)
                     {
                         vanished = Some(object);
+                        reported = Some(Reported::Gone);
                     }
                     if hop_state.objects.is_empty() {
                         let via = hop_state.via;
@@ -739,7 +755,17 @@ impl Fleet {
                 }
             }
         }
-        if !changed {
+        // A rollout may move with nothing else of the view (a new desired
+        // version), and an upgrade in flight ends on a reading that may
+        // otherwise compare equal.
+        let upgrade_due = match &reported {
+            Some(Reported::Upsert(Some(rollout))) => {
+                !rollout.completed || upgrade_in_flight(timeline, hop)
+            }
+            Some(Reported::Upsert(None)) => upgrade_in_flight(timeline, hop),
+            _ => false,
+        };
+        if !changed && !upgrade_due {
             return;
         }
 
@@ -801,12 +827,27 @@ impl Fleet {
             &mut events,
         );
         for d in pool_deadlines {
-            queue(
-                &mut self.deadlines,
-                d.at,
-                cluster_id,
-                Due::Late(d.kind, Some(d.pool)),
-            );
+            queue(&mut self.deadlines, d.at, cluster_id, d.due());
+        }
+        let check = match (hop, &reported) {
+            (Hop::HostedCluster, Some(Reported::Upsert(rollout))) => {
+                UpgradeCheck::ControlPlane(rollout.as_deref())
+            }
+            (Hop::NodePool, Some(Reported::Upsert(rollout))) => {
+                UpgradeCheck::Pool(&object_name, Some(rollout.as_deref()))
+            }
+            (Hop::NodePool, Some(Reported::Gone)) => UpgradeCheck::Pool(&object_name, None),
+            _ => UpgradeCheck::Failures,
+        };
+        for d in evaluate_upgrades(
+            timeline,
+            check,
+            initial,
+            observed_at,
+            &self.config,
+            &mut events,
+        ) {
+            queue(&mut self.deadlines, d.at, cluster_id, d.due());
         }
         result.changed.insert(cluster_id.to_string());
         if !initial {

@@ -13,7 +13,7 @@ pub(super) struct Recall {
     pub(super) failed_at: Option<Timestamp>,
     pub(super) slo: Option<SloOutcome>,
     pub(super) deletion: Option<DeletionMemory>,
-    pub(super) pool_operations: Vec<PoolOperationMemory>,
+    pub(super) day2_operations: Vec<Day2OperationMemory>,
     pub(super) hops: HashMap<Hop, HopMemory>,
     pub(super) objects: HashMap<(Hop, Via, String), ObjectMemory>,
 }
@@ -34,7 +34,7 @@ impl From<ClusterMemory> for Recall {
             failed_at: m.failed_at,
             slo: m.slo,
             deletion: m.deletion,
-            pool_operations: m.pool_operations,
+            day2_operations: m.day2_operations,
             hops,
             objects,
         }
@@ -109,11 +109,11 @@ impl Fleet {
                     })
                     .collect(),
             }),
-            pool_operations: timeline
-                .pool_operations()
-                .map(|op| PoolOperationMemory {
+            day2_operations: timeline
+                .day2_in_flight()
+                .map(|op| Day2OperationMemory {
                     operation: op.kind,
-                    node_pool: op.subject().unwrap_or_default().to_string(),
+                    subject: op.subject().unwrap_or_default().to_string(),
                     started_at: op.started_at.at.into(),
                     started_observed: op.started_at.observed,
                     slo: op.slo,
@@ -125,16 +125,16 @@ impl Fleet {
 
 /// A remembered node pool operation (in flight: only those are kept), as
 /// the timeline keeps it again.
-pub(super) fn pool_operation_of(m: PoolOperationMemory) -> Operation {
+pub(super) fn day2_operation_of(m: Day2OperationMemory) -> Operation {
     let mut op = Operation::of_pool(
         m.operation,
-        &m.node_pool,
+        &m.subject,
         TimeMark {
             at: m.started_at.into(),
             observed: m.started_observed,
         },
     );
-    op.reached(Hop::NodePool, m.started_at.into());
+    op.reached(m.operation.flow().hops[0], m.started_at.into());
     op.slo = m.slo;
     op
 }

@@ -409,6 +409,7 @@ fn read_nested(
                         view.updated_at = updated_at;
                         view.identity_mut().namespace = meta.namespace.filter(|n| !n.is_empty());
                         view.identity_mut().version = reading.version;
+                        view.identity_mut().rollout = reading.rollout.map(|r| *r);
                         nested.push(cluster_id, Hop::HostedCluster, "", view);
                     }
                     Err(e) => nested

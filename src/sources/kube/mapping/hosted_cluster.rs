@@ -72,6 +72,7 @@ impl Mapper {
             platform: f.platform.clone(),
             version: f.reading.version.clone(),
             trace_parents: f.reading.view.identity().trace_parents.clone(),
+            rollout: f.reading.rollout.as_deref().cloned(),
             ..self.identity()
         });
         Some(Emitted {

@@ -68,6 +68,7 @@ impl Mapper {
         view.set_identity(IdentityPatch {
             name: f.name_label.clone(),
             trace_parents: f.view.identity().trace_parents.clone(),
+            rollout: f.view.identity().rollout.clone(),
             ..self.identity()
         });
         Some(Emitted {

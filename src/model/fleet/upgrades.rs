@@ -1,0 +1,365 @@
+//! Upgrades: a control plane's and each node pool's, each an operation
+//! keyed by its target version (docs/design.md §15.10). They start when the
+//! HostedCluster's version status or a NodePool's `UpdatingVersion` reports
+//! a rollout to a new version, end when the object reports it rolled out,
+//! and fail when the object fails meanwhile.
+
+use super::*;
+use crate::model::ConditionStatus;
+use crate::model::observation::Rollout;
+use crate::model::operation::{node_pool_of, target_version_of};
+
+/// What one reading told of a rollout, taken from the view before the view
+/// is stored without it.
+pub(super) enum Reported {
+    /// The object was read: the upgrade it reports, if any.
+    Upsert(Option<Box<Rollout>>),
+    /// The NodePool is gone from every view.
+    Gone,
+}
+
+/// What to look at after a change.
+pub(super) enum UpgradeCheck<'a> {
+    /// The HostedCluster was read: the rollout it reports.
+    ControlPlane(Option<&'a Rollout>),
+    /// The NodePool named was read (`Some`: what it reports) or is gone
+    /// (`None`).
+    Pool(&'a str, Option<Option<&'a Rollout>>),
+    /// Only whether an upgrade in flight failed (a budget ran out).
+    Failures,
+}
+
+/// A day-2 operation's SLO deadline, for the caller to queue.
+pub(super) struct Day2Deadline {
+    pub(super) at: Timestamp,
+    pub(super) kind: OperationKind,
+    pub(super) subject: Box<str>,
+}
+
+impl Day2Deadline {
+    pub(super) fn due(self) -> Due {
+        Due::Late(self.kind, Some(self.subject))
+    }
+}
+
+/// Whether an upgrade of the object at `hop` is in flight (the pool's is
+/// checked by the caller's evaluation, which filters by name).
+pub(super) fn upgrade_in_flight(timeline: &Timeline, hop: Hop) -> bool {
+    let kind = match hop {
+        Hop::HostedCluster => OperationKind::Upgrade,
+        Hop::NodePool => OperationKind::NodePoolUpgrade,
+        _ => return false,
+    };
+    timeline.day2_in_flight().any(|op| op.kind == kind)
+}
+
+/// Start, end and fail upgrades after a change. Returns the SLO deadlines
+/// of the upgrades it started (or whose start moved earlier).
+pub(super) fn evaluate_upgrades(
+    timeline: &mut Timeline,
+    check: UpgradeCheck<'_>,
+    initial: bool,
+    observed_at: Timestamp,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) -> Vec<Day2Deadline> {
+    let mut deadlines = Vec::new();
+    // The cluster's deletion takes its upgrades along (evaluate_pools ends
+    // them `deleted`), and starts none.
+    if timeline.deletion.is_some() {
+        return deadlines;
+    }
+    let Some(mut ops) = timeline.day2_operations.take() else {
+        if matches!(check, UpgradeCheck::Failures) {
+            return deadlines;
+        }
+        let mut ops = Box::default();
+        follow(
+            timeline,
+            &mut ops,
+            &check,
+            initial,
+            observed_at,
+            config,
+            &mut deadlines,
+        );
+        if !ops.is_empty() {
+            timeline.day2_operations = Some(ops);
+        }
+        return deadlines;
+    };
+    follow(
+        timeline,
+        &mut ops,
+        &check,
+        initial,
+        observed_at,
+        config,
+        &mut deadlines,
+    );
+    let counted = config.ownership.owns(&timeline.cluster_id);
+    for op in ops
+        .iter_mut()
+        .filter(|op| op.in_flight() && op.kind.of_version())
+    {
+        let Some(target) = op.target_version().map(str::to_string) else {
+            continue;
+        };
+        let pool = op.node_pool().map(str::to_string);
+        let ended = match (&check, op.kind, pool.as_deref()) {
+            (_, OperationKind::Upgrade, _) => control_plane_end(timeline, op, &check, &target),
+            (UpgradeCheck::Pool(name, reading), OperationKind::NodePoolUpgrade, Some(pool))
+                if *name == pool =>
+            {
+                pool_end(timeline, op, *reading, observed_at)
+            }
+            // A budget that ran out may have failed the pool.
+            (_, OperationKind::NodePoolUpgrade, Some(pool)) => pool_reading(timeline, pool)
+                .filter(|r| r.view.phase == Phase::Failed)
+                .map(|r| End::Failed(r.since.at)),
+            _ => None,
+        };
+        let Some(end) = ended else {
+            continue;
+        };
+        let (outcome, at) = match end {
+            End::Succeeded(at) => (Outcome::Succeeded, at),
+            End::Failed(at) => (Outcome::Failed, at),
+            End::Quietly(outcome, at) => {
+                op.outcome = outcome;
+                op.ended_at = Some(at.max(op.started_at.at));
+                continue;
+            }
+        };
+        let at = at.max(op.started_at.at);
+        let hop = op.kind.flow().hops[0];
+        let via = timeline.hop(hop).map_or(Via::Direct, |h| h.via);
+        if let Some(hop_started) = op.done(hop, at) {
+            events.push(Event::HopEnded {
+                cluster_id: timeline.cluster_id.clone(),
+                operation: op.kind,
+                subject: op.subject.clone(),
+                hop,
+                via,
+                counted: counted && via == Via::Direct,
+                platform: timeline.identity.platform.clone(),
+                version: target.clone(),
+                outcome,
+                started: hop_started.into(),
+                ended: at.into(),
+            });
+        }
+        op.outcome = match outcome {
+            Outcome::Succeeded => OperationOutcome::Succeeded,
+            Outcome::Failed => OperationOutcome::Failed,
+        };
+        op.ended_at = Some(at);
+        let ending = Ending {
+            cluster_id: &timeline.cluster_id,
+            operation: op.kind,
+            subject: op.subject.as_deref(),
+            counted,
+            platform: &timeline.identity.platform,
+            version: &target,
+            outcome,
+            started: op.started_at.at.into(),
+            ended: at.into(),
+            target: config.target(op.kind),
+        };
+        ending.record(&mut op.slo, events);
+    }
+    forget_failed(&mut ops, &check);
+    ops.retain(kept);
+    if !ops.is_empty() {
+        timeline.day2_operations = Some(ops);
+    }
+    deadlines
+}
+
+/// What stays on the timeline: an operation in flight, and an upgrade that
+/// failed while its object still reports its target, so the same rollout
+/// read again is not taken for a new one.
+pub(super) fn kept(op: &Operation) -> bool {
+    op.in_flight() || (op.kind.of_version() && op.outcome == OperationOutcome::Failed)
+}
+
+/// A failed upgrade is forgotten once its object reports another target or
+/// none in progress (rolled out after all, or retargeted), or is gone.
+fn forget_failed(ops: &mut Vec<Operation>, check: &UpgradeCheck<'_>) {
+    ops.retain(|op| {
+        if op.outcome != OperationOutcome::Failed || !op.kind.of_version() {
+            return true;
+        }
+        let target = op.target_version();
+        match (check, op.kind) {
+            (UpgradeCheck::ControlPlane(r), OperationKind::Upgrade) => {
+                r.is_some_and(|r| !r.completed && Some(r.target.as_str()) == target)
+            }
+            (UpgradeCheck::Pool(name, reading), OperationKind::NodePoolUpgrade)
+                if Some(*name) == op.node_pool() =>
+            {
+                matches!(reading, Some(Some(r)) if Some(r.target.as_str()) == target)
+            }
+            _ => true,
+        }
+    });
+}
+
+enum End {
+    Succeeded(Stamp),
+    Failed(Stamp),
+    /// Ended with no duration and no verdict (superseded, or its pool gone).
+    Quietly(OperationOutcome, Stamp),
+}
+
+/// Start the upgrade a reading reports, unless it is followed already, and
+/// end one it replaced.
+fn follow(
+    timeline: &Timeline,
+    ops: &mut Vec<Operation>,
+    check: &UpgradeCheck<'_>,
+    initial: bool,
+    observed_at: Timestamp,
+    config: &ModelConfig,
+    deadlines: &mut Vec<Day2Deadline>,
+) {
+    let (kind, pool, rollout) = match check {
+        UpgradeCheck::ControlPlane(Some(r)) => (OperationKind::Upgrade, None, *r),
+        UpgradeCheck::Pool(name, Some(Some(r))) => {
+            (OperationKind::NodePoolUpgrade, Some(*name), *r)
+        }
+        _ => return,
+    };
+    if rollout.completed {
+        return;
+    }
+    let subject = kind.subject(pool, Some(&rollout.target));
+    let hop = kind.flow().hops[0];
+    // Another target in flight for the same object: replaced.
+    for op in ops.iter_mut().filter(|op| {
+        op.in_flight()
+            && op.kind == kind
+            && node_pool_of(kind, op.subject()) == pool
+            && target_version_of(kind, op.subject()) != Some(rollout.target.as_str())
+    }) {
+        op.outcome = OperationOutcome::Superseded;
+        op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
+    }
+    let start = rollout
+        .started_at
+        .map_or(TimeMark::observed(observed_at), TimeMark::upstream);
+    if let Some(op) = ops
+        .iter_mut()
+        .find(|op| op.kind == kind && op.subject == subject)
+    {
+        // Upstream dates it now (the history entry appeared after the
+        // desired version changed): its upstream start is the start.
+        if op.in_flight() && op.started_at.observed && !start.observed {
+            op.started_at = start;
+            if let Some(entry) = op.hops.iter_mut().find(|h| h.hop == hop) {
+                entry.started_at = start.at;
+            }
+            if let Some(subject) = subject {
+                deadlines.push(Day2Deadline {
+                    at: after(start.at, config.target(kind)),
+                    kind,
+                    subject,
+                });
+            }
+        }
+        return;
+    }
+    let target = config.target(kind);
+    // A first sync shows state nobody here watched begin: an upgrade late
+    // already, or failed already, is not followed (its end would be
+    // counted as if witnessed).
+    let failed = match pool {
+        Some(pool) => pool_reading(timeline, pool).is_some_and(|r| r.view.phase == Phase::Failed),
+        None => timeline.hop(hop).is_some_and(|h| h.phase == Phase::Failed),
+    };
+    if initial && (failed || after(start.at, target) <= observed_at) {
+        return;
+    }
+    let Some(subject) = subject else {
+        return;
+    };
+    let mut op = Operation::new(kind, start);
+    op.subject = Some(subject.clone());
+    op.reached(hop, start.at);
+    deadlines.push(Day2Deadline {
+        at: after(start.at, target),
+        kind,
+        subject,
+    });
+    ops.push(op);
+}
+
+/// How a control-plane upgrade in flight ends, if it does: rolled out when
+/// the HostedCluster reports its target completed (at HyperShift's
+/// `completionTime`), failed when the HostedCluster failed after it began.
+fn control_plane_end(
+    timeline: &Timeline,
+    op: &Operation,
+    check: &UpgradeCheck<'_>,
+    target: &str,
+) -> Option<End> {
+    if let UpgradeCheck::ControlPlane(Some(r)) = check
+        && r.completed
+        && r.target == target
+    {
+        let at = r
+            .completed_at
+            .or_else(|| timeline.hop(Hop::HostedCluster).map(|h| h.since.at))
+            .unwrap_or(op.started_at.at);
+        return Some(End::Succeeded(at));
+    }
+    let hop = timeline.hop(Hop::HostedCluster)?;
+    (hop.phase == Phase::Failed && hop.since.at >= op.started_at.at)
+        .then_some(End::Failed(hop.since.at))
+}
+
+/// How a pool's upgrade in flight ends, if it does, on a reading of its
+/// NodePool (`None`: gone). Rolled out when no update is in progress any
+/// more and every replica is ready: dated by `UpdatingVersion` turning
+/// False where HyperShift keeps it, else by the pool's readiness when it
+/// came after the start, else when it was seen.
+fn pool_end(
+    timeline: &Timeline,
+    op: &Operation,
+    reading: Option<Option<&Rollout>>,
+    observed_at: Timestamp,
+) -> Option<End> {
+    let pool = op.node_pool()?;
+    let Some(reported) = reading else {
+        return Some(End::Quietly(OperationOutcome::Deleted, observed_at.into()));
+    };
+    let state = pool_reading(timeline, pool)?;
+    match state.view.phase {
+        Phase::Failed => return Some(End::Failed(state.since.at)),
+        Phase::Deleting => return Some(End::Quietly(OperationOutcome::Deleted, state.since.at)),
+        _ => {}
+    }
+    // Still updating (to this target; another one replaces it in
+    // `follow`).
+    if reported.is_some() {
+        return None;
+    }
+    let updating = state
+        .view
+        .conditions
+        .iter()
+        .find(|c| &*c.kind == "UpdatingVersion");
+    if updating.is_some_and(|c| c.status == ConditionStatus::True) {
+        return None;
+    }
+    if state.view.phase != Phase::Ready {
+        return None;
+    }
+    let started = op.started_at.at;
+    let at = updating
+        .and_then(|c| c.last_transition)
+        .filter(|t| *t >= started)
+        .or(Some(state.since.at).filter(|t| *t >= started))
+        .unwrap_or_else(|| observed_at.into());
+    Some(End::Succeeded(at))
+}
