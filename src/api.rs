@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::model::{
     Condition, CreationOutcome, Hop, HopError, HopP95, Identity, Join, OperationBudgets,
     OperationKind, OperationOutcome, Phase, PodCounts, Replicas, SloOutcome, Stamp, Status,
-    TimeMark, Timeline, Verdict, Via, join_of, trace_id_hex, verdict,
+    TimeMark, Timeline, Verdict, Via, join_of, operation_verdict, trace_id_hex, verdict,
 };
 
 /// What judging a timeline needs besides the timeline: taken once per
@@ -81,6 +81,11 @@ pub struct OperationJson {
     /// The verdict's word while the operation is in flight (or just failed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Status>,
+    /// A day-2 operation's own verdict in one sentence (stuck at its hop
+    /// past its budget, or in progress); the cluster's verdict judges its
+    /// creation and deletion (docs/design.md §15.10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// A deletion's hops: when each began deleting and when its object was
     /// gone (a creation's hops are the timeline's `hops`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -187,7 +192,7 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
         slo: timeline.slo,
         join: join_of(timeline, judge.rp_in_scope),
         operation_in_flight: timeline.operation_in_flight(),
-        operations: operations_json(timeline, &verdict),
+        operations: operations_json(timeline, &verdict, judge),
         verdict,
         hops,
     }
@@ -212,6 +217,7 @@ fn operation_json(
         outcome: op.outcome,
         slo: op.slo,
         verdict,
+        reason: None,
         hops: op
             .hops
             .iter()
@@ -225,7 +231,11 @@ fn operation_json(
 }
 
 /// The cluster's operations, with the verdict's word on the one it judged.
-pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJson> {
+pub fn operations_json(
+    timeline: &Timeline,
+    verdict: &Verdict,
+    judge: &Judge,
+) -> Vec<OperationJson> {
     let judged = |kind: OperationKind, outcome: OperationOutcome| {
         (verdict.operation == Some(kind)
             && matches!(
@@ -252,16 +262,19 @@ pub fn operations_json(timeline: &Timeline, verdict: &Verdict) -> Vec<OperationJ
         outcome: timeline.outcome,
         slo: timeline.slo,
         verdict: judged(create, timeline.outcome),
+        reason: None,
         hops: Vec::new(),
     }];
     if let Some(d) = timeline.deletion.as_deref() {
         out.push(operation_json(id, d, judged(d.kind, d.outcome)));
     }
-    // Node pools' operations: the verdict judges cluster operations only.
-    out.extend(
-        timeline
-            .day2_in_flight()
-            .map(|op| operation_json(id, op, None)),
-    );
+    // Day-2 operations in flight, each with its own verdict.
+    out.extend(timeline.day2_in_flight().map(|op| {
+        let own = operation_verdict(timeline, op, &judge.budgets, judge.now);
+        OperationJson {
+            reason: Some(own.reason),
+            ..operation_json(id, op, Some(own.status))
+        }
+    }));
     out
 }

@@ -590,4 +590,74 @@ mod tests {
             );
         }
     }
+
+    /// A cluster whose creation completed and whose day-2 pool never gets
+    /// its nodes: the table and the Markdown name the pool's own verdict,
+    /// from the timeline JSON the exporter serves; the exit code still
+    /// judges the cluster's own operations.
+    #[test]
+    fn day_two_operations_in_flight_are_listed_with_their_own_verdict() {
+        use crate::model::testing::{batch, obs};
+        use crate::model::{Fleet, ModelConfig, Phase};
+        let at = |m: i64| Timestamp::from_second(1_800_000_000 + m * 60).unwrap();
+        let mut fleet = Fleet::new(ModelConfig::default());
+        fleet.apply(
+            batch(
+                false,
+                at(0),
+                vec![
+                    obs("c1", Hop::HostedCluster)
+                        .state("Available", Phase::Ready)
+                        .created(at(0))
+                        .since(at(9)),
+                ],
+            ),
+            at(9),
+        );
+        fleet.apply(
+            batch(
+                false,
+                at(30),
+                vec![
+                    obs("c1", Hop::NodePool)
+                        .object("np-2")
+                        .state("ignitionNotReached", Phase::Progressing)
+                        .created(at(30))
+                        .since(at(30))
+                        .replicas(2, 0, 0),
+                ],
+            ),
+            at(30),
+        );
+        let judge = crate::api::Judge {
+            rp_in_scope: false,
+            budgets: Default::default(),
+            p95: Default::default(),
+            now: at(70),
+        };
+        let timeline = fleet.get("c1").unwrap();
+        let report = Report {
+            target: "c1".into(),
+            read_from: "live".into(),
+            checked_at: at(70),
+            timeline: Some(serde_json::to_value(timeline_json(timeline, &judge)).unwrap()),
+            budgets: BTreeMap::new(),
+            unreadable: Vec::new(),
+        };
+        let table = render::render(&report, render::Output::Table);
+        assert!(
+            table.contains("node pool and upgrade operations in flight:"),
+            "{table}"
+        );
+        assert!(
+            table.contains("stuck       node_pool_create of node pool np-2 stuck at node_pool for 40m (budget 30m)"),
+            "{table}"
+        );
+        let markdown = render::render(&report, render::Output::Markdown);
+        assert!(
+            markdown.contains("- **stuck**: node_pool_create of node pool np-2 stuck at node_pool"),
+            "{markdown}"
+        );
+        assert_ne!(report.exit_code(), 2, "the cluster's own verdict decides");
+    }
 }

@@ -124,6 +124,20 @@ fn rows(report: &Report) -> Vec<Row> {
     out
 }
 
+/// The cluster's day-2 operations in flight (node pools', upgrades), each
+/// judged on its own: `(status, sentence)` from the timeline's operations.
+fn day2_operations(report: &Report) -> Vec<(String, String)> {
+    report
+        .timeline
+        .as_ref()
+        .and_then(|t| t["operations"].as_array())
+        .into_iter()
+        .flatten()
+        .filter(|o| o["reason"].is_string())
+        .map(|o| (text(o, "/verdict"), text(o, "/reason")))
+        .collect()
+}
+
 fn budget(report: &Report, hop: Hop) -> String {
     report
         .budgets
@@ -213,6 +227,13 @@ fn table(report: &Report) -> String {
     if rows.is_empty() {
         out.push_str("(no hop seen)\n");
     }
+    let day2 = day2_operations(report);
+    if !day2.is_empty() {
+        out.push_str("\nnode pool and upgrade operations in flight:\n");
+        for (status, reason) in &day2 {
+            out.push_str(&format!("  {status:<12}{reason}\n"));
+        }
+    }
     out.push_str(&format!(
         "\nverdict: {} (exit {})\n",
         report.verdict_line(),
@@ -276,6 +297,13 @@ fn markdown(report: &Report) -> String {
             for c in &r.conditions {
                 out.push_str(&format!("  - {}\n", cell(c)));
             }
+        }
+    }
+    let day2 = day2_operations(report);
+    if !day2.is_empty() {
+        out.push_str("\n## Node pool and upgrade operations in flight\n\n");
+        for (status, reason) in &day2 {
+            out.push_str(&format!("- **{status}**: {}\n", cell(reason)));
         }
     }
     if !report.unreadable.is_empty() {

@@ -81,6 +81,9 @@ pub struct Day2OperationMemory {
     /// Given already when it passed its target in flight.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slo: Option<SloOutcome>,
+    /// Followed from a first sync past its target: its end is not counted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncounted: bool,
 }
 
 /// A deletion as a restart must find it again.

@@ -46,7 +46,7 @@ pub use timeline::{
     CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
 };
 pub use trace_link::{TRACEPARENT_ANNOTATIONS, TraceLink, TraceParent, TraceParentError};
-pub use verdict::{Status, Verdict, explain, failed_hop, human, verdict};
+pub use verdict::{Status, Verdict, explain, failed_hop, human, operation_verdict, verdict};
 
 #[cfg(test)]
 mod edge_tests;

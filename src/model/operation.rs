@@ -308,6 +308,10 @@ pub struct Operation {
     pub outcome: OperationOutcome,
     pub slo: Option<SloOutcome>,
     pub hops: Vec<OperationHop>,
+    /// Followed from a first sync already past its target: shown, judged
+    /// and traced like any other, but its end is not counted (nobody here
+    /// watched it begin) and its verdict was given silently.
+    pub uncounted: bool,
 }
 
 impl Operation {
@@ -320,7 +324,24 @@ impl Operation {
             outcome: OperationOutcome::InFlight,
             slo: None,
             hops: Vec::new(),
+            uncounted: false,
         }
+    }
+
+    /// Follow it from a first sync: when it is past its target at
+    /// `observed_at` already, late without a word and never counted
+    /// (docs/design.md §15.9).
+    pub(crate) fn first_seen(
+        mut self,
+        initial: bool,
+        late_at: jiff::Timestamp,
+        observed_at: jiff::Timestamp,
+    ) -> Operation {
+        if initial && late_at <= observed_at {
+            self.slo = Some(SloOutcome::Late);
+            self.uncounted = true;
+        }
+        self
     }
 
     /// A day-2 operation, of what `subject` names (for a node pool's

@@ -230,7 +230,7 @@ fn the_clusters_deletion_ends_its_pools_operations_without_a_verdict() {
 }
 
 #[test]
-fn a_first_sync_follows_pools_in_flight_but_not_ones_long_past_their_target() {
+fn a_first_sync_follows_every_pool_in_flight_and_counts_none_it_could_not_have_watched() {
     let mut f = fleet();
     ready_cluster(&mut f);
     f.apply(
@@ -241,7 +241,53 @@ fn a_first_sync_follows_pools_in_flight_but_not_ones_long_past_their_target() {
         ),
         t(100),
     );
-    assert_eq!(in_flight(&f), ["c1/node_pool_create/young"]);
+    // Both are named (one stuck for an SRE to see), ...
+    assert_eq!(
+        in_flight(&f),
+        ["c1/node_pool_create/young", "c1/node_pool_create/old"]
+    );
+    let old = f
+        .get("c1")
+        .unwrap()
+        .day2_operation(OperationKind::NodePoolCreate, Some("old"))
+        .unwrap()
+        .clone();
+    assert_eq!(old.slo, Some(SloOutcome::Late), "late, without a word");
+    assert!(old.uncounted);
+    // ... the old one's verdict is not counted, the young one's is, at its
+    // target.
+    assert_eq!(
+        operation_events(&f.tick(t(115)).events),
+        ["node_pool_create slo late"]
+    );
+    let ready = |name: &str, created| {
+        pool(name)
+            .state("AsExpected", Phase::Ready)
+            .created(created)
+            .since(t(120))
+    };
+    let r = f.apply(batch(false, t(121), vec![ready("old", t(10))]), t(121));
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_create hop node_pool succeeded 6600s",
+            "node_pool_create ended succeeded 6600s",
+        ]
+    );
+    assert!(
+        r.events.iter().all(|e| match e {
+            Event::HopEnded { counted, .. } | Event::OperationEnded { counted, .. } => !counted,
+            _ => false,
+        }),
+        "ended, traced, but not counted: {:?}",
+        r.events
+    );
+    let r = f.apply(batch(false, t(122), vec![ready("young", t(95))]), t(122));
+    assert!(
+        r.events
+            .iter()
+            .any(|e| matches!(e, Event::OperationEnded { counted: true, .. }))
+    );
 }
 
 #[test]

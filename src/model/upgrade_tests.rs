@@ -321,10 +321,10 @@ fn a_pool_stuck_updating_is_late_and_its_removal_ends_the_upgrade_quietly() {
 }
 
 #[test]
-fn a_first_sync_follows_only_upgrades_it_could_have_watched() {
+fn a_first_sync_follows_upgrades_and_counts_none_it_could_not_have_watched() {
     let mut f = fleet();
-    // Loaded at 100: one upgrade began at 95 (followed), the pool's at 20
-    // (past its target: not followed, its end would be counted as seen).
+    // Loaded at 100: one upgrade began at 95, the pool's at 20 (past its
+    // target: followed, late without a word, its end not counted).
     f.apply(
         batch(
             true,
@@ -349,7 +349,23 @@ fn a_first_sync_follows_only_upgrades_it_could_have_watched() {
         ),
         t(100),
     );
-    assert_eq!(keys(&f), ["c1/upgrade/4.20.2"]);
+    assert_eq!(
+        keys(&f),
+        ["c1/upgrade/4.20.2", "c1/node_pool_upgrade/np-1/4.20.2"]
+    );
+    let pool_upgrade = f
+        .get("c1")
+        .unwrap()
+        .day2_operation(OperationKind::NodePoolUpgrade, Some("np-1/4.20.2"))
+        .unwrap()
+        .clone();
+    assert!(pool_upgrade.uncounted);
+    assert_eq!(pool_upgrade.slo, Some(SloOutcome::Late));
+    // Only the one it could have watched is late, at its target, once.
+    assert_eq!(
+        operation_events(&f.tick(t(160)).events),
+        ["upgrade slo late"]
+    );
 }
 
 #[test]

@@ -530,6 +530,57 @@ fn creation_verdict(
     }
 }
 
+/// The verdict on one day-2 operation in flight (a node pool's creation,
+/// removal or upgrade, a control-plane upgrade; docs/design.md §15.10): it
+/// waits at its one hop from its start there, `stuck` once that hop's
+/// budget for its kind has run out, else `in_progress`. Beside the
+/// cluster's verdict, never instead of it: `diagnose`'s exit code and the
+/// fleet's status judge the cluster's own operations (§15.7).
+pub fn operation_verdict(
+    timeline: &Timeline,
+    op: &super::operation::Operation,
+    budgets: &OperationBudgets,
+    now: Timestamp,
+) -> Verdict {
+    let hop = op.kind.flow().hops[0];
+    let since = op.hop(hop).map_or(op.started_at.at, |h| h.started_at);
+    let budget = budgets.of(op.kind).get(hop).as_secs_f64();
+    let elapsed = seconds(since, now);
+    let mut what = op.kind.as_str().to_string();
+    if let Some(pool) = op.node_pool() {
+        what.push_str(&format!(" of node pool {pool}"));
+    }
+    if let Some(version) = op.target_version() {
+        what.push_str(&format!(" to {version}"));
+    }
+    let detail = timeline.hop(hop).map(explain).unwrap_or_default();
+    let (status, reason) = if elapsed >= budget {
+        (
+            Status::Stuck,
+            format!(
+                "{what} stuck at {hop} for {} (budget {}): {detail}",
+                human(elapsed),
+                human(budget)
+            ),
+        )
+    } else {
+        (
+            Status::InProgress,
+            format!("{what} at {hop} for {}: {detail}", human(elapsed)),
+        )
+    };
+    Verdict {
+        status,
+        operation: Some(op.kind),
+        hop: Some(hop),
+        since: Some(since.into()),
+        elapsed_seconds: Some(elapsed),
+        budget_seconds: Some(budget),
+        p95_seconds: None,
+        reason,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // tests: a panic is the failure report

@@ -449,6 +449,7 @@ mod tests {
                     started_at: t(i + 700),
                     started_observed: false,
                     slo: None,
+                    uncounted: i % 2 == 0,
                 })
                 .into_iter()
                 .collect(),

@@ -14,6 +14,7 @@ use super::verdict::{STATUSES, Status, Verdict, verdict_of};
 use crate::api::Judge;
 use crate::model::{
     CreationOutcome, Hop, HopBudgets, HopError, OperationKind, Phase, SloOutcome, Stamp, Timeline,
+    operation_verdict,
 };
 use crate::store::SourceStatus;
 
@@ -47,6 +48,42 @@ pub struct Row {
     /// The failed hop's error, when a hop failed.
     pub error: Option<HopError>,
     pub verdict: Verdict,
+    /// Its day-2 operations in flight (node pools', upgrades), each with
+    /// its own verdict (docs/design.md §15.10). Empty for most clusters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub day2: Vec<Day2Row>,
+}
+
+/// One day-2 operation in flight, as a list line and the funnels need it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Day2Row {
+    pub operation: OperationKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_pool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_version: Option<String>,
+    /// Its hop's phase now.
+    pub phase: Option<Phase>,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    /// The row as a list of `operation` shows it: a day-2 operation's own
+    /// status, hop, time there and budget in place of the cluster's.
+    fn as_operation(&self, operation: OperationKind) -> Option<Row> {
+        let d = self.day2.iter().find(|d| d.operation == operation)?;
+        Some(Row {
+            operation: Some(operation),
+            status: d.verdict.status,
+            hop: d.verdict.hop,
+            phase: d.phase,
+            hop_since: d.verdict.since.map(Into::into),
+            at_hop_seconds: d.verdict.elapsed_seconds,
+            budget_seconds: d.verdict.budget_seconds,
+            verdict: d.verdict.clone(),
+            ..self.clone()
+        })
+    }
 }
 
 fn seconds_between(from: impl Into<Timestamp>, to: impl Into<Timestamp>) -> f64 {
@@ -115,6 +152,19 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
         }),
         error,
         verdict,
+        day2: timeline
+            .day2_in_flight()
+            .map(|op| {
+                let verdict = operation_verdict(timeline, op, &judge.budgets, now);
+                Day2Row {
+                    operation: op.kind,
+                    node_pool: op.node_pool().map(str::to_string),
+                    target_version: op.target_version().map(str::to_string),
+                    phase: verdict.hop.and_then(|h| timeline.hop(h)).map(|h| h.phase),
+                    verdict,
+                }
+            })
+            .collect(),
     }
 }
 
@@ -132,8 +182,12 @@ pub struct Summary {
     /// The same per operation kind (`create` is `funnel`): each cluster
     /// counted at the hop its operation in flight stands at.
     pub funnels: BTreeMap<&'static str, BTreeMap<&'static str, BTreeMap<&'static str, usize>>>,
-    /// Clusters per operation in flight.
+    /// Operations in flight per kind: a cluster's creation or deletion,
+    /// and each of its day-2 operations.
     pub in_flight: BTreeMap<&'static str, usize>,
+    /// Day-2 operations in flight stuck at their hop, per kind (a cluster
+    /// whose pool or upgrade is stuck may itself read ready or degraded).
+    pub stuck_operations: BTreeMap<&'static str, usize>,
     pub outcomes: BTreeMap<&'static str, usize>,
     /// Creations per status (every status present, zero or not).
     pub status: BTreeMap<&'static str, usize>,
@@ -179,6 +233,11 @@ pub fn summary(
         .collect();
     let mut in_flight: BTreeMap<&'static str, usize> =
         OperationKind::ALL.iter().map(|k| (k.as_str(), 0)).collect();
+    let mut stuck_operations: BTreeMap<&'static str, usize> = OperationKind::ALL
+        .iter()
+        .filter(|k| k.day2())
+        .map(|k| (k.as_str(), 0))
+        .collect();
     let mut outcomes: BTreeMap<&'static str, usize> = [
         CreationOutcome::InFlight,
         CreationOutcome::Succeeded,
@@ -207,6 +266,23 @@ pub fn summary(
             None if row.outcome == CreationOutcome::InFlight => slo.pending += 1,
             None => {}
         }
+        // Each day-2 operation in flight is counted under its kind, at its
+        // hop, beside the cluster's own operation.
+        for d in &row.day2 {
+            *in_flight.entry(d.operation.as_str()).or_default() += 1;
+            if d.verdict.status == Status::Stuck {
+                *stuck_operations.entry(d.operation.as_str()).or_default() += 1;
+            }
+            if let (Some(hop), Some(phase)) = (d.verdict.hop, d.phase) {
+                *funnels
+                    .entry(d.operation.as_str())
+                    .or_default()
+                    .entry(hop.as_str())
+                    .or_default()
+                    .entry(phase.as_str())
+                    .or_default() += 1;
+            }
+        }
         if let Some(operation) = row.operation {
             *in_flight.entry(operation.as_str()).or_default() += 1;
             if let (Some(hop), Some(phase)) = (row.hop, row.phase) {
@@ -233,6 +309,7 @@ pub fn summary(
         funnel,
         funnels,
         in_flight,
+        stuck_operations,
         outcomes,
         status,
         slo,
@@ -445,6 +522,18 @@ pub struct Page {
 }
 
 pub fn list(rows: &[Row], query: &ListQuery) -> Page {
+    // A day-2 operation's list shows each cluster as that operation stands.
+    let projected: Vec<Row>;
+    let rows = match query.operation.filter(|o| o.day2()) {
+        Some(operation) => {
+            projected = rows
+                .iter()
+                .filter_map(|r| r.as_operation(operation))
+                .collect();
+            &projected[..]
+        }
+        None => rows,
+    };
     let mut matched: Vec<&Row> = rows.iter().filter(|r| query.matches(r)).collect();
     // Ties are broken by cluster id, so pages never overlap between polls
     // of an unchanged fleet.

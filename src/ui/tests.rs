@@ -245,3 +245,75 @@ fn deletions_have_their_own_funnel_and_filter() {
         })
     ));
 }
+
+/// A completed cluster whose day-2 pool never gets its nodes: the cluster
+/// reads as its own operations say, the pool's creation is stuck on its
+/// own, counted under its kind, in its funnel, and listed as it stands.
+#[test]
+fn a_day_two_pools_creation_is_judged_counted_and_listed_on_its_own() {
+    let store = fleet_of_three();
+    store.apply_at(
+        batch(
+            false,
+            t("2025-12-31T23:30:00Z"),
+            vec![
+                obs("c", Hop::NodePool)
+                    .object("np-2")
+                    .state("ignitionNotReached", Phase::Progressing)
+                    .created(t("2025-12-31T23:30:00Z"))
+                    .since(t("2025-12-31T23:30:00Z"))
+                    .replicas(2, 0, 0),
+            ],
+        ),
+        t("2025-12-31T23:30:00Z"),
+    );
+    let rows = rows(&store);
+    let c = rows.iter().find(|r| r.cluster_id == "c").unwrap();
+    assert_eq!(c.operation, None, "no cluster operation in flight");
+    assert_eq!(c.day2.len(), 1, "{:#?}", c.day2);
+    let pool = &c.day2[0];
+    assert_eq!(pool.operation, crate::model::OperationKind::NodePoolCreate);
+    assert_eq!(pool.node_pool.as_deref(), Some("np-2"));
+    // 35 minutes at its NodePool, past the 30-minute budget.
+    assert_eq!(pool.verdict.status, Status::Stuck);
+    assert_eq!(pool.verdict.hop, Some(Hop::NodePool));
+    assert_eq!(pool.verdict.budget_seconds, Some(1800.0));
+    assert!(
+        pool.verdict
+            .reason
+            .starts_with("node_pool_create of node pool np-2 stuck at node_pool for 35m"),
+        "{}",
+        pool.verdict.reason
+    );
+    let summary = fleet::summary(
+        &rows,
+        &store.hop_budgets(),
+        1200.0,
+        vec![],
+        t("2026-01-01T00:05:00Z"),
+    );
+    // Cluster a's pool, coming with its creation, is one too, not stuck.
+    assert_eq!(summary.in_flight["node_pool_create"], 2);
+    assert_eq!(summary.stuck_operations["node_pool_create"], 1);
+    assert_eq!(summary.stuck_operations["upgrade"], 0);
+    assert_eq!(
+        summary.funnels["node_pool_create"]["node_pool"]["progressing"],
+        1
+    );
+    let listed = fleet::list(&rows, &query("operation=node_pool_create").unwrap());
+    assert_eq!(listed.total, 2);
+    let stuck = fleet::list(
+        &rows,
+        &query("operation=node_pool_create&status=stuck").unwrap(),
+    );
+    assert_eq!(stuck.total, 1);
+    assert_eq!(stuck.items[0].cluster_id, "c");
+    assert_eq!(stuck.items[0].hop, Some(Hop::NodePool));
+    assert_eq!(stuck.items[0].budget_seconds, Some(1800.0));
+    assert_eq!(
+        fleet::list(&rows, &query("operation=upgrade").unwrap()).total,
+        0
+    );
+    // The cluster's own list line is unchanged by it.
+    assert_ne!(c.status, Status::Stuck);
+}

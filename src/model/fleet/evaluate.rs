@@ -551,15 +551,15 @@ pub(super) fn evaluate_pools(
     }
     let mut started: Vec<Operation> = Vec::new();
     let follow = |kind: OperationKind, pool: &str, start: TimeMark| {
-        let target = config.target(kind);
+        let late_at = after(start.at, config.target(kind));
         // A first sync shows state nobody here watched begin: a pool that
-        // was already late then is not followed (its end would be counted
-        // as if witnessed).
-        (!(initial && after(start.at, target) <= observed_at)).then(|| {
-            let mut op = Operation::of_pool(kind, pool, start);
-            op.reached(Hop::NodePool, start.at);
-            op
-        })
+        // was already late then is followed (an SRE wants it named, stuck
+        // or not), but neither its verdict nor its end is counted as if
+        // witnessed.
+        let mut op =
+            Operation::of_pool(kind, pool, start).first_seen(initial, late_at, observed_at);
+        op.reached(Hop::NodePool, start.at);
+        Some(op)
     };
     // One creation per pool in flight: a pool restored in flight and read
     // again after a restart goes on with it.
@@ -587,7 +587,7 @@ pub(super) fn evaluate_pools(
             }
         }
     }
-    for op in &started {
+    for op in started.iter().filter(|op| op.slo.is_none()) {
         deadlines.push(super::upgrades::Day2Deadline {
             at: after(op.started_at.at, config.target(op.kind)),
             kind: op.kind,
@@ -600,11 +600,12 @@ pub(super) fn evaluate_pools(
             .get_or_insert_with(Default::default)
             .extend(started);
     }
-    let counted = config.ownership.owns(&timeline.cluster_id);
+    let owned = config.ownership.owns(&timeline.cluster_id);
     let Some(mut ops) = timeline.day2_operations.take() else {
         return deadlines;
     };
     for op in ops.iter_mut().filter(|op| op.in_flight()) {
+        let counted = owned && !op.uncounted;
         let pool = op.subject.clone().unwrap_or_default();
         let reading = pool_reading(timeline, &pool);
         let direct = timeline

@@ -117,6 +117,7 @@ impl Fleet {
                     started_at: op.started_at.at.into(),
                     started_observed: op.started_at.observed,
                     slo: op.slo,
+                    uncounted: op.uncounted,
                 })
                 .collect(),
         })
@@ -136,5 +137,6 @@ pub(super) fn day2_operation_of(m: Day2OperationMemory) -> Operation {
     );
     op.reached(m.operation.flow().hops[0], m.started_at.into());
     op.slo = m.slo;
+    op.uncounted = m.uncounted;
     op
 }

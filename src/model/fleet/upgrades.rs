@@ -97,11 +97,12 @@ pub(super) fn evaluate_upgrades(
         config,
         &mut deadlines,
     );
-    let counted = config.ownership.owns(&timeline.cluster_id);
+    let owned = config.ownership.owns(&timeline.cluster_id);
     for op in ops
         .iter_mut()
         .filter(|op| op.in_flight() && op.kind.of_version())
     {
+        let counted = owned && !op.uncounted;
         let Some(target) = op.target_version().map(str::to_string) else {
             continue;
         };
@@ -269,28 +270,31 @@ fn follow(
         }
         return;
     }
-    let target = config.target(kind);
-    // A first sync shows state nobody here watched begin: an upgrade late
-    // already, or failed already, is not followed (its end would be
-    // counted as if witnessed).
+    // A first sync shows state nobody here watched begin: an upgrade
+    // failed already is not followed (its failure is the hop's, and its end
+    // would be counted as if witnessed); one late already is followed,
+    // neither its verdict nor its end counted.
     let failed = match pool {
         Some(pool) => pool_reading(timeline, pool).is_some_and(|r| r.view.phase == Phase::Failed),
         None => timeline.hop(hop).is_some_and(|h| h.phase == Phase::Failed),
     };
-    if initial && (failed || after(start.at, target) <= observed_at) {
+    if initial && failed {
         return;
     }
     let Some(subject) = subject else {
         return;
     };
-    let mut op = Operation::new(kind, start);
+    let late_at = after(start.at, config.target(kind));
+    let mut op = Operation::new(kind, start).first_seen(initial, late_at, observed_at);
     op.subject = Some(subject.clone());
     op.reached(hop, start.at);
-    deadlines.push(Day2Deadline {
-        at: after(start.at, target),
-        kind,
-        subject,
-    });
+    if op.slo.is_none() {
+        deadlines.push(Day2Deadline {
+            at: late_at,
+            kind,
+            subject,
+        });
+    }
     ops.push(op);
 }
 

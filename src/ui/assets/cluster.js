@@ -96,11 +96,13 @@
   // budget, or not deleting yet.
   function operations(t) {
     const ops = t.operations || [];
-    const head = h("tr", {}, ["operation", "started", "ended", "outcome", "SLO", "verdict", "trace id"].map((c) => h("th", {}, c)));
-    const rows = ops.map((o) => h("tr", { "data-operation": o.operation, "data-outcome": o.outcome },
-      h("td", {}, o.operation), h("td", {}, time(o.started_at.at) + (o.started_at.observed ? " (observed)" : "")),
+    const head = h("tr", {}, ["operation", "started", "ended", "outcome", "SLO", "verdict", "why", "trace id"].map((c) => h("th", {}, c)));
+    // A node pool's operation names its pool, an upgrade its target version.
+    const what = (o) => o.operation + (o.node_pool ? " " + o.node_pool : "") + (o.target_version ? " → " + o.target_version : "");
+    const rows = ops.map((o) => h("tr", { "data-operation": o.operation, "data-outcome": o.outcome, "data-node-pool": o.node_pool || "", "data-target-version": o.target_version || "" },
+      h("td", {}, what(o)), h("td", {}, time(o.started_at.at) + (o.started_at.observed ? " (observed)" : "")),
       h("td", {}, time(o.ended_at)), h("td", {}, o.outcome), h("td", {}, o.slo || "–"),
-      h("td", {}, o.verdict ? badge("status", o.verdict) : "–"), h("td", { class: "mono" }, o.trace_id)));
+      h("td", {}, o.verdict ? badge("status", o.verdict) : "–"), h("td", { class: "why" }, o.reason || ""), h("td", { class: "mono" }, o.trace_id)));
     const parts = [h("table", { "data-operations": ops.length }, h("thead", {}, head), h("tbody", {}, rows))];
     const deletion = ops.find((o) => o.operation === "delete");
     if (deletion) {

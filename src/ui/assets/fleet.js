@@ -45,6 +45,8 @@
     optionsFilled = true;
   }
 
+  const OPERATION_NAMES = { create: "creation", delete: "deletion", node_pool_create: "node pool creation", node_pool_delete: "node pool removal", upgrade: "upgrade", node_pool_upgrade: "node pool upgrade" };
+
   function cards(s) {
     const card = (n, label, key) => h("div", { class: "card", "data-card": key }, h("div", { class: "n" }, n), h("div", { class: "l" }, label));
     replace("cards",
@@ -54,6 +56,7 @@
       card(s.status.at_risk, "at risk", "at_risk"),
       card(s.status.stuck, "stuck", "stuck"),
       card(s.status.degraded || 0, "degraded", "degraded"),
+      card(Object.values(s.stuck_operations || {}).reduce((a, b) => a + b, 0), "node pool / upgrade operations stuck", "day2_stuck"),
       card(s.outcomes.failed, "failed", "failed"),
       card(s.outcomes.succeeded, "succeeded", "succeeded"),
       card(s.ready ? "yes" : "no", "every source synced", "ready"));
@@ -99,7 +102,7 @@
 
   function inFlight(page) {
     if (!page.items.length) {
-      replace("in-flight", h("p", { class: "muted", "data-empty": "true" }, "No " + (filters.operation === "delete" ? "deletion" : "creation") + " in flight matches."), pager(page, inFlightOffset, moveInFlight));
+      replace("in-flight", h("p", { class: "muted", "data-empty": "true" }, "No " + (OPERATION_NAMES[filters.operation] || "creation") + " in flight matches."), pager(page, inFlightOffset, moveInFlight));
       return;
     }
     const head = h("tr", {}, ["cluster", "name", "mgmt cluster", "status", "at hop", "phase", "at hop for", "budget", "age", "why"].map((c) => h("th", {}, c)));
