@@ -26,7 +26,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::FaultKind;
 use super::kube::objects::{HubClusterSpec, MachinesPending};
-use super::kube::{KubeClusterFaults, KubeClusterSpec};
+use super::kube::{KubeClusterFaults, KubeClusterSpec, KubeExtras};
 use super::plan::{FleetParams, Ms, Replacements, uuid};
 use super::state::trunc_s;
 use super::truth::ts;
@@ -104,6 +104,12 @@ impl HubPlan {
     /// (whole seconds).
     pub fn completed(&self) -> Option<Ms> {
         self.hc_available.map(trunc_s)
+    }
+
+    /// What the hub draws beyond [`HubPlan::spec`] (nothing yet: its
+    /// HostedClusters are named as the user named them).
+    pub fn extras(&self) -> KubeExtras {
+        KubeExtras::default()
     }
 
     /// The objects' times and faults, for [`objects_at`](super::kube::objects_at).

@@ -524,7 +524,7 @@ impl World {
                 .map(|p| (p.cluster_id.as_str(), &**p))
                 .collect();
             for c in &mut truth.clusters {
-                let Some(spec) = by_id
+                let Some((spec, _extras)) = by_id
                     .get(c.cluster_id.as_str())
                     .and_then(|p| self.kube_spec(p, now))
                 else {

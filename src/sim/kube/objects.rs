@@ -145,6 +145,39 @@ pub struct KubeClusterSpec {
     pub deletion: KubeDeletion,
 }
 
+/// What a simulated world adds to a [`KubeClusterSpec`] beyond what the
+/// fixtures draw (the default adds nothing): ARO's internal HostedCluster
+/// name, which names its control plane and NodePools as in ARO HCP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KubeExtras {
+    /// ARO: the HostedCluster's internal name (not the ARM/CS name): the
+    /// HostedCluster, its HostedControlPlane and control-plane namespace
+    /// and its NodePools (`<it>-<pool>`) are named after it, as the Maestro
+    /// bundles carry them. Unset: `spec.name`.
+    pub hosted_cluster_name: Option<String>,
+}
+
+impl KubeExtras {
+    /// The HostedCluster's `metadata.name` (and its NodePools' `spec.clusterName`).
+    pub fn hosted_cluster_name<'a>(&'a self, spec: &'a KubeClusterSpec) -> &'a str {
+        self.hosted_cluster_name.as_deref().unwrap_or(&spec.name)
+    }
+
+    /// The control-plane namespace, `<namespace>-<HostedCluster name>`.
+    pub fn control_plane_namespace(&self, spec: &KubeClusterSpec) -> String {
+        format!(
+            "{}-{}",
+            spec.hosted_cluster_namespace(),
+            self.hosted_cluster_name(spec)
+        )
+    }
+
+    /// A pool's NodePool name, `<HostedCluster name>-<pool>`.
+    pub fn node_pool_name(&self, spec: &KubeClusterSpec, pool: &str) -> String {
+        format!("{}-{}", self.hosted_cluster_name(spec), pool)
+    }
+}
+
 impl KubeClusterSpec {
     /// A creation that goes right, starting at `created_at`: ManifestWork
     /// applied after 1 minute, control plane ready after 6, HostedCluster
@@ -331,6 +364,11 @@ fn metadata(name: &str, namespace: Option<&str>, labels: &Value, created: Timest
 
 /// The objects of `spec` that exist at `now`, with their status at `now`.
 pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
+    objects_with(spec, &KubeExtras::default(), now)
+}
+
+/// [`objects_at`] with what a world adds to the spec.
+pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> Vec<Value> {
     let mut out = Vec::new();
     if now < spec.created_at {
         return out;
@@ -370,15 +408,15 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     if reached(spec.deletion.objects_gone_at, now).is_some() {
         return out;
     }
-    let mut objects = vec![hosted_cluster(spec, &labels, start, now)];
+    let mut objects = vec![hosted_cluster(spec, x, &labels, start, now)];
     if reached(spec.deletion.dependents_gone_at, now).is_none() {
-        objects.extend(control_plane(spec, start, now));
+        objects.extend(control_plane(spec, x, start, now));
         objects.push(managed_cluster(spec, start, now));
         // The first pool's NodePool never arrives when its work is not applied.
         let skip =
             usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
         for (i, (pool, desired, _)) in spec.node_pools.iter().enumerate().skip(skip) {
-            objects.push(node_pool(spec, &labels, i, pool, *desired, start, now));
+            objects.push(node_pool(spec, x, &labels, i, pool, *desired, start, now));
         }
     }
     // A deleted HostedCluster takes its objects with it: each carries a
@@ -404,7 +442,7 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     }
     out.extend(objects);
     if spec.mode == KubeMode::SelfManaged && spec.platform() == "Agent" {
-        out.extend(agents(spec, start, now));
+        out.extend(agents(spec, x, start, now));
     }
     out
 }
@@ -439,8 +477,8 @@ pub fn multicluster_engine(since: Timestamp) -> Value {
 /// `clusterDeploymentName` HyperShift's agent provider sets: the
 /// control-plane namespace and the HostedCluster's name) pool by pool, and
 /// `Done` once their pool's nodes are ready.
-fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
-    let ns = spec.control_plane_namespace();
+fn agents(spec: &KubeClusterSpec, x: &KubeExtras, start: Timestamp, now: Timestamp) -> Vec<Value> {
+    let ns = x.control_plane_namespace(spec);
     let bound_at = reached(spec.control_plane_ready_at, now);
     // Which pool each Agent serves: pools in order, as many as they want.
     let mut serves = spec
@@ -479,7 +517,8 @@ fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value
             });
             let mut agent_spec = json!({"approved": true, "role": "worker", "hostname": name});
             if bound.is_some() {
-                agent_spec["clusterDeploymentName"] = json!({"name": spec.name, "namespace": ns});
+                agent_spec["clusterDeploymentName"] =
+                    json!({"name": x.hosted_cluster_name(spec), "namespace": ns});
             }
             let mut status = json!({
                 "conditions": conditions,
@@ -503,6 +542,7 @@ fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value
 
 fn hosted_cluster(
     spec: &KubeClusterSpec,
+    x: &KubeExtras,
     labels: &Value,
     start: Timestamp,
     now: Timestamp,
@@ -619,13 +659,13 @@ fn hosted_cluster(
         ),
     };
     let ns = spec.hosted_cluster_namespace();
-    let mut meta = metadata(&spec.name, Some(&ns), labels, start);
+    let mut meta = metadata(x.hosted_cluster_name(spec), Some(&ns), labels, start);
     meta["annotations"] = annotations;
     json!({
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "HostedCluster",
         "metadata": meta,
-        "spec": hosted_cluster_spec(spec, platform),
+        "spec": hosted_cluster_spec(spec, x, platform),
         "status": {
             "conditions": conditions,
             "version": {"desired": {"version": SIM_VERSION}, "history": history, "observedGeneration": 1},
@@ -635,11 +675,11 @@ fn hosted_cluster(
 
 /// The HostedCluster's `.spec`: its id (left out where the user did not set
 /// it), platform and release.
-fn hosted_cluster_spec(spec: &KubeClusterSpec, platform: &str) -> Value {
+fn hosted_cluster_spec(spec: &KubeClusterSpec, x: &KubeExtras, platform: &str) -> Value {
     let platform_spec = match platform {
         "KubeVirt" => json!({"type": platform, "kubevirt": {"baseDomainPassthrough": true}}),
         "Agent" => {
-            json!({"type": platform, "agent": {"agentNamespace": spec.control_plane_namespace()}})
+            json!({"type": platform, "agent": {"agentNamespace": x.control_plane_namespace(spec)}})
         }
         _ => json!({"type": platform}),
     };
@@ -653,13 +693,18 @@ fn hosted_cluster_spec(spec: &KubeClusterSpec, platform: &str) -> Value {
     out
 }
 
-fn control_plane(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
-    let ns = spec.control_plane_namespace();
+fn control_plane(
+    spec: &KubeClusterSpec,
+    x: &KubeExtras,
+    start: Timestamp,
+    now: Timestamp,
+) -> Vec<Value> {
+    let ns = x.control_plane_namespace(spec);
     let ready_at = reached(spec.control_plane_ready_at, now);
     let mut out = vec![json!({
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "HostedControlPlane",
-        "metadata": metadata(&spec.name, Some(&ns), &json!({}), start),
+        "metadata": metadata(x.hosted_cluster_name(spec), Some(&ns), &json!({}), start),
         "spec": {},
         "status": {
             "ready": ready_at.is_some(),
@@ -742,8 +787,10 @@ fn managed_cluster(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> 
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn node_pool(
     spec: &KubeClusterSpec,
+    x: &KubeExtras,
     labels: &Value,
     index: usize,
     pool: &str,
@@ -788,7 +835,7 @@ fn node_pool(
                 .map(|m| {
                     format!(
                         "Machine {}-{m}: {reason}: {message}\n",
-                        spec.node_pool_object_name(pool)
+                        x.node_pool_name(spec, pool)
                     )
                 })
                 .collect();
@@ -841,9 +888,9 @@ fn node_pool(
     json!({
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "NodePool",
-        "metadata": metadata(&spec.node_pool_object_name(pool), Some(&spec.hosted_cluster_namespace()), labels, start),
+        "metadata": metadata(&x.node_pool_name(spec, pool), Some(&spec.hosted_cluster_namespace()), labels, start),
         "spec": {
-            "clusterName": spec.name,
+            "clusterName": x.hosted_cluster_name(spec),
             "replicas": desired,
             "management": {"upgradeType": "Replace"},
             "platform": {"type": spec.platform()},
