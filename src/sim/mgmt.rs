@@ -320,8 +320,76 @@ pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClust
 /// NodePools as the Maestro bundles do (`<HostedCluster name>-<pool>`, as in
 /// ARO HCP), so both views of a pool agree.
 pub(crate) fn kube_extras(p: &Plan) -> KubeExtras {
+    let pending = None;
+    let name = |i: usize| {
+        p.pools
+            .get(i)
+            .map(|pool| pool.short.clone())
+            .unwrap_or_default()
+    };
+    let mut x = day2_extras(
+        &p.day2,
+        Some(p.hc_name.clone()),
+        Some(p.version),
+        pending,
+        name,
+    );
+    // The removed pool's ManifestWork goes with its bundle's deletion.
+    if let (Some(removal), Some(r)) = (x.removal.as_mut(), p.day2.removal.as_ref()) {
+        removal.work_deleting = Some(ts(trunc_s(r.requested)));
+        removal.work_gone = Some(ts(trunc_s(r.work_gone)));
+    }
+    x
+}
+
+/// A cluster's day-2 operations as a management cluster shows them (both
+/// worlds): times in whole seconds, pools by their short names.
+pub(crate) fn day2_extras(
+    d: &super::day2::Day2,
+    hosted_cluster_name: Option<String>,
+    version: Option<&'static str>,
+    pending: Option<super::kube::objects::MachinesPending>,
+    name: impl Fn(usize) -> String,
+) -> KubeExtras {
+    use super::kube::objects::{KubeAddedPool, KubePoolRemoval, KubePoolUpgrade, KubeUpgrade};
+    let at = |ms: Ms| ts(trunc_s(ms));
+    let opt = |ms: Option<Ms>| ms.map(at);
     KubeExtras {
-        hosted_cluster_name: Some(p.hc_name.clone()),
+        hosted_cluster_name,
+        version: version.map(str::to_string),
+        upgrade: d.upgrade.as_ref().map(|u| KubeUpgrade {
+            to: u.to.to_string(),
+            requested: at(u.requested),
+            started: at(u.started),
+            completed: opt(u.completed),
+        }),
+        added_pool: d.added.as_ref().map(|a| KubeAddedPool {
+            pool: a.short.clone(),
+            replicas: a.replicas,
+            created: at(a.created),
+            ignition: opt(a.ignition),
+            machines: opt(a.machines),
+            nodes: opt(a.nodes),
+            ready: opt(a.ready),
+            pending,
+        }),
+        removal: d.removal.as_ref().map(|r| KubePoolRemoval {
+            pool: name(r.pool),
+            deleting: at(r.deleting),
+            gone: at(r.gone),
+            work_deleting: None,
+            work_gone: None,
+        }),
+        pool_upgrades: d
+            .pool_upgrades
+            .iter()
+            .map(|u| KubePoolUpgrade {
+                pool: name(u.pool),
+                to: u.to.to_string(),
+                started: at(u.started),
+                done: opt(u.done),
+            })
+            .collect(),
     }
 }
 
@@ -348,8 +416,9 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
             .hc_available
             .zip(p.hc_completed)
             .map(|(available, completed)| available + (completed - available) / 4)),
+        // A pool added later is the extras' (`kube_extras`).
         node_pools: p
-            .pools
+            .creation_pools()
             .iter()
             .map(|pool| {
                 (

@@ -41,6 +41,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::model::{Hop, Phase};
 
+mod day2;
 pub mod ground;
 pub mod hub;
 pub mod kube;
@@ -294,9 +295,54 @@ pub enum FaultKind {
     /// Deletion: everything behind the RP is gone, but the RP's resource
     /// stays `Deleting` for hours.
     RpStuckDeleting,
+    /// Day 2: a pool added after the creation never reaches the ignition
+    /// endpoint (`ReachedIgnitionEndpoint` False, `ignitionNotReached`):
+    /// `Ready` False, 0 ready nodes.
+    NodePoolNeverReachesIgnition,
+    /// Day 2: the control plane's upgrade never completes: the new
+    /// `status.version.history[0]` stays `Partial` (the HostedCluster stays
+    /// Available); no pool is upgraded.
+    UpgradeStuckPartial,
+    /// Day 2: the first pool's upgrade never ends: `UpdatingVersion` stays
+    /// True and `status.version` stays the old release.
+    NodePoolStuckUpdating,
+    /// Day 2, self-managed, KubeVirt: a pool added after the creation gets
+    /// no VM scheduled (`AllMachinesReady` False, `Unschedulable`), 0 ready.
+    AddedPoolVmUnschedulable,
+    /// Day 2, self-managed, Agent: no free Agent for a pool added after the
+    /// creation (`AllMachinesReady` False, `NoSuitableAgents`), 0 ready.
+    AddedPoolNoFreeAgent,
 }
 
 impl FaultKind {
+    /// The faults of an operation after the creation (day 2).
+    pub fn is_day2(self) -> bool {
+        matches!(
+            self,
+            FaultKind::NodePoolNeverReachesIgnition
+                | FaultKind::UpgradeStuckPartial
+                | FaultKind::NodePoolStuckUpdating
+                | FaultKind::AddedPoolVmUnschedulable
+                | FaultKind::AddedPoolNoFreeAgent
+        )
+    }
+
+    /// The operation the fault hits (docs/design.md §15): `create`,
+    /// `delete`, `node_pool_create`, `upgrade` or `node_pool_upgrade`;
+    /// `None` for a regression after the creation, which no operation owns.
+    pub fn operation(self) -> Option<&'static str> {
+        match self {
+            FaultKind::HostedClusterUnavailable => None,
+            FaultKind::NodePoolNeverReachesIgnition
+            | FaultKind::AddedPoolVmUnschedulable
+            | FaultKind::AddedPoolNoFreeAgent => Some("node_pool_create"),
+            FaultKind::UpgradeStuckPartial => Some("upgrade"),
+            FaultKind::NodePoolStuckUpdating => Some("node_pool_upgrade"),
+            f if f.is_deletion() => Some("delete"),
+            _ => Some("create"),
+        }
+    }
+
     /// The faults of a deletion (the others are a creation's).
     pub fn is_deletion(self) -> bool {
         matches!(
@@ -430,8 +476,23 @@ impl std::fmt::Debug for World {
 
 const PRUNE_EVERY_MS: Ms = 5_000;
 
+/// Whether a world runs day-2 operations unless told otherwise
+/// ([`World::with_day2`]): the demo's and every default world do.
+pub const DAY2_DEFAULT: bool = true;
+
 impl World {
+    /// A world with day-2 operations ([`DAY2_DEFAULT`]).
     pub fn new(cfg: WorldConfig, clock: SimClock) -> World {
+        World::with_day2(cfg, clock, DAY2_DEFAULT)
+    }
+
+    /// A world whose healthy clusters run day-2 operations after their
+    /// creation (`day2`: add and remove a node pool, upgrade the control
+    /// plane and then the pools, with their faults when `faults` is on;
+    /// docs/design.md §11.10), or do not. A switch of its own rather than
+    /// a [`WorldConfig`] field, so every configuration written before it
+    /// stays as it is.
+    pub fn with_day2(cfg: WorldConfig, clock: SimClock, day2: bool) -> World {
         let mut cfg = cfg;
         if !(cfg.speed.is_finite() && cfg.speed > 0.0) {
             tracing::warn!(
@@ -456,6 +517,7 @@ impl World {
                 let from = t0.saturating_add(ms(after));
                 (from, from.saturating_add(ms(length)))
             }),
+            day2,
         };
         let hub_fleet = hub::HubFleet::new(FleetParams {
             clusters: if cfg.kind.hub() { cfg.clusters } else { 0 },
@@ -492,6 +554,11 @@ impl World {
         &self.inner.cfg
     }
 
+    /// Whether the world runs day-2 operations ([`World::with_day2`]).
+    pub fn day2(&self) -> bool {
+        self.inner.params.day2
+    }
+
     pub fn clock(&self) -> &SimClock {
         &self.inner.clock
     }
@@ -524,13 +591,13 @@ impl World {
                 .map(|p| (p.cluster_id.as_str(), &**p))
                 .collect();
             for c in &mut truth.clusters {
-                let Some((spec, _extras)) = by_id
+                let Some((spec, extras)) = by_id
                     .get(c.cluster_id.as_str())
                     .and_then(|p| self.kube_spec(p, now))
                 else {
                     continue;
                 };
-                c.management = truth::management(&spec, truth.at, budget);
+                c.management = truth::management(&spec, &extras, truth.at, budget);
                 if c.expected_alert.is_none() && spec.faults.managed_cluster_never_joins {
                     c.expected_alert = Some("HCPManagedClusterNotJoined");
                 }
@@ -663,7 +730,7 @@ fn hub_truth(p: &hub::HubPlan, t: Ms, degraded_budget: Duration) -> Option<Truth
     }
     let spec = p.spec();
     let at = truth::ts(t);
-    let management = truth::management(&spec, at, degraded_budget);
+    let management = truth::management(&spec, &p.extras(), at, degraded_budget);
     let failed = management.values().any(|h| h.phase == Phase::Failed);
     Some(TruthCluster {
         cluster_id: p.cluster_id(),
