@@ -995,6 +995,74 @@ mod tests {
     }
 
     #[test]
+    fn day2_draws_leave_every_other_draw_as_it_was() {
+        // The same world with and without day 2: every creation time, id,
+        // bundle and fault is the same; a cluster that runs day 2 only adds
+        // (its pool, that pool's bundle) and, with a day-2 fault, lingers.
+        let on = params(7);
+        let off = FleetParams {
+            day2: false,
+            ..params(7)
+        };
+        let (mut ran, mut faulted) = (0, 0);
+        for i in 0..400 {
+            let (a, b) = (plan(&off, i), plan(&on, i));
+            assert_eq!(a.day2, Day2::default());
+            let creation = |p: &Plan| {
+                (
+                    p.cluster_id.clone(),
+                    p.hc_name.clone(),
+                    p.created,
+                    p.cs_created,
+                    p.bundle_applied,
+                    p.hc_available,
+                    p.hc_completed,
+                    p.np_ready,
+                    p.rp_succeeded,
+                    p.managed_cluster_never_joins,
+                )
+            };
+            assert_eq!(creation(&a), creation(&b), "{i}");
+            assert_eq!(b.creation_pools(), &a.pools[..]);
+            // Day 2 adds status events and a pool's own deletion.
+            let drawn = |bs: &[BundlePlan]| {
+                bs.iter()
+                    .map(|x| {
+                        (
+                            x.id.clone(),
+                            x.name.clone(),
+                            x.created,
+                            x.applied,
+                            x.available,
+                            x.mw_available,
+                            x.frozen,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                drawn(&b.bundles[..a.bundles.len()]),
+                drawn(&a.bundles),
+                "{i}"
+            );
+            let day2_fault = b.fault.is_some_and(FaultKind::is_day2);
+            if day2_fault {
+                faulted += 1;
+                assert_eq!(a.fault, None, "{i}");
+            } else {
+                assert_eq!(a.fault, b.fault, "{i}");
+                assert_eq!(a.delete_requested, b.delete_requested, "{i}");
+                assert_eq!(a.rp_gone, b.rp_gone, "{i}");
+            }
+            if b.day2 != Day2::default() {
+                ran += 1;
+                assert_eq!(a.fault, None, "only healthy creations: {i}");
+            }
+        }
+        assert!(ran > 100 && faulted > 5, "{ran} {faulted}");
+    }
+
+    #[test]
     fn speed_divides_delays() {
         let slow = plan(&params(5), 3);
         let mut fast_params = params(5);

@@ -803,20 +803,40 @@ pub fn multicluster_engine(since: Timestamp) -> Value {
 fn agents(spec: &KubeClusterSpec, x: &KubeExtras, start: Timestamp, now: Timestamp) -> Vec<Value> {
     let ns = x.control_plane_namespace(spec);
     let bound_at = reached(spec.control_plane_ready_at, now);
-    // Which pool each Agent serves: pools in order, as many as they want.
+    // Which pool each Agent serves: pools in order, as many as they want,
+    // then a pool added later.
+    let n = spec.node_pools.len();
+    let added = x.added_pool.as_ref();
     let mut serves = spec
         .node_pools
         .iter()
         .enumerate()
-        .flat_map(|(i, (_, desired, _))| std::iter::repeat_n(i, *desired as usize));
+        .flat_map(|(i, (_, desired, _))| std::iter::repeat_n(i, *desired as usize))
+        .chain(
+            added
+                .into_iter()
+                .flat_map(|a| std::iter::repeat_n(n, a.replicas as usize)),
+        );
+    let pool_name = |i: usize| match spec.node_pools.get(i) {
+        Some((name, _, _)) => Some(name.as_str()),
+        None => added.map(|a| a.pool.as_str()),
+    };
     (0..spec.hub.agents)
         .map(|k| {
-            let pool = serves.next();
-            let bound = bound_at.filter(|_| pool.is_some());
-            let done = pool.and_then(|i| {
-                reached(spec.node_pools.get(i).and_then(|p| p.2), now)
-                    .filter(|_| spec.pool_ready_nodes(i, now) > 0)
-            });
+            // A removed pool's Agents are free again once it is gone.
+            let pool = serves
+                .next()
+                .filter(|i| !pool_name(*i).is_some_and(|p| x.pool_gone(p, now)));
+            let (bound, done) = match (pool, added) {
+                (Some(i), Some(a)) if i == n => (reached(Some(a.created), now), reached(a.ready, now)),
+                _ => (
+                    bound_at.filter(|_| pool.is_some()),
+                    pool.and_then(|i| {
+                        reached(spec.node_pools.get(i).and_then(|p| p.2), now)
+                            .filter(|_| spec.pool_ready_nodes(i, now) > 0)
+                    }),
+                ),
+            };
             let name = format!("{}-agent-{k}", spec.name);
             let (stage, state, installed) = match (bound, done) {
                 (_, Some(at)) => ("Done", "added-to-existing-cluster", Some(at)),
