@@ -18,7 +18,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::FaultKind;
-use super::plan::{FleetParams, Ms};
+use super::kube::objects::{
+    KubeAddedPool, KubeExtras, KubePoolRemoval, KubePoolUpgrade, KubeUpgrade, MachinesPending,
+};
+
+/// Milliseconds since the Unix epoch (the plans' `Ms`).
+type Ms = i64;
 
 const MINUTE: f64 = 60.0;
 /// Shares of healthy clusters that add a pool, remove one, upgrade.
@@ -104,6 +109,9 @@ pub(crate) struct Upgrade {
     /// ... and Clusters Service is `ready` again, the RP `Succeeded`.
     pub cs_ready: Option<Ms>,
     pub rp_succeeded: Option<Ms>,
+    /// The RP's `provisioningState` is `Updating` until `rp_succeeded`
+    /// (else it stays `Succeeded`: `Day2Config::rp_updating`).
+    pub rp_reports_updating: bool,
 }
 
 /// One pool's upgrade, after the control plane's.
@@ -203,7 +211,10 @@ impl Day2 {
 /// What decides a cluster's day 2.
 pub(crate) struct Day2Draw<'a> {
     /// The stream: the world's seed, salted, and the cluster's index.
+    pub seed: u64,
     pub salt: u64,
+    /// World seconds per real second: every delay is divided by it.
+    pub speed: f64,
     pub index: u64,
     /// When the creation completed (everything ready).
     pub done: Ms,
@@ -218,18 +229,22 @@ pub(crate) struct Day2Draw<'a> {
     /// The fault of a pool added that never gets nodes (`None`: none on
     /// this platform).
     pub pool_fault: Option<FaultKind>,
+    /// The RP says `Updating` during the control plane's upgrade.
+    pub rp_updating: bool,
 }
 
 /// The day-2 operations of one cluster, and its day-2 fault.
-pub(crate) fn draw(params: &FleetParams, d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ d.salt);
+pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(d.seed ^ d.salt);
     rng.set_stream(d.index);
     let mut u = || rng.random_range(0.0..1.0f64);
+    // World seconds → real milliseconds, as the plans count them.
+    let ms = |world_s: f64| (world_s * 1000.0 / d.speed).round() as Ms;
     // Every value is drawn whatever is used, so each keeps its place.
     let (r_add, r_remove, r_upgrade, r_pool_fault, r_upgrade_fault, r_which) =
         (u(), u(), u(), u(), u(), u());
     let added_replicas: u32 = if u() < 0.5 { 2 } else { 3 };
-    let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(lo + (hi - lo) * u());
+    let mut at = |base: Ms, lo: f64, hi: f64| base + ms(lo + (hi - lo) * u());
     let added_created = at(d.done, 3.0 * MINUTE, 8.0 * MINUTE);
     let ready_after = at(0, 3.0 * MINUTE, 6.0 * MINUTE);
     let ignition = added_created + (ready_after as f64 * 0.5) as Ms;
@@ -319,6 +334,7 @@ pub(crate) fn draw(params: &FleetParams, d: &Day2Draw<'_>) -> (Day2, Option<Faul
             completed: (!stuck).then_some(completed),
             cs_ready: (!stuck).then_some(cs_ready),
             rp_succeeded: (!stuck).then_some(rp_succeeded),
+            rp_reports_updating: d.rp_updating,
         });
         if !stuck {
             // Every pool there then, but one being removed; the added one
@@ -347,40 +363,79 @@ pub(crate) fn draw(params: &FleetParams, d: &Day2Draw<'_>) -> (Day2, Option<Faul
     (out, fault)
 }
 
+/// A cluster's day-2 operations as a management cluster shows them (both
+/// worlds): times in whole seconds, pools by their short names.
+pub(crate) fn kube_extras(
+    d: &Day2,
+    hosted_cluster_name: Option<String>,
+    version: Option<&'static str>,
+    pending: Option<MachinesPending>,
+    name: impl Fn(usize) -> String,
+) -> KubeExtras {
+    // Kubernetes times are whole seconds.
+    let at = |ms: Ms| {
+        jiff::Timestamp::from_millisecond(ms.div_euclid(1000) * 1000)
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    };
+    let opt = |ms: Option<Ms>| ms.map(at);
+    KubeExtras {
+        hosted_cluster_name,
+        version: version.map(str::to_string),
+        upgrade: d.upgrade.as_ref().map(|u| KubeUpgrade {
+            to: u.to.to_string(),
+            requested: at(u.requested),
+            started: at(u.started),
+            completed: opt(u.completed),
+        }),
+        added_pool: d.added.as_ref().map(|a| KubeAddedPool {
+            pool: a.short.clone(),
+            replicas: a.replicas,
+            created: at(a.created),
+            ignition: opt(a.ignition),
+            machines: opt(a.machines),
+            nodes: opt(a.nodes),
+            ready: opt(a.ready),
+            pending,
+        }),
+        removal: d.removal.as_ref().map(|r| KubePoolRemoval {
+            pool: name(r.pool),
+            deleting: at(r.deleting),
+            gone: at(r.gone),
+            work_deleting: None,
+            work_gone: None,
+        }),
+        pool_upgrades: d
+            .pool_upgrades
+            .iter()
+            .map(|u| KubePoolUpgrade {
+                pool: name(u.pool),
+                to: u.to.to_string(),
+                started: at(u.started),
+                done: opt(u.done),
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
-    fn params(seed: u64) -> FleetParams {
-        FleetParams {
-            seed,
-            clusters: 50,
-            speed: 1.0,
-            faults: true,
-            churn: true,
-            subscriptions: vec![],
-            t0: 1_750_000_000_000,
-            not_handed_over: 0.0,
-            failure_burst: None,
-            day2: true,
-        }
-    }
-
     fn draw_of(seed: u64, index: u64, pools: usize) -> (Day2, Option<FaultKind>) {
-        draw(
-            &params(seed),
-            &Day2Draw {
-                salt: 1,
-                index,
-                done: 0,
-                pools,
-                pool_prefix: "np-",
-                version: "4.19.9",
-                may_fault: true,
-                pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
-            },
-        )
+        draw(&Day2Draw {
+            seed,
+            salt: 1,
+            speed: 1.0,
+            index,
+            done: 0,
+            pools,
+            pool_prefix: "np-",
+            version: "4.19.9",
+            may_fault: true,
+            pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
+            rp_updating: false,
+        })
     }
 
     #[test]

@@ -145,7 +145,7 @@ impl HubPlan {
                 .or_else(|| self.day2.added.as_ref().map(|a| a.short.clone()))
                 .unwrap_or_default()
         };
-        super::mgmt::day2_extras(&self.day2, None, None, pending, name)
+        day2::kube_extras(&self.day2, None, None, pending, name)
     }
 
     /// The objects' times and faults, for [`objects_at`](super::kube::objects_at).
@@ -269,23 +269,23 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
     let mut day2_plan = Day2::default();
     if params.day2 && fault.is_none() && !finalizer_stuck_ahead(params, index) {
         let done = pools_ready.iter().copied().fold(hc_available, Ms::max);
-        let (d, f) = day2::draw(
-            params,
-            &Day2Draw {
-                salt: HUB_DAY2_SALT,
-                index,
-                done,
-                pools: pools.len(),
-                pool_prefix: "workers-",
-                version: super::kube::objects::SIM_VERSION,
-                may_fault: params.faults,
-                pool_fault: Some(match platform {
-                    "KubeVirt" => FaultKind::AddedPoolVmUnschedulable,
-                    "Agent" => FaultKind::AddedPoolNoFreeAgent,
-                    _ => FaultKind::NodePoolNeverReachesIgnition,
-                }),
-            },
-        );
+        let (d, f) = day2::draw(&Day2Draw {
+            seed: params.seed,
+            speed: params.speed,
+            salt: HUB_DAY2_SALT,
+            index,
+            done,
+            pools: pools.len(),
+            pool_prefix: "workers-",
+            version: super::kube::objects::SIM_VERSION,
+            may_fault: params.faults,
+            rp_updating: params.rp_updating,
+            pool_fault: Some(match platform {
+                "KubeVirt" => FaultKind::AddedPoolVmUnschedulable,
+                "Agent" => FaultKind::AddedPoolNoFreeAgent,
+                _ => FaultKind::NodePoolNeverReachesIgnition,
+            }),
+        });
         day2_plan = d;
         fault = f;
     }
@@ -453,6 +453,7 @@ mod tests {
             not_handed_over: 0.0,
             failure_burst: None,
             day2: true,
+            rp_updating: false,
         }
     }
 

@@ -327,7 +327,7 @@ pub(crate) fn kube_extras(p: &Plan) -> KubeExtras {
             .map(|pool| pool.short.clone())
             .unwrap_or_default()
     };
-    let mut x = day2_extras(
+    let mut x = super::day2::kube_extras(
         &p.day2,
         Some(p.hc_name.clone()),
         Some(p.version),
@@ -340,57 +340,6 @@ pub(crate) fn kube_extras(p: &Plan) -> KubeExtras {
         removal.work_gone = Some(ts(trunc_s(r.work_gone)));
     }
     x
-}
-
-/// A cluster's day-2 operations as a management cluster shows them (both
-/// worlds): times in whole seconds, pools by their short names.
-pub(crate) fn day2_extras(
-    d: &super::day2::Day2,
-    hosted_cluster_name: Option<String>,
-    version: Option<&'static str>,
-    pending: Option<super::kube::objects::MachinesPending>,
-    name: impl Fn(usize) -> String,
-) -> KubeExtras {
-    use super::kube::objects::{KubeAddedPool, KubePoolRemoval, KubePoolUpgrade, KubeUpgrade};
-    let at = |ms: Ms| ts(trunc_s(ms));
-    let opt = |ms: Option<Ms>| ms.map(at);
-    KubeExtras {
-        hosted_cluster_name,
-        version: version.map(str::to_string),
-        upgrade: d.upgrade.as_ref().map(|u| KubeUpgrade {
-            to: u.to.to_string(),
-            requested: at(u.requested),
-            started: at(u.started),
-            completed: opt(u.completed),
-        }),
-        added_pool: d.added.as_ref().map(|a| KubeAddedPool {
-            pool: a.short.clone(),
-            replicas: a.replicas,
-            created: at(a.created),
-            ignition: opt(a.ignition),
-            machines: opt(a.machines),
-            nodes: opt(a.nodes),
-            ready: opt(a.ready),
-            pending,
-        }),
-        removal: d.removal.as_ref().map(|r| KubePoolRemoval {
-            pool: name(r.pool),
-            deleting: at(r.deleting),
-            gone: at(r.gone),
-            work_deleting: None,
-            work_gone: None,
-        }),
-        pool_upgrades: d
-            .pool_upgrades
-            .iter()
-            .map(|u| KubePoolUpgrade {
-                pool: name(u.pool),
-                to: u.to.to_string(),
-                started: at(u.started),
-                done: opt(u.done),
-            })
-            .collect(),
-    }
 }
 
 /// The plan's times as the management cluster shows them: the ManifestWork

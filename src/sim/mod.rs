@@ -476,23 +476,43 @@ impl std::fmt::Debug for World {
 
 const PRUNE_EVERY_MS: Ms = 5_000;
 
-/// Whether a world runs day-2 operations unless told otherwise
-/// ([`World::with_day2`]): the demo's and every default world do.
-pub const DAY2_DEFAULT: bool = true;
+/// What a world does after its creations (docs/design.md §11.10); the
+/// default is what [`World::new`] (and the demo) runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Day2Config {
+    /// Healthy clusters run day-2 operations after their creation: add and
+    /// remove a node pool, upgrade the control plane and then the pools,
+    /// with their faults when [`WorldConfig::faults`] is on.
+    pub enabled: bool,
+    /// The RP's `provisioningState` is `Updating` while the control plane
+    /// upgrades (ARO HCP's, mapped from Clusters Service's `updating`, which
+    /// the world serves either way). Off by default: an exporter that does
+    /// not follow upgrades yet reads a completed cluster's `Updating` as a
+    /// creation in flight (one started mid-upgrade counts that creation
+    /// again when the RP says `Succeeded`).
+    pub rp_updating: bool,
+}
+
+impl Default for Day2Config {
+    fn default() -> Self {
+        Day2Config {
+            enabled: true,
+            rp_updating: false,
+        }
+    }
+}
 
 impl World {
-    /// A world with day-2 operations ([`DAY2_DEFAULT`]).
+    /// A world with the default [`Day2Config`] (day-2 operations on).
     pub fn new(cfg: WorldConfig, clock: SimClock) -> World {
-        World::with_day2(cfg, clock, DAY2_DEFAULT)
+        World::with_day2(cfg, clock, Day2Config::default())
     }
 
-    /// A world whose healthy clusters run day-2 operations after their
-    /// creation (`day2`: add and remove a node pool, upgrade the control
-    /// plane and then the pools, with their faults when `faults` is on;
-    /// docs/design.md §11.10), or do not. A switch of its own rather than
-    /// a [`WorldConfig`] field, so every configuration written before it
-    /// stays as it is.
-    pub fn with_day2(cfg: WorldConfig, clock: SimClock, day2: bool) -> World {
+    /// A world whose clusters do (or do not) change after their creation,
+    /// as `day2` says. A switch of the constructor rather than a
+    /// [`WorldConfig`] field, so every configuration written before it stays
+    /// as it is.
+    pub fn with_day2(cfg: WorldConfig, clock: SimClock, day2: Day2Config) -> World {
         let mut cfg = cfg;
         if !(cfg.speed.is_finite() && cfg.speed > 0.0) {
             tracing::warn!(
@@ -517,7 +537,8 @@ impl World {
                 let from = t0.saturating_add(ms(after));
                 (from, from.saturating_add(ms(length)))
             }),
-            day2,
+            day2: day2.enabled,
+            rp_updating: day2.rp_updating,
         };
         let hub_fleet = hub::HubFleet::new(FleetParams {
             clusters: if cfg.kind.hub() { cfg.clusters } else { 0 },
@@ -554,9 +575,12 @@ impl World {
         &self.inner.cfg
     }
 
-    /// Whether the world runs day-2 operations ([`World::with_day2`]).
-    pub fn day2(&self) -> bool {
-        self.inner.params.day2
+    /// What the world does after its creations ([`World::with_day2`]).
+    pub fn day2(&self) -> Day2Config {
+        Day2Config {
+            enabled: self.inner.params.day2,
+            rp_updating: self.inner.params.rp_updating,
+        }
     }
 
     pub fn clock(&self) -> &SimClock {

@@ -247,6 +247,8 @@ pub(crate) struct FleetParams {
     pub failure_burst: Option<(Ms, Ms)>,
     /// Healthy clusters run day-2 operations (`day2.rs`).
     pub day2: bool,
+    /// The RP says `Updating` during an upgrade (`Day2Config::rp_updating`).
+    pub rp_updating: bool,
 }
 
 impl FleetParams {
@@ -485,19 +487,19 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     let mut day2_plan = Day2::default();
     if params.day2 && fault.is_none() && !other_fault_ahead(params, index) {
         let done = rp_succeeded.max(np_ready).max(hc_completed).max(cs_ready);
-        let (d, f) = day2::draw(
-            params,
-            &Day2Draw {
-                salt: DAY2_SALT,
-                index,
-                done,
-                pools: pools.len(),
-                pool_prefix: "np-",
-                version,
-                may_fault: params.faults,
-                pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
-            },
-        );
+        let (d, f) = day2::draw(&Day2Draw {
+            seed: params.seed,
+            speed: params.speed,
+            salt: DAY2_SALT,
+            index,
+            done,
+            pools: pools.len(),
+            pool_prefix: "np-",
+            version,
+            may_fault: params.faults,
+            rp_updating: params.rp_updating,
+            pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
+        });
         day2_plan = d;
         fault = f;
     }
@@ -912,6 +914,7 @@ mod tests {
             not_handed_over: 0.0,
             failure_burst: None,
             day2: true,
+            rp_updating: false,
         }
     }
 

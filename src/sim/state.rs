@@ -147,7 +147,7 @@ impl Plan {
             .day2
             .upgrade
             .as_ref()
-            .filter(|u| u.requested <= t && succeeded.is_some());
+            .filter(|u| u.rp_reports_updating && u.requested <= t && succeeded.is_some());
         let progressing = match (deleting, succeeded.or(failed)) {
             (None, Some(_)) if upgrade.is_some() => match upgrade {
                 Some(u) if self.updating(t) => Cond::new(
@@ -207,14 +207,13 @@ impl Plan {
     }
 
     /// The RP says `Updating`: the control plane's upgrade asked for, the
-    /// RP not `Succeeded` again yet (and no deletion).
+    /// RP not `Succeeded` again yet (and no deletion), in a world that
+    /// serves it ([`super::Day2Config::rp_updating`]).
     pub fn updating(&self, t: Ms) -> bool {
         !reached(self.delete_requested, t)
-            && self
-                .day2
-                .upgrade
-                .as_ref()
-                .is_some_and(|u| u.requested <= t && !reached(u.rp_succeeded, t))
+            && self.day2.upgrade.as_ref().is_some_and(|u| {
+                u.rp_reports_updating && u.requested <= t && !reached(u.rp_succeeded, t)
+            })
     }
 
     /// Clusters Service says `updating` (ARO HCP only).

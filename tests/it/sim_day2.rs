@@ -334,15 +334,18 @@ async fn hosted_cluster_views(world: &World, ep: &Endpoints, id: &str) -> (Value
     (mgmt["status"].clone(), fed)
 }
 
-async fn rp_state(world: &World, ep: &Endpoints, id: &str) -> String {
+async fn rp_resource(world: &World, ep: &Endpoints, id: &str) -> Value {
     let truth = world.truth();
     let rid = &truth.cluster(id).unwrap().resource_id;
     let url = format!(
         "{}{rid}?api-version=2026-06-30-preview",
         ep.rp_frontend.as_str().trim_end_matches('/')
     );
-    let body: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
-    body["properties"]["provisioningState"]
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+async fn rp_state(world: &World, ep: &Endpoints, id: &str) -> String {
+    rp_resource(world, ep, id).await["properties"]["provisioningState"]
         .as_str()
         .unwrap()
         .to_string()
@@ -384,7 +387,9 @@ async fn an_upgrade_leads_with_desired_and_adds_a_dated_history_entry() {
         assert_eq!(v["desired"]["version"], target.as_str());
         assert_ne!(v["history"][0]["version"], target.as_str());
     }
-    assert_eq!(rp_state(&world, &ep, &id).await, "Updating");
+    // The RP stays Succeeded unless the world serves its Updating
+    // (`Day2Config::rp_updating`, below).
+    assert_eq!(rp_state(&world, &ep, &id).await, "Succeeded");
 
     // Started: a Partial entry at index 0, the old one Completed after it.
     go_to(&world, op.started + jiff::SignedDuration::from_secs(1));
@@ -671,4 +676,36 @@ fn the_ground_truth_publishes_every_operation_budget_and_the_day2_operations() {
             Some(_) => assert!(item["operation"].is_string(), "{item}"),
         }
     }
+}
+
+#[tokio::test]
+async fn the_rp_says_updating_during_an_upgrade_where_the_world_serves_it() {
+    let _machine = crate::common::load::share();
+    let day2 = hcp_flow::sim::Day2Config {
+        rp_updating: true,
+        ..Default::default()
+    };
+    let world = World::with_day2(cfg(120, 10), SimClock::manual(t0()), day2);
+    let ep = serve(&world).await;
+    let op = healthy_op(&world, "upgrade");
+    let (id, requested) = (op.cluster_id.clone(), op.requested.unwrap());
+    go_to(&world, requested - jiff::SignedDuration::from_secs(1));
+    assert_eq!(rp_state(&world, &ep, &id).await, "Succeeded");
+    go_to(&world, requested + jiff::SignedDuration::from_secs(1));
+    let rp = rp_resource(&world, &ep, &id).await;
+    assert_eq!(rp["properties"]["provisioningState"], "Updating");
+    let target = op.target_version.clone().unwrap();
+    assert!(target.starts_with(rp["properties"]["version"]["id"].as_str().unwrap()));
+    let progressing = condition(&rp["properties"]["status"], "Progressing").unwrap();
+    assert_eq!(progressing["status"], "True");
+    assert_eq!(progressing["reason"], "Updating");
+    assert_eq!(
+        time(&progressing["lastTransitionTime"]),
+        requested - jiff::SignedDuration::from_millis(requested.subsec_millisecond() as i64)
+    );
+    go_to(
+        &world,
+        op.ended.unwrap() + jiff::SignedDuration::from_secs(120),
+    );
+    assert_eq!(rp_state(&world, &ep, &id).await, "Succeeded");
 }
