@@ -28,6 +28,10 @@
 //! each cluster is replaced by a new creation the moment it is gone, so the
 //! population stays at `clusters`.
 //!
+//! After a healthy creation, some clusters add a node pool, remove one,
+//! upgrade the control plane and then their pools (`day2.rs`, docs/design.md
+//! §11.10; [`Day2Config`]).
+//!
 //! With [`WorldKind::SelfManaged`] (or [`WorldKind::Both`]) the world also
 //! has a self-managed MCE hub: one more simulated Kubernetes API server with
 //! KubeVirt, Agent and None HostedClusters and no RP, Clusters Service or
