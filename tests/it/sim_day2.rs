@@ -1,6 +1,9 @@
-//! The simulated world after its creations, read from what it serves (the
-//! Maestro REST API and the management clusters' kube API, parsed as JSON,
-//! never the plans): one NodePool has one name in every view.
+//! The simulated world after its creations (docs/design.md §11.10), read
+//! from what it serves (the RP, Clusters Service and Maestro HTTP APIs and
+//! the management clusters' kube API, parsed as JSON, never the plans): one
+//! NodePool has one name in every view; a pool added, a pool removed, a
+//! control-plane upgrade and a pool upgrade, each as its upstreams show it;
+//! each day-2 fault, and what its ground truth names.
 
 use std::collections::{BTreeMap, BTreeSet};
 
