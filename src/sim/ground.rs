@@ -16,6 +16,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Serialize;
 
+use super::day2::Day2;
 use super::hub::HubPlan;
 use super::kube::KubeClusterFaults;
 use super::plan::{Ms, Plan};
@@ -32,6 +33,54 @@ pub const HOP_FAILED_HOLD: Duration = Duration::from_secs(60);
 /// the service side serves).
 pub const MANAGED_CLUSTER_NEVER_JOINS: &str = "managed_cluster_never_joins";
 
+/// The day-2 operations' hop budgets the world assumes, in world time
+/// (divided by the speed like every other budget): a pool's creation and
+/// removal are judged by the creation's and the deletion's `node_pool`
+/// budgets (docs/design.md §15.9), an upgrade by these.
+pub const UPGRADE_HOSTED_CLUSTER_BUDGET: Duration = Duration::from_secs(75 * 60);
+pub const NODE_POOL_UPGRADE_NODE_POOL_BUDGET: Duration = Duration::from_secs(60 * 60);
+
+/// The hop budget of each day-2 operation at its one hop, scaled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Day2Budgets {
+    /// `node_pool_create` at `node_pool`.
+    pub node_pool_create: Duration,
+    /// `node_pool_delete` at `node_pool`.
+    pub node_pool_delete: Duration,
+    /// `upgrade` at `hosted_cluster`.
+    pub upgrade: Duration,
+    /// `node_pool_upgrade` at `node_pool`.
+    pub node_pool_upgrade: Duration,
+}
+
+/// One day-2 operation the world runs (healthy or not), as its upstreams
+/// date it (docs/design.md §11.10).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Day2OperationTruth {
+    /// The id the exporter gives the cluster.
+    pub cluster_id: String,
+    /// `node_pool_create`, `node_pool_delete`, `upgrade` or `node_pool_upgrade`.
+    pub operation: &'static str,
+    /// The NodePool's `metadata.name` (pool operations).
+    pub node_pool: Option<String>,
+    /// The release upgraded to (upgrades).
+    pub target_version: Option<String>,
+    /// When the user asked (`status.version.desired` changed; upgrades):
+    /// no upstream dates it on the HostedCluster, the RP's `Progressing`
+    /// condition does.
+    pub requested: Option<Timestamp>,
+    /// The upstream start: the NodePool's creationTimestamp or
+    /// deletionTimestamp, the history entry's `startedTime`, the
+    /// `UpdatingVersion` transition.
+    pub started: Timestamp,
+    /// When it ended as served (`Ready`'s transition, the last object gone,
+    /// `completionTime`, the pool at its target); `None` while in flight,
+    /// or when it never will (a fault, or the cluster's deletion took it).
+    pub ended: Option<Timestamp>,
+    /// The fault that keeps it from ending.
+    pub fault: Option<&'static str>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GroundTruth {
     /// The world's clock when this was computed.
@@ -41,6 +90,11 @@ pub struct GroundTruth {
     /// The hop budgets the world assumes (and the demo's exporter
     /// publishes), in seconds.
     pub hop_budgets_seconds: std::collections::BTreeMap<String, f64>,
+    /// Every operation's hop budgets the world assumes, in seconds, keyed
+    /// `<operation>/<hop>` (`create/node_pool`, `upgrade/hosted_cluster`).
+    pub operation_hop_budgets_seconds: std::collections::BTreeMap<String, f64>,
+    /// Every day-2 operation begun by now, on clusters served now.
+    pub day2_operations: Vec<Day2OperationTruth>,
     /// The seeded burst of failures, when the world has one.
     pub failure_burst: Option<FailureBurstTruth>,
     pub items: Vec<GroundTruthCluster>,
@@ -75,6 +129,14 @@ pub struct GroundTruthCluster {
     /// Whether the expected alert is per cluster (carries `cluster_id`)
     /// or about a source (`HCPUnknownUpstreamValues`).
     pub per_cluster: bool,
+    /// The operation the fault hits (`create`, `delete`,
+    /// `node_pool_create`, `upgrade`, `node_pool_upgrade`; `None` for a
+    /// regression after the creation).
+    pub operation: Option<&'static str>,
+    /// The NodePool's `metadata.name`, for a fault of one pool.
+    pub node_pool: Option<String>,
+    /// The release upgraded to, for an upgrade's fault.
+    pub target_version: Option<String>,
 }
 
 impl World {
@@ -83,18 +145,42 @@ impl World {
         let now = self.now_ms();
         let budgets = self.hop_budgets();
         let deletion = self.delete_budgets();
+        let day2 = self.day2_budgets();
         let items = self
             .plans(now)
             .iter()
             .filter(|p| p.created <= now && p.gone_at().is_none_or(|gone| now < gone))
-            .map(|p| cluster(p, &budgets, &deletion, self.kube_faults_of(p).as_ref()))
+            .map(|p| {
+                cluster(
+                    p,
+                    &budgets,
+                    &deletion,
+                    &day2,
+                    self.kube_faults_of(p).as_ref(),
+                )
+            })
             .chain(
                 self.hub_plans(now)
                     .iter()
                     .filter(|p| p.created <= now && p.gone_at().is_none_or(|gone| now < gone))
-                    .map(|p| hub_cluster(p, &budgets, &deletion)),
+                    .map(|p| hub_cluster(p, &budgets, &deletion, &day2)),
             )
             .collect();
+        let mut operation_hop_budgets_seconds = std::collections::BTreeMap::new();
+        for (operation, b) in [("create", &budgets), ("delete", &deletion)] {
+            for (hop, d) in b.iter() {
+                operation_hop_budgets_seconds
+                    .insert(format!("{operation}/{}", hop.as_str()), d.as_secs_f64());
+            }
+        }
+        for (key, d) in [
+            ("node_pool_create/node_pool", day2.node_pool_create),
+            ("node_pool_delete/node_pool", day2.node_pool_delete),
+            ("upgrade/hosted_cluster", day2.upgrade),
+            ("node_pool_upgrade/node_pool", day2.node_pool_upgrade),
+        ] {
+            operation_hop_budgets_seconds.insert(key.to_string(), d.as_secs_f64());
+        }
         GroundTruth {
             at: ts(now),
             speed: self.inner.cfg.speed,
@@ -102,6 +188,8 @@ impl World {
                 .iter()
                 .map(|(hop, d)| (hop.as_str().to_string(), d.as_secs_f64()))
                 .collect(),
+            operation_hop_budgets_seconds,
+            day2_operations: self.day2_operations(),
             failure_burst: self
                 .inner
                 .params
@@ -117,10 +205,160 @@ impl World {
     }
 }
 
+impl World {
+    /// The day-2 operations' hop budgets the truth assumes (world budgets
+    /// divided by the speed, at least a second, like every other).
+    pub fn day2_budgets(&self) -> Day2Budgets {
+        let speed = self.inner.cfg.speed;
+        let scaled = |d: Duration| d.div_f64(speed).max(Duration::from_secs(1));
+        Day2Budgets {
+            node_pool_create: self.hop_budgets().node_pool,
+            node_pool_delete: self.delete_budgets().node_pool,
+            upgrade: scaled(UPGRADE_HOSTED_CLUSTER_BUDGET),
+            node_pool_upgrade: scaled(NODE_POOL_UPGRADE_NODE_POOL_BUDGET),
+        }
+    }
+
+    /// Every day-2 operation begun by now (for an upgrade, asked for), on
+    /// every cluster served now, healthy or not, as its upstreams date it.
+    pub fn day2_operations(&self) -> Vec<Day2OperationTruth> {
+        let now = self.now_ms();
+        let alive = |created: Ms, gone: Option<Ms>| created <= now && gone.is_none_or(|g| now < g);
+        let mut out = Vec::new();
+        for p in self
+            .plans(now)
+            .iter()
+            .filter(|p| alive(p.created, p.gone_at()))
+        {
+            let name = |i: usize| p.pools.get(i).map(|pool| pool.name.clone());
+            let removal_end = p.day2.removal.as_ref().map(|r| r.bundle_gone);
+            operations(
+                &mut out,
+                &p.cluster_id,
+                &p.day2,
+                p.fault,
+                p.delete_requested,
+                removal_end,
+                name,
+                now,
+            );
+        }
+        for p in self
+            .hub_plans(now)
+            .iter()
+            .filter(|p| alive(p.created, p.gone_at()))
+        {
+            let removal_end = p.day2.removal.as_ref().map(|r| r.gone);
+            operations(
+                &mut out,
+                &p.cluster_id(),
+                &p.day2,
+                p.fault,
+                p.deleting,
+                removal_end,
+                |i| p.pool_name(i),
+                now,
+            );
+        }
+        out
+    }
+}
+
+/// One cluster's day-2 operations begun by `now`. An end counts only once
+/// it was served before the cluster's deletion began (`deletion`), which
+/// otherwise took the operation along.
+#[allow(clippy::too_many_arguments)]
+fn operations(
+    out: &mut Vec<Day2OperationTruth>,
+    cluster_id: &str,
+    d: &Day2,
+    fault: Option<FaultKind>,
+    deletion: Option<Ms>,
+    removal_end: Option<Ms>,
+    name: impl Fn(usize) -> Option<String>,
+    now: Ms,
+) {
+    let ended = |end: Option<Ms>| {
+        end.filter(|e| *e <= now && deletion.is_none_or(|d| *e < d))
+            .map(|e| ts(trunc_s(e)))
+    };
+    let fault_of = |kinds: &[FaultKind]| fault.filter(|f| kinds.contains(f)).map(FaultKind::as_str);
+    let mut push = |operation,
+                    pool: Option<usize>,
+                    target: Option<&str>,
+                    requested: Option<Ms>,
+                    started: Ms,
+                    end: Option<Ms>,
+                    fault| {
+        out.push(Day2OperationTruth {
+            cluster_id: cluster_id.to_string(),
+            operation,
+            node_pool: pool.and_then(&name),
+            target_version: target.map(str::to_string),
+            requested: requested.map(ts),
+            started: ts(trunc_s(started)),
+            ended: ended(end),
+            fault,
+        });
+    };
+    if let Some(a) = d.added.as_ref().filter(|a| a.created <= now) {
+        let fault = fault_of(&[
+            FaultKind::NodePoolNeverReachesIgnition,
+            FaultKind::AddedPoolVmUnschedulable,
+            FaultKind::AddedPoolNoFreeAgent,
+        ]);
+        push(
+            "node_pool_create",
+            Some(a.pool),
+            None,
+            None,
+            a.created,
+            a.ready,
+            fault,
+        );
+    }
+    if let Some(r) = d.removal.as_ref().filter(|r| r.deleting <= now) {
+        push(
+            "node_pool_delete",
+            Some(r.pool),
+            None,
+            None,
+            r.deleting,
+            removal_end,
+            None,
+        );
+    }
+    if let Some(u) = d.upgrade.as_ref().filter(|u| u.requested <= now) {
+        let fault = fault_of(&[FaultKind::UpgradeStuckPartial]);
+        push(
+            "upgrade",
+            None,
+            Some(u.to),
+            Some(u.requested),
+            u.started,
+            u.completed,
+            fault,
+        );
+    }
+    for u in d.pool_upgrades.iter().filter(|u| u.started <= now) {
+        let fault = fault_of(&[FaultKind::NodePoolStuckUpdating]).filter(|_| u.done.is_none());
+        push(
+            "node_pool_upgrade",
+            Some(u.pool),
+            Some(u.to),
+            None,
+            u.started,
+            u.done,
+            fault,
+        );
+    }
+}
+
 fn cluster(
     p: &Plan,
     budgets: &HopBudgets,
     deletion: &HopBudgets,
+    day2: &Day2Budgets,
     mgmt: Option<&KubeClusterFaults>,
 ) -> GroundTruthCluster {
     let resource_id = p.resource_id();
@@ -138,17 +376,34 @@ fn cluster(
         expected_alert: None,
         alert_due_at: None,
         per_cluster: true,
+        operation: None,
+        node_pool: None,
+        target_version: None,
     };
     let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let when: Option<(Ms, Ms)> = match p.fault {
+        Some(kind) if kind.is_day2() => {
+            out.fault = Some(kind.as_str());
+            out.expected_alert = Some(kind.expected_alert());
+            out.operation = kind.operation();
+            let hit = day2_fault(&p.day2, kind, day2, add);
+            out.node_pool = hit
+                .pool
+                .and_then(|i| p.pools.get(i))
+                .map(|pool| pool.name.clone());
+            out.target_version = hit.target.map(str::to_string);
+            hit.when
+        }
         Some(kind) => {
             out.fault = Some(kind.as_str());
             out.expected_alert = Some(kind.expected_alert());
+            out.operation = kind.operation();
             fault_times(p, kind, budgets, deletion, mgmt, add)
         }
         None if mgmt.is_some_and(|f| f.managed_cluster_never_joins) => {
             out.fault = Some(MANAGED_CLUSTER_NEVER_JOINS);
             out.expected_alert = Some("HCPManagedClusterNotJoined");
+            out.operation = FaultKind::ManagedClusterNeverJoins.operation();
             // The budget counts from the later of the ManagedCluster's
             // phase change (when the management side started) and the
             // creation's completion, which comes later.
@@ -245,21 +500,97 @@ fn fault_times(
         FaultKind::RpStuckDeleting => p
             .delete_requested
             .map(|at| (at, add(at, deletion.rp_frontend))),
-        // The self-managed hub's own faults never occur in the ARO world.
+        // The self-managed hub's own faults never occur in the ARO world;
+        // the day-2 ones are `day2_fault`'s.
         FaultKind::KubeVirtMachinesPending
         | FaultKind::NoFreeAgent
         | FaultKind::ReleaseImageInvalid
-        | FaultKind::ManagedClusterNeverJoins => None,
+        | FaultKind::ManagedClusterNeverJoins
+        | FaultKind::NodePoolNeverReachesIgnition
+        | FaultKind::UpgradeStuckPartial
+        | FaultKind::NodePoolStuckUpdating
+        | FaultKind::AddedPoolVmUnschedulable
+        | FaultKind::AddedPoolNoFreeAgent => None,
+    }
+}
+
+/// What a day-2 fault hits: the pool (its index), the target release, and
+/// (took effect, alert due).
+struct Day2Hit {
+    pool: Option<usize>,
+    target: Option<&'static str>,
+    when: Option<(Ms, Ms)>,
+}
+
+/// A day-2 fault's times, the same in both worlds: it takes effect when
+/// its operation begins upstream (the NodePool's creationTimestamp, the
+/// history entry's `startedTime`, the `UpdatingVersion` transition; whole
+/// seconds as served), and `HCPOperationStuckAtHop` (no `for:`: the time
+/// since that start against the operation's hop budget) holds once the
+/// budget passed.
+fn day2_fault(
+    d: &Day2,
+    kind: FaultKind,
+    budgets: &Day2Budgets,
+    add: impl Fn(Ms, Duration) -> Ms,
+) -> Day2Hit {
+    let none = Day2Hit {
+        pool: None,
+        target: None,
+        when: None,
+    };
+    match kind {
+        FaultKind::NodePoolNeverReachesIgnition
+        | FaultKind::AddedPoolVmUnschedulable
+        | FaultKind::AddedPoolNoFreeAgent => d.added.as_ref().map_or(none, |a| {
+            let at = trunc_s(a.created);
+            Day2Hit {
+                pool: Some(a.pool),
+                target: None,
+                when: Some((at, add(at, budgets.node_pool_create))),
+            }
+        }),
+        FaultKind::UpgradeStuckPartial => d.upgrade.as_ref().map_or(none, |u| {
+            let at = trunc_s(u.started);
+            Day2Hit {
+                pool: None,
+                target: Some(u.to),
+                when: Some((at, add(at, budgets.upgrade))),
+            }
+        }),
+        FaultKind::NodePoolStuckUpdating => d
+            .pool_upgrades
+            .iter()
+            .find(|u| u.done.is_none())
+            .map_or(none, |u| {
+                let at = trunc_s(u.started);
+                Day2Hit {
+                    pool: Some(u.pool),
+                    target: Some(u.to),
+                    when: Some((at, add(at, budgets.node_pool_upgrade))),
+                }
+            }),
+        _ => none,
     }
 }
 
 /// The ground truth of one cluster of the self-managed hub (docs/design.md
 /// §11.7): its id is the exporter's (`spec.clusterID`, else
 /// `<namespace>/<name>`), and it has no ARM resource.
-fn hub_cluster(p: &HubPlan, budgets: &HopBudgets, deletion: &HopBudgets) -> GroundTruthCluster {
+fn hub_cluster(
+    p: &HubPlan,
+    budgets: &HopBudgets,
+    deletion: &HopBudgets,
+    day2: &Day2Budgets,
+) -> GroundTruthCluster {
     let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let created = trunc_s(p.created);
+    let hit = p
+        .fault
+        .filter(|k| k.is_day2())
+        .map(|kind| day2_fault(&p.day2, kind, day2, add));
     let when = p.fault.and_then(|kind| match kind {
+        _ if kind.is_day2() => hit.as_ref().and_then(|h| h.when),
         // Degraded turns True a world-minute in; the model fails the hop
         // once it has been Degraded for the budget, and the rule fires by
         // then at the latest.
@@ -297,6 +628,12 @@ fn hub_cluster(p: &HubPlan, budgets: &HopBudgets, deletion: &HopBudgets) -> Grou
         expected_alert: p.fault.map(FaultKind::expected_alert),
         alert_due_at: when.map(|(_, due)| ts(due)),
         per_cluster: true,
+        operation: p.fault.and_then(FaultKind::operation),
+        node_pool: hit
+            .as_ref()
+            .and_then(|h| h.pool)
+            .and_then(|i| p.pool_name(i)),
+        target_version: hit.as_ref().and_then(|h| h.target).map(str::to_string),
     }
 }
 

@@ -25,8 +25,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::FaultKind;
+use super::day2::{self, Day2, Day2Draw};
 use super::kube::objects::{HubClusterSpec, MachinesPending};
-use super::kube::{KubeClusterFaults, KubeClusterSpec};
+use super::kube::{KubeClusterFaults, KubeClusterSpec, KubeExtras};
 use super::plan::{FleetParams, Ms, Replacements, uuid};
 use super::state::trunc_s;
 use super::truth::ts;
@@ -54,6 +55,8 @@ const HUB_DELETION_SALT: u64 = 0x6875_6264_656c_6574;
 const FINALIZER_STUCK_SHARE: f64 = 0.06;
 /// How long that lasts before someone clears it.
 const STUCK_DELETION_S: (f64, f64) = (150.0 * MINUTE, 200.0 * MINUTE);
+/// Seed salt of the hub's day-2 operations (`day2.rs`): their own stream.
+const HUB_DAY2_SALT: u64 = 0x6875_6264_6179_3221;
 /// A degraded HostedCluster turns Degraded this long after its creation.
 pub(crate) const DEGRADED_AFTER_WORLD_S: f64 = 60.0;
 
@@ -86,6 +89,9 @@ pub(crate) struct HubPlan {
     /// the HostedCluster waits for its finalizer until `gone`.
     pub dependents_gone: Option<Ms>,
     pub gone: Option<Ms>,
+    /// What the cluster does after its creation (docs/design.md §11.10);
+    /// a pool it adds is not in `pools`.
+    pub day2: Day2,
 }
 
 impl HubPlan {
@@ -100,10 +106,46 @@ impl HubPlan {
         self.gone
     }
 
+    /// Pool `i`'s NodePool name (`<HostedCluster>-<pool>`); the added
+    /// pool's index follows the creation's.
+    pub fn pool_name(&self, i: usize) -> Option<String> {
+        let short = match self.pools.get(i) {
+            Some((short, _)) => short.clone(),
+            None => self
+                .day2
+                .added
+                .as_ref()
+                .filter(|a| a.pool == i)?
+                .short
+                .clone(),
+        };
+        Some(format!("{}-{short}", self.name))
+    }
+
     /// When the creation completed: the HostedCluster Available, as served
     /// (whole seconds).
     pub fn completed(&self) -> Option<Ms> {
         self.hc_available.map(trunc_s)
+    }
+
+    /// What the hub draws beyond [`HubPlan::spec`]: the day-2 operations
+    /// (its HostedClusters are named as the user named them).
+    pub fn extras(&self) -> KubeExtras {
+        let pending = match self.fault {
+            Some(FaultKind::AddedPoolVmUnschedulable) => {
+                Some(MachinesPending::KubeVirtUnschedulable)
+            }
+            Some(FaultKind::AddedPoolNoFreeAgent) => Some(MachinesPending::NoSuitableAgents),
+            _ => None,
+        };
+        let name = |i: usize| {
+            self.pools
+                .get(i)
+                .map(|(short, _)| short.clone())
+                .or_else(|| self.day2.added.as_ref().map(|a| a.short.clone()))
+                .unwrap_or_default()
+        };
+        day2::kube_extras(&self.day2, None, None, pending, name)
     }
 
     /// The objects' times and faults, for [`objects_at`](super::kube::objects_at).
@@ -220,6 +262,33 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
         .map(|_| at(hc_available, nodes.0, nodes.1))
         .collect();
     let invalid_image = at(created, 10.0, 40.0);
+    // Day 2, after a healthy creation no other fault touches (the
+    // deletion's, drawn later, peeked at); before the lifetime, as a
+    // faulty cluster lingers.
+    let mut fault = fault;
+    let mut day2_plan = Day2::default();
+    if params.day2 && fault.is_none() && !finalizer_stuck_ahead(params, index) {
+        let done = pools_ready.iter().copied().fold(hc_available, Ms::max);
+        let (d, f) = day2::draw(&Day2Draw {
+            seed: params.seed,
+            speed: params.speed,
+            salt: HUB_DAY2_SALT,
+            index,
+            done,
+            pools: pools.len(),
+            pool_prefix: "workers-",
+            version: super::kube::objects::SIM_VERSION,
+            may_fault: params.faults,
+            rp_updating: params.rp_updating,
+            pool_fault: Some(match platform {
+                "KubeVirt" => FaultKind::AddedPoolVmUnschedulable,
+                "Agent" => FaultKind::AddedPoolNoFreeAgent,
+                _ => FaultKind::NodePoolNeverReachesIgnition,
+            }),
+        });
+        day2_plan = d;
+        fault = f;
+    }
     let lifetime = if fault.is_some() {
         FAULTY_LIFETIME_S
     } else {
@@ -251,7 +320,17 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
         dependents_gone: params.churn.then_some(deleting + (gone - deleting) / 2),
         gone: params.churn.then_some(gone),
         pools,
+        day2: Day2::default(),
     };
+    p.day2 = day2_plan.before(p.deleting);
+    // The inventory holds Agents for a pool added later, unless its fault
+    // is that it does not.
+    if let Some(a) = &p.day2.added
+        && platform == "Agent"
+        && fault != Some(FaultKind::AddedPoolNoFreeAgent)
+    {
+        p.agents += a.replicas;
+    }
     // A healthy cluster whose deletion the finalizer holds, from its own
     // stream (docs/design.md §11.9).
     if params.churn && params.faults && p.fault.is_none() {
@@ -282,6 +361,17 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
         _ => {}
     }
     p
+}
+
+/// Whether the hub's deletion fault will be drawn for a healthy cluster
+/// (its stream's first value): such a cluster runs no day-2 operation.
+fn finalizer_stuck_ahead(params: &FleetParams, index: u64) -> bool {
+    if !(params.churn && params.faults) {
+        return false;
+    }
+    let mut stuck = ChaCha8Rng::seed_from_u64(params.seed ^ HUB_DELETION_SALT);
+    stuck.set_stream(index);
+    stuck.random_range(0.0..1.0f64) < FINALIZER_STUCK_SHARE
 }
 
 /// The hub's plans alive at `t`, grown lazily by churn like the ARO fleet's.
@@ -362,6 +452,8 @@ mod tests {
             t0: 1_750_000_000_000,
             not_handed_over: 0.0,
             failure_burst: None,
+            day2: true,
+            rp_updating: false,
         }
     }
 

@@ -26,7 +26,9 @@ use serde_json::Value;
 use super::World;
 use super::hub::HUB_NAME;
 use super::kube::objects::multicluster_engine;
-use super::kube::{KubeApiHandle, KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at};
+use super::kube::{
+    KubeApiHandle, KubeApiServer, KubeClusterFaults, KubeClusterSpec, KubeExtras, objects_with,
+};
 use super::plan::{ENV, Ms, Plan, SHARDS};
 use super::state::trunc_s;
 use super::truth::ts;
@@ -205,7 +207,7 @@ impl World {
     /// The management-side view of one plan, `None` once its ManifestWorks
     /// are gone (the deletion takes everything with it, docs/design.md
     /// §11.9).
-    pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<KubeClusterSpec> {
+    pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<(KubeClusterSpec, KubeExtras)> {
         // Nothing reaches a management cluster the RP never handed over;
         // a deleted cluster's objects are gone with its ManifestWorks.
         let gone = p.mw_gone.or(p.bundle_deleted);
@@ -214,7 +216,7 @@ impl World {
         }
         let degraded_after =
             SignedDuration::from_millis(self.inner.params.ms(DEGRADED_AFTER_WORLD_S));
-        Some(kube_spec(p, degraded_after))
+        Some((kube_spec(p, degraded_after), kube_extras(p)))
     }
 
     /// The management-side faults of a plan, also once its objects are gone
@@ -238,11 +240,11 @@ impl World {
         let now = ts(t);
         let n = world.aro.max(1);
         let mut desired: Vec<BTreeMap<Key, Value>> = vec![BTreeMap::new(); world.clusters.len()];
-        let mut draw = |slot: usize, spec: &KubeClusterSpec| {
+        let mut draw = |slot: usize, spec: &KubeClusterSpec, extras: &KubeExtras| {
             let Some(slot) = desired.get_mut(slot) else {
                 return;
             };
-            for obj in objects_at(spec, now) {
+            for obj in objects_with(spec, extras, now) {
                 if let Some(key) = key_of(&obj) {
                     slot.insert(key, obj);
                 }
@@ -250,8 +252,8 @@ impl World {
         };
         if world.aro > 0 {
             for p in self.plans(t).iter() {
-                if let Some(spec) = self.kube_spec(p, t) {
-                    draw(p.shard % n, &spec);
+                if let Some((spec, extras)) = self.kube_spec(p, t) {
+                    draw(p.shard % n, &spec, &extras);
                 }
             }
         }
@@ -259,7 +261,7 @@ impl World {
         if world.clusters.len() > world.aro {
             for p in self.hub_plans(t).iter() {
                 if t >= p.created && p.gone_at().is_none_or(|g| t < g) {
-                    draw(world.aro, &p.spec());
+                    draw(world.aro, &p.spec(), &p.extras());
                 }
             }
         }
@@ -313,6 +315,33 @@ pub(crate) fn kube_faults(p: &Plan, degraded_after: SignedDuration) -> KubeClust
     }
 }
 
+/// What the management cluster shows of a plan beyond its
+/// [`KubeClusterSpec`]: the HostedCluster's internal name, which names its
+/// NodePools as the Maestro bundles do (`<HostedCluster name>-<pool>`, as in
+/// ARO HCP), so both views of a pool agree.
+pub(crate) fn kube_extras(p: &Plan) -> KubeExtras {
+    let pending = None;
+    let name = |i: usize| {
+        p.pools
+            .get(i)
+            .map(|pool| pool.short.clone())
+            .unwrap_or_default()
+    };
+    let mut x = super::day2::kube_extras(
+        &p.day2,
+        Some(p.hc_name.clone()),
+        Some(p.version),
+        pending,
+        name,
+    );
+    // The removed pool's ManifestWork goes with its bundle's deletion.
+    if let (Some(removal), Some(r)) = (x.removal.as_mut(), p.day2.removal.as_ref()) {
+        removal.work_deleting = Some(ts(trunc_s(r.requested)));
+        removal.work_gone = Some(ts(trunc_s(r.work_gone)));
+    }
+    x
+}
+
 /// The plan's times as the management cluster shows them: the ManifestWork
 /// appears with the bundle and is Applied at the agent's first report; the
 /// control plane is ready when its kube-apiserver is; the ManagedCluster joins
@@ -336,8 +365,9 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
             .hc_available
             .zip(p.hc_completed)
             .map(|(available, completed)| available + (completed - available) / 4)),
+        // A pool added later is the extras' (`kube_extras`).
         node_pools: p
-            .pools
+            .creation_pools()
             .iter()
             .map(|pool| {
                 (

@@ -28,6 +28,10 @@
 //! each cluster is replaced by a new creation the moment it is gone, so the
 //! population stays at `clusters`.
 //!
+//! After a healthy creation, some clusters add a node pool, remove one,
+//! upgrade the control plane and then their pools (`day2.rs`, docs/design.md
+//! §11.10; [`Day2Config`]).
+//!
 //! With [`WorldKind::SelfManaged`] (or [`WorldKind::Both`]) the world also
 //! has a self-managed MCE hub: one more simulated Kubernetes API server with
 //! KubeVirt, Agent and None HostedClusters and no RP, Clusters Service or
@@ -41,6 +45,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::model::{Hop, Phase};
 
+mod day2;
 pub mod ground;
 pub mod hub;
 pub mod kube;
@@ -294,9 +299,54 @@ pub enum FaultKind {
     /// Deletion: everything behind the RP is gone, but the RP's resource
     /// stays `Deleting` for hours.
     RpStuckDeleting,
+    /// Day 2: a pool added after the creation never reaches the ignition
+    /// endpoint (`ReachedIgnitionEndpoint` False, `ignitionNotReached`):
+    /// `Ready` False, 0 ready nodes.
+    NodePoolNeverReachesIgnition,
+    /// Day 2: the control plane's upgrade never completes: the new
+    /// `status.version.history[0]` stays `Partial` (the HostedCluster stays
+    /// Available); no pool is upgraded.
+    UpgradeStuckPartial,
+    /// Day 2: the first pool's upgrade never ends: `UpdatingVersion` stays
+    /// True and `status.version` stays the old release.
+    NodePoolStuckUpdating,
+    /// Day 2, self-managed, KubeVirt: a pool added after the creation gets
+    /// no VM scheduled (`AllMachinesReady` False, `Unschedulable`), 0 ready.
+    AddedPoolVmUnschedulable,
+    /// Day 2, self-managed, Agent: no free Agent for a pool added after the
+    /// creation (`AllMachinesReady` False, `NoSuitableAgents`), 0 ready.
+    AddedPoolNoFreeAgent,
 }
 
 impl FaultKind {
+    /// The faults of an operation after the creation (day 2).
+    pub fn is_day2(self) -> bool {
+        matches!(
+            self,
+            FaultKind::NodePoolNeverReachesIgnition
+                | FaultKind::UpgradeStuckPartial
+                | FaultKind::NodePoolStuckUpdating
+                | FaultKind::AddedPoolVmUnschedulable
+                | FaultKind::AddedPoolNoFreeAgent
+        )
+    }
+
+    /// The operation the fault hits (docs/design.md §15): `create`,
+    /// `delete`, `node_pool_create`, `upgrade` or `node_pool_upgrade`;
+    /// `None` for a regression after the creation, which no operation owns.
+    pub fn operation(self) -> Option<&'static str> {
+        match self {
+            FaultKind::HostedClusterUnavailable => None,
+            FaultKind::NodePoolNeverReachesIgnition
+            | FaultKind::AddedPoolVmUnschedulable
+            | FaultKind::AddedPoolNoFreeAgent => Some("node_pool_create"),
+            FaultKind::UpgradeStuckPartial => Some("upgrade"),
+            FaultKind::NodePoolStuckUpdating => Some("node_pool_upgrade"),
+            f if f.is_deletion() => Some("delete"),
+            _ => Some("create"),
+        }
+    }
+
     /// The faults of a deletion (the others are a creation's).
     pub fn is_deletion(self) -> bool {
         matches!(
@@ -430,8 +480,43 @@ impl std::fmt::Debug for World {
 
 const PRUNE_EVERY_MS: Ms = 5_000;
 
+/// What a world does after its creations (docs/design.md §11.10); the
+/// default is what [`World::new`] (and the demo) runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Day2Config {
+    /// Healthy clusters run day-2 operations after their creation: add and
+    /// remove a node pool, upgrade the control plane and then the pools,
+    /// with their faults when [`WorldConfig::faults`] is on.
+    pub enabled: bool,
+    /// The RP's `provisioningState` is `Updating` while the control plane
+    /// upgrades (ARO HCP's, mapped from Clusters Service's `updating`, which
+    /// the world serves either way). Off by default: an exporter that does
+    /// not follow upgrades yet reads a completed cluster's `Updating` as a
+    /// creation in flight (one started mid-upgrade counts that creation
+    /// again when the RP says `Succeeded`).
+    pub rp_updating: bool,
+}
+
+impl Default for Day2Config {
+    fn default() -> Self {
+        Day2Config {
+            enabled: true,
+            rp_updating: false,
+        }
+    }
+}
+
 impl World {
+    /// A world with the default [`Day2Config`] (day-2 operations on).
     pub fn new(cfg: WorldConfig, clock: SimClock) -> World {
+        World::with_day2(cfg, clock, Day2Config::default())
+    }
+
+    /// A world whose clusters do (or do not) change after their creation,
+    /// as `day2` says. A switch of the constructor rather than a
+    /// [`WorldConfig`] field, so every configuration written before it stays
+    /// as it is.
+    pub fn with_day2(cfg: WorldConfig, clock: SimClock, day2: Day2Config) -> World {
         let mut cfg = cfg;
         if !(cfg.speed.is_finite() && cfg.speed > 0.0) {
             tracing::warn!(
@@ -456,6 +541,8 @@ impl World {
                 let from = t0.saturating_add(ms(after));
                 (from, from.saturating_add(ms(length)))
             }),
+            day2: day2.enabled,
+            rp_updating: day2.rp_updating,
         };
         let hub_fleet = hub::HubFleet::new(FleetParams {
             clusters: if cfg.kind.hub() { cfg.clusters } else { 0 },
@@ -492,6 +579,14 @@ impl World {
         &self.inner.cfg
     }
 
+    /// What the world does after its creations ([`World::with_day2`]).
+    pub fn day2(&self) -> Day2Config {
+        Day2Config {
+            enabled: self.inner.params.day2,
+            rp_updating: self.inner.params.rp_updating,
+        }
+    }
+
     pub fn clock(&self) -> &SimClock {
         &self.inner.clock
     }
@@ -524,13 +619,13 @@ impl World {
                 .map(|p| (p.cluster_id.as_str(), &**p))
                 .collect();
             for c in &mut truth.clusters {
-                let Some(spec) = by_id
+                let Some((spec, extras)) = by_id
                     .get(c.cluster_id.as_str())
                     .and_then(|p| self.kube_spec(p, now))
                 else {
                     continue;
                 };
-                c.management = truth::management(&spec, truth.at, budget);
+                c.management = truth::management(&spec, &extras, truth.at, budget);
                 if c.expected_alert.is_none() && spec.faults.managed_cluster_never_joins {
                     c.expected_alert = Some("HCPManagedClusterNotJoined");
                 }
@@ -663,7 +758,7 @@ fn hub_truth(p: &hub::HubPlan, t: Ms, degraded_budget: Duration) -> Option<Truth
     }
     let spec = p.spec();
     let at = truth::ts(t);
-    let management = truth::management(&spec, at, degraded_budget);
+    let management = truth::management(&spec, &p.extras(), at, degraded_budget);
     let failed = management.values().any(|h| h.phase == Phase::Failed);
     Some(TruthCluster {
         cluster_id: p.cluster_id(),

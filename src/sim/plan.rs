@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::FaultKind;
+use super::day2::{self, Day2, Day2Draw};
 
 /// Milliseconds since the Unix epoch.
 pub(crate) type Ms = i64;
@@ -43,6 +44,9 @@ const DELETION_SALT: u64 = 0x6465_6c65_7469_6f6e;
 /// Share of healthy creations whose deletion goes wrong (each of the four
 /// deletion faults a quarter of it).
 const DELETION_FAULT_SHARE: f64 = 0.10;
+/// Seed salt of the day-2 operations and their faults (`day2.rs`): their
+/// own stream, so every draw before them is what it was.
+const DAY2_SALT: u64 = 0x6461_7932_6f70_7321;
 /// How long a stuck deletion stays stuck before someone unblocks it.
 const STUCK_DELETION_S: (f64, f64) = (150.0 * MINUTE, 200.0 * MINUTE);
 
@@ -105,6 +109,9 @@ pub(crate) struct BundlePlan {
     pub frozen: Option<Ms>,
     /// Every instant the bundle's status content changes, sorted.
     pub status_events: Vec<Ms>,
+    /// Its own deletion (a pool removed after the creation): `deleted_at`
+    /// from `.0`, gone at `.1`. The cluster's deletion takes every bundle.
+    pub removed: Option<(Ms, Ms)>,
 }
 
 /// When everything about one cluster happens. `None` = never.
@@ -177,6 +184,10 @@ pub(crate) struct Plan {
     pub cs_uninstall_error: Option<Ms>,
     pub rp_delete_failed: Option<Ms>,
 
+    /// What the cluster does after its creation (docs/design.md §11.10).
+    /// A pool it adds is the last of `pools`, with a bundle of its own.
+    pub day2: Day2,
+
     /// The HostedCluster's bundle first, then one per pool (same order as
     /// `pools`), derived from the times above once the faults are applied.
     pub bundles: Vec<BundlePlan>,
@@ -198,6 +209,17 @@ impl Plan {
             "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{}",
             self.subscription_id, self.resource_group, self.name
         )
+    }
+
+    /// The pools the cluster was created with (a pool added later is the
+    /// last of `pools`).
+    pub fn creation_pools(&self) -> &[PoolPlan] {
+        let n = self
+            .day2
+            .added
+            .as_ref()
+            .map_or(self.pools.len(), |a| a.pool);
+        self.pools.get(..n).unwrap_or(&self.pools)
     }
 
     /// The last instant any object of this cluster is still served.
@@ -223,6 +245,10 @@ pub(crate) struct FleetParams {
     pub not_handed_over: f64,
     /// Creations created in `[.0, .1)` fail ([`FaultKind::ClustersServiceError`]).
     pub failure_burst: Option<(Ms, Ms)>,
+    /// Healthy clusters run day-2 operations (`day2.rs`).
+    pub day2: bool,
+    /// The RP says `Updating` during an upgrade (`Day2Config::rp_updating`).
+    pub rp_updating: bool,
 }
 
 impl FleetParams {
@@ -384,7 +410,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     let name = format!("hcp-{index:06}");
     let shard = rng.random_range(0..SHARDS.len());
     let version = VERSIONS[rng.random_range(0..VERSIONS.len())];
-    let pools = (1..=rng.random_range(1..=2))
+    let pools: Vec<PoolPlan> = (1..=rng.random_range(1..=2))
         .map(|i| PoolPlan {
             short: format!("np-{i}"),
             name: format!("{hc_name}-np-{i}"),
@@ -455,6 +481,28 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     let cs_error = at(cs_installing, 30.0, 300.0);
     let rp_failed = at(cs_error, 5.0, 30.0);
     let hc_invalid_image = at(bundle_applied, 10.0, 60.0);
+    // Day 2, only after a healthy creation that no other fault (of the
+    // management side or the deletion, drawn later) touches; drawn before
+    // the lifetime, as a faulty cluster lingers.
+    let mut day2_plan = Day2::default();
+    if params.day2 && fault.is_none() && !other_fault_ahead(params, index) {
+        let done = rp_succeeded.max(np_ready).max(hc_completed).max(cs_ready);
+        let (d, f) = day2::draw(&Day2Draw {
+            seed: params.seed,
+            speed: params.speed,
+            salt: DAY2_SALT,
+            index,
+            done,
+            pools: pools.len(),
+            pool_prefix: "np-",
+            version,
+            may_fault: params.faults,
+            rp_updating: params.rp_updating,
+            pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
+        });
+        day2_plan = d;
+        fault = f;
+    }
     let lifetime = if fault.is_some() {
         FAULTY_LIFETIME_S
     } else {
@@ -516,6 +564,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         mw_gone: None,
         cs_uninstall_error: None,
         rp_delete_failed: None,
+        day2: Day2::default(),
         bundles: Vec::new(),
     };
 
@@ -605,6 +654,14 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             | FaultKind::ClustersServiceUninstallError
             | FaultKind::RpStuckDeleting,
         ) => {}
+        // After the creation (`day2`).
+        Some(
+            FaultKind::NodePoolNeverReachesIgnition
+            | FaultKind::UpgradeStuckPartial
+            | FaultKind::NodePoolStuckUpdating
+            | FaultKind::AddedPoolVmUnschedulable
+            | FaultKind::AddedPoolNoFreeAgent,
+        ) => {}
     }
 
     // ≈6 % of otherwise healthy clusters; a separate stream keeps every
@@ -625,8 +682,32 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         deletion(params, &mut p);
     }
 
+    p.day2 = day2_plan.before(p.delete_requested);
+    if let Some(a) = &p.day2.added {
+        p.pools.push(PoolPlan {
+            short: a.short.clone(),
+            name: format!("{}-{}", p.hc_name, a.short),
+            replicas: i64::from(a.replicas),
+        });
+    }
     p.bundles = bundles(params, &p, bundle_id);
     p
+}
+
+/// Whether the management side's fault or a deletion fault will be drawn
+/// for a healthy cluster (their streams' first values, as `plan_created`
+/// and `deletion` draw them): such a cluster runs no day-2 operation, so
+/// that it keeps exactly one fault and both keep their clusters.
+fn other_fault_ahead(params: &FleetParams, index: u64) -> bool {
+    if !params.faults {
+        return false;
+    }
+    let first = |salt: u64| {
+        let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ salt);
+        rng.set_stream(index);
+        rng.random_range(0.0..1.0f64)
+    };
+    first(MGMT_FAULT_SALT) < 0.06 || (params.churn && first(DELETION_SALT) < DELETION_FAULT_SHARE)
 }
 
 /// The deletion on the management cluster and the deletion's faults, from
@@ -757,16 +838,27 @@ fn bundles(params: &FleetParams, p: &Plan, hc_bundle_id: String) -> Vec<BundlePl
                 p.hc_lost.map(|(lost, _)| lost),
                 p.hc_lost.map(|(_, back)| back),
                 p.hc_completed,
-            ],
+            ]
+            .into_iter()
+            .chain(p.day2.status_events(None).into_iter().map(Some))
+            .collect::<Vec<_>>(),
         ),
+        removed: None,
     }];
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ POOL_BUNDLE_SALT);
     rng.set_stream(p.index);
     for (i, pool) in p.pools.iter().enumerate() {
         let id = uuid(&mut rng);
         let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
-        let created = at(p.bundle_created, 0.5, 4.0);
-        let applied = at(created, 2.0, 8.0);
+        let (created, applied) = match p.day2.added.as_ref().filter(|a| a.pool == i) {
+            // Added after the creation: its NodePool exists from the
+            // agent's first report on its bundle.
+            Some(a) => (a.created - params.ms(2.0), a.created),
+            None => {
+                let created = at(p.bundle_created, 0.5, 4.0);
+                (created, at(created, 2.0, 8.0))
+            }
+        };
         let available = at(applied, 2.0, 10.0);
         let mw_available = at(applied, 5.0, 50.0);
         // The agent reports nothing for the whole cluster, or (NodePool
@@ -787,8 +879,19 @@ fn bundles(params: &FleetParams, p: &Plan, hc_bundle_id: String) -> Vec<BundlePl
             frozen: frozen(applied),
             status_events: events(
                 [applied, available, mw_available],
-                &[p.np_machines, p.np_ready],
+                &p.day2
+                    .status_events(Some(i))
+                    .into_iter()
+                    .map(Some)
+                    .chain([p.np_machines, p.np_ready])
+                    .collect::<Vec<_>>(),
             ),
+            removed: p
+                .day2
+                .removal
+                .as_ref()
+                .filter(|r| r.pool == i)
+                .map(|r| (r.requested, r.bundle_gone)),
         });
     }
     out
@@ -810,6 +913,8 @@ mod tests {
             t0: 1_750_000_000_000,
             not_handed_over: 0.0,
             failure_burst: None,
+            day2: true,
+            rp_updating: false,
         }
     }
 
@@ -890,6 +995,74 @@ mod tests {
             assert_eq!((x.rp_provisioning, x.rp_succeeded), (None, None));
             assert_eq!(x.bundle_applied, None);
         }
+    }
+
+    #[test]
+    fn day2_draws_leave_every_other_draw_as_it_was() {
+        // The same world with and without day 2: every creation time, id,
+        // bundle and fault is the same; a cluster that runs day 2 only adds
+        // (its pool, that pool's bundle) and, with a day-2 fault, lingers.
+        let on = params(7);
+        let off = FleetParams {
+            day2: false,
+            ..params(7)
+        };
+        let (mut ran, mut faulted) = (0, 0);
+        for i in 0..400 {
+            let (a, b) = (plan(&off, i), plan(&on, i));
+            assert_eq!(a.day2, Day2::default());
+            let creation = |p: &Plan| {
+                (
+                    p.cluster_id.clone(),
+                    p.hc_name.clone(),
+                    p.created,
+                    p.cs_created,
+                    p.bundle_applied,
+                    p.hc_available,
+                    p.hc_completed,
+                    p.np_ready,
+                    p.rp_succeeded,
+                    p.managed_cluster_never_joins,
+                )
+            };
+            assert_eq!(creation(&a), creation(&b), "{i}");
+            assert_eq!(b.creation_pools(), &a.pools[..]);
+            // Day 2 adds status events and a pool's own deletion.
+            let drawn = |bs: &[BundlePlan]| {
+                bs.iter()
+                    .map(|x| {
+                        (
+                            x.id.clone(),
+                            x.name.clone(),
+                            x.created,
+                            x.applied,
+                            x.available,
+                            x.mw_available,
+                            x.frozen,
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                drawn(&b.bundles[..a.bundles.len()]),
+                drawn(&a.bundles),
+                "{i}"
+            );
+            let day2_fault = b.fault.is_some_and(FaultKind::is_day2);
+            if day2_fault {
+                faulted += 1;
+                assert_eq!(a.fault, None, "{i}");
+            } else {
+                assert_eq!(a.fault, b.fault, "{i}");
+                assert_eq!(a.delete_requested, b.delete_requested, "{i}");
+                assert_eq!(a.rp_gone, b.rp_gone, "{i}");
+            }
+            if b.day2 != Day2::default() {
+                ran += 1;
+                assert_eq!(a.fault, None, "only healthy creations: {i}");
+            }
+        }
+        assert!(ran > 100 && faulted > 5, "{ran} {faulted}");
     }
 
     #[test]

@@ -97,6 +97,10 @@ impl Plan {
         }
         Some(if reached(self.rp_failed, t) {
             "Failed"
+        } else if self.updating(t) {
+            // The backend maps Clusters Service's `updating` (and the RP
+            // says so from the user's request on).
+            "Updating"
         } else if reached(self.rp_succeeded, t) {
             "Succeeded"
         } else if reached(self.rp_provisioning, t) {
@@ -139,7 +143,28 @@ impl Plan {
                 ("Provisioning", "Cluster is being provisioned"),
             ),
         };
+        let upgrade = self
+            .day2
+            .upgrade
+            .as_ref()
+            .filter(|u| u.rp_reports_updating && u.requested <= t && succeeded.is_some());
         let progressing = match (deleting, succeeded.or(failed)) {
+            (None, Some(_)) if upgrade.is_some() => match upgrade {
+                Some(u) if self.updating(t) => Cond::new(
+                    "Progressing",
+                    true,
+                    u.requested,
+                    ("Updating", "Cluster is being updated"),
+                    ("", ""),
+                ),
+                _ => Cond::new(
+                    "Progressing",
+                    false,
+                    upgrade.and_then(|u| u.rp_succeeded).unwrap_or(t),
+                    ("", ""),
+                    ("AsExpected", "Cluster is not progressing"),
+                ),
+            },
             (Some(d), _) => Cond::new(
                 "Progressing",
                 true,
@@ -181,6 +206,41 @@ impl Plan {
         vec![available, degraded, progressing]
     }
 
+    /// The RP says `Updating`: the control plane's upgrade asked for, the
+    /// RP not `Succeeded` again yet (and no deletion), in a world that
+    /// serves it ([`super::Day2Config::rp_updating`]).
+    pub fn updating(&self, t: Ms) -> bool {
+        !reached(self.delete_requested, t)
+            && self.day2.upgrade.as_ref().is_some_and(|u| {
+                u.rp_reports_updating && u.requested <= t && !reached(u.rp_succeeded, t)
+            })
+    }
+
+    /// Clusters Service says `updating` (ARO HCP only).
+    pub fn cs_updating(&self, t: Ms) -> bool {
+        self.day2
+            .upgrade
+            .as_ref()
+            .is_some_and(|u| u.cs_updating <= t && !reached(u.cs_ready, t))
+    }
+
+    /// The release the user asked for at `t` (`status.version.desired`,
+    /// the RP's `version`).
+    pub fn desired_version(&self, t: Ms) -> &'static str {
+        match &self.day2.upgrade {
+            Some(u) if u.requested <= t => u.to,
+            _ => self.version,
+        }
+    }
+
+    /// The release the cluster runs at `t` (its upgrade completed).
+    pub fn current_version(&self, t: Ms) -> &'static str {
+        match &self.day2.upgrade {
+            Some(u) if reached(u.completed, t) => u.to,
+            _ => self.version,
+        }
+    }
+
     pub fn cs_exists(&self, t: Ms) -> bool {
         reached(self.cs_created, t) && !reached(self.cs_gone, t)
     }
@@ -199,6 +259,8 @@ impl Plan {
         let tc = self.creation_time(t);
         Some(if reached(self.cs_error, tc) {
             "error"
+        } else if reached(self.cs_ready, tc) && self.cs_updating(t) {
+            "updating"
         } else if reached(self.cs_ready, tc) {
             "ready"
         } else if self.cs_installing <= tc {
@@ -218,7 +280,10 @@ impl Plan {
     /// never handed over has no bundle at all; the others go together when
     /// the cluster is deleted.
     pub fn bundle_exists(&self, b: &BundlePlan, t: Ms) -> bool {
-        self.cs_created.is_some() && b.created <= t && !reached(self.bundle_gone, t)
+        self.cs_created.is_some()
+            && b.created <= t
+            && !reached(self.bundle_gone, t)
+            && !reached(b.removed.map(|r| r.1), t)
     }
 
     /// The bundles served at `t`.
@@ -228,8 +293,14 @@ impl Plan {
             .filter(move |b| self.bundle_exists(b, t))
     }
 
-    pub fn bundle_deleted_at(&self, t: Ms) -> Option<Ms> {
-        self.bundle_deleted.filter(|d| *d <= t)
+    /// Bundle `b`'s `deleted_at`: its own (its pool removed) or the
+    /// cluster's.
+    pub fn bundle_deleted_at(&self, b: &BundlePlan, t: Ms) -> Option<Ms> {
+        [b.removed.map(|r| r.0), self.bundle_deleted]
+            .into_iter()
+            .flatten()
+            .filter(|d| *d <= t)
+            .min()
     }
 
     /// The instant bundle `b`'s served status describes, `None` while its
@@ -239,6 +310,10 @@ impl Plan {
         let mut st = self.creation_time(t);
         if let Some(f) = b.frozen {
             st = st.min(f);
+        }
+        // A removed pool's bundle reports no more once it is deleted.
+        if let Some((deleted, _)) = b.removed {
+            st = st.min(deleted);
         }
         reached(b.applied, st).then_some(st)
     }
@@ -252,7 +327,7 @@ impl Plan {
                 u = u.max(b.status_events[i - 1]);
             }
         }
-        if let Some(d) = self.bundle_deleted_at(t) {
+        if let Some(d) = self.bundle_deleted_at(b, t) {
             u = u.max(d);
         }
         u
@@ -326,7 +401,27 @@ impl Plan {
         let s = self.applied_at();
         let invalid = self.hc_invalid_image.filter(|e| *e <= st);
         let completed = self.hc_completed.filter(|e| *e <= st);
+        let upgrade = self.day2.upgrade.as_ref().filter(|u| u.requested <= st);
         let progressing = match (invalid, completed) {
+            (None, Some(_)) if upgrade.is_some() => match upgrade.and_then(|u| u.completed) {
+                Some(done) if done <= st => Cond::new(
+                    "Progressing",
+                    false,
+                    done,
+                    ("", ""),
+                    ("AsExpected", "HostedCluster is at expected version"),
+                ),
+                _ => Cond::new(
+                    "Progressing",
+                    true,
+                    upgrade.map_or(st, |u| u.requested),
+                    (
+                        "Progressing",
+                        "HostedCluster is deploying, upgrading, or reconfiguring",
+                    ),
+                    ("", ""),
+                ),
+            },
             (Some(e), _) => Cond::new(
                 "Progressing",
                 false,
@@ -460,18 +555,28 @@ impl Plan {
         ]
     }
 
-    /// `version.history[0]`: (state, startedTime, completionTime).
-    pub fn hc_history(&self, st: Ms) -> (&'static str, Ms, Option<Ms>) {
-        let completed = self.hc_completed.filter(|e| *e <= st);
-        (
-            if completed.is_some() {
-                "Completed"
-            } else {
-                "Partial"
-            },
-            self.applied_at(),
-            completed,
-        )
+    /// `version.history`, newest first: the upgrade's entry once it
+    /// started, then the creation's.
+    pub fn hc_history(&self, st: Ms) -> Vec<HistoryEntry> {
+        let entry = |version, started, completed: Option<Ms>| {
+            let completed = completed.filter(|e| *e <= st);
+            HistoryEntry {
+                state: if completed.is_some() {
+                    "Completed"
+                } else {
+                    "Partial"
+                },
+                version,
+                started: trunc_s(started),
+                completed: completed.map(trunc_s),
+            }
+        };
+        let mut out = Vec::with_capacity(2);
+        if let Some(u) = self.day2.upgrade.as_ref().filter(|u| u.started <= st) {
+            out.push(entry(u.to, u.started, u.completed));
+        }
+        out.push(entry(self.version, self.applied_at(), self.hc_completed));
+        out
     }
 
     /// The NodePool of `pools[i]` at status time `st` of its bundle; its
@@ -484,12 +589,24 @@ impl Plan {
             .find(|b| b.pool == Some(i))
             .and_then(|b| b.applied)
             .unwrap_or(self.applied_at());
-        let machines = reached(self.np_machines, st);
-        let ready = reached(self.np_ready, st);
-        let conditions = vec![
+        // A pool added after the creation has times of its own.
+        let added = self.day2.added.as_ref().filter(|a| a.pool == i);
+        let (ignition, machines_at, nodes_at, ready_at) = match added {
+            Some(a) => (a.ignition, a.machines, a.nodes, a.ready),
+            None => (
+                self.np_machines,
+                self.np_machines,
+                self.np_ready,
+                self.np_ready,
+            ),
+        };
+        let machines = reached(machines_at, st);
+        let nodes = reached(nodes_at, st);
+        let ready = reached(ready_at, st);
+        let mut conditions = vec![
             Cond::at(
                 "Ready",
-                self.np_ready,
+                ready_at,
                 st,
                 s,
                 ("AsExpected", ""),
@@ -500,7 +617,7 @@ impl Plan {
             ),
             Cond::at(
                 "AllMachinesReady",
-                self.np_machines,
+                machines_at,
                 st,
                 s,
                 ("AsExpected", "All is well"),
@@ -508,7 +625,7 @@ impl Plan {
             ),
             Cond::at(
                 "AllNodesHealthy",
-                self.np_ready,
+                nodes_at,
                 st,
                 s,
                 ("AsExpected", "All is well"),
@@ -516,7 +633,7 @@ impl Plan {
             ),
             Cond::at(
                 "ReachedIgnitionEndpoint",
-                self.np_machines,
+                ignition,
                 st,
                 s,
                 ("AsExpected", ""),
@@ -535,14 +652,39 @@ impl Plan {
             Cond::new("ValidPlatformImage", true, s, ("AsExpected", ""), ("", "")),
             Cond::new("ValidMachineConfig", true, s, ("AsExpected", ""), ("", "")),
         ];
+        // An upgrade in flight: HyperShift's UpdatingVersion, True until
+        // the pool runs the target (then removed).
+        let upgrade = self
+            .day2
+            .pool_upgrade(i)
+            .filter(|u| u.started <= st && !reached(u.done, st));
+        if let Some(u) = upgrade {
+            conditions.push(Cond::new(
+                "UpdatingVersion",
+                true,
+                u.started,
+                ("AsExpected", super::day2::updating_message(u.to)),
+                ("", ""),
+            ));
+        }
         NodePoolView {
             conditions,
             desired: pool.replicas,
             current: if machines { pool.replicas } else { 0 },
-            ready: if ready { pool.replicas } else { 0 },
-            version: ready.then_some(self.version),
+            ready: if nodes { pool.replicas } else { 0 },
+            version: ready.then(|| self.day2.pool_version(i, self.version, st)),
         }
     }
+}
+
+/// One entry of a HostedCluster's `status.version.history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HistoryEntry {
+    pub state: &'static str,
+    pub version: &'static str,
+    /// Whole seconds, as served.
+    pub started: Ms,
+    pub completed: Option<Ms>,
 }
 
 #[derive(Debug, Clone)]

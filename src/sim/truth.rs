@@ -82,7 +82,7 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
     let mut hc_st: Option<Ms> = None;
     for b in p.bundles_at(t) {
         let st = p.status_time(b, t);
-        let deleting = p.bundle_deleted_at(t).is_some();
+        let deleting = p.bundle_deleted_at(b, t).is_some();
         bundles.push(match st {
             _ if deleting => {
                 let ready = st.and_then(|st| work_ready_at(&p.bundle_conditions(b, st)));
@@ -279,7 +279,7 @@ fn hosted_cluster(p: &Plan, st: Ms) -> Obj {
     } else {
         Phase::Progressing
     };
-    let (history, _, _) = p.hc_history(st);
+    let history = p.hc_history(st).first().map_or("", |h| h.state);
     // Ready since it first was, even after an outage it came back from.
     let first = available.map(|since| p.hc_available.map_or(since, trunc_s));
     Obj::new(phase, history, first)
@@ -332,6 +332,11 @@ impl FaultKind {
             FaultKind::ManifestWorkAgentGone => "manifestwork_agent_gone",
             FaultKind::ClustersServiceUninstallError => "clusters_service_uninstall_error",
             FaultKind::RpStuckDeleting => "rp_stuck_deleting",
+            FaultKind::NodePoolNeverReachesIgnition => "node_pool_never_reaches_ignition",
+            FaultKind::UpgradeStuckPartial => "upgrade_stuck_partial",
+            FaultKind::NodePoolStuckUpdating => "node_pool_stuck_updating",
+            FaultKind::AddedPoolVmUnschedulable => "added_pool_vm_unschedulable",
+            FaultKind::AddedPoolNoFreeAgent => "added_pool_no_free_agent",
         }
     }
 
@@ -360,10 +365,16 @@ impl FaultKind {
             FaultKind::NotHandedOver => "HCPCreationNotHandedOver",
             // A completed cluster's regression pages.
             FaultKind::HostedClusterUnavailable => "HCPHostedClusterUnavailable",
-            // A deletion waits at a hop past its deletion budget.
+            // A deletion waits at a hop past its deletion budget; a day-2
+            // operation, at its one hop past that operation's budget.
             FaultKind::HostedClusterFinalizerStuck
             | FaultKind::ManifestWorkAgentGone
-            | FaultKind::RpStuckDeleting => "HCPOperationStuckAtHop",
+            | FaultKind::RpStuckDeleting
+            | FaultKind::NodePoolNeverReachesIgnition
+            | FaultKind::UpgradeStuckPartial
+            | FaultKind::NodePoolStuckUpdating
+            | FaultKind::AddedPoolVmUnschedulable
+            | FaultKind::AddedPoolNoFreeAgent => "HCPOperationStuckAtHop",
             // The uninstall error fails the clusters_service hop.
             FaultKind::ClustersServiceUninstallError => "HCPHopFailed",
         }
@@ -378,6 +389,7 @@ impl FaultKind {
 /// model decides it).
 pub(crate) fn management(
     spec: &crate::sim::kube::KubeClusterSpec,
+    x: &crate::sim::kube::KubeExtras,
     now: Timestamp,
     degraded_budget: std::time::Duration,
 ) -> BTreeMap<Hop, TruthHop> {
@@ -408,7 +420,22 @@ pub(crate) fn management(
                 Hop::Manifestwork,
                 match applied {
                     Some(_) if pool_work_stuck => hop(Phase::Progressing, "NoStatus", None),
-                    Some(at) => hop(Phase::Ready, "Available", Some(at)),
+                    // Ready since the last live work was: a pool's added
+                    // later, unless it is being removed.
+                    Some(at) => {
+                        let added = x
+                            .added_at(now)
+                            .filter(|a| {
+                                x.removal_of(&a.pool)
+                                    .is_none_or(|r| reached(r.work_deleting).is_none())
+                            })
+                            .map(|a| a.created);
+                        hop(
+                            Phase::Ready,
+                            "Available",
+                            Some(added.map_or(at, |a| a.max(at))),
+                        )
+                    }
                     None => hop(Phase::Pending, "NoStatus", None),
                 },
             );
@@ -503,33 +530,44 @@ pub(crate) fn management(
     // never applied.
     let skip = usize::from(spec.mode == KubeMode::Aro && faults.node_pool_work_never_applied);
     let node_pools = spec.node_pools.get(skip..).unwrap_or_default();
-    if !node_pools.is_empty() {
-        let mut ready_nodes = 0u64;
-        let mut desired_nodes = 0u64;
-        let mut all_ready = true;
-        let mut last_ready: Option<Timestamp> = None;
-        for (i, (_, desired, ready_at)) in node_pools.iter().enumerate() {
-            desired_nodes += u64::from(*desired);
-            // Self-managed: the first pools' machines may stay pending.
-            let pending = faults
-                .machines_pending
-                .is_some_and(|(_, pools)| i + skip < pools);
-            let ready = reached(*ready_at).filter(|_| !faults.node_pool_stuck_at_zero && !pending);
-            match ready {
-                Some(at) => {
-                    ready_nodes += u64::from(*desired);
-                    last_ready = last_ready.max(Some(at));
-                }
-                None if *desired == 0 => {}
-                None => all_ready = false,
-            }
+    // (desired, ready since, deleting) of each NodePool served: the
+    // creation's (a removed one until it is gone) and one added later.
+    let mut pools: Vec<(u32, Option<Timestamp>, bool)> = Vec::new();
+    for (i, (name, desired, ready_at)) in node_pools.iter().enumerate() {
+        if x.pool_gone(name, now) {
+            continue;
         }
+        // Self-managed: the first pools' machines may stay pending.
+        let pending = faults
+            .machines_pending
+            .is_some_and(|(_, pools)| i + skip < pools);
+        let ready = reached(*ready_at).filter(|_| !faults.node_pool_stuck_at_zero && !pending);
+        let deleting = x.removal_of(name).is_some_and(|r| r.deleting <= now);
+        pools.push((*desired, ready, deleting));
+    }
+    if let Some(a) = x.added_at(now) {
+        let deleting = x.removal_of(&a.pool).is_some_and(|r| r.deleting <= now);
+        pools.push((a.replicas, reached(a.ready), deleting));
+    }
+    if !pools.is_empty() {
+        let live: Vec<&(u32, Option<Timestamp>, bool)> =
+            pools.iter().filter(|(_, _, deleting)| !deleting).collect();
+        let ready_nodes: u64 = live
+            .iter()
+            .filter(|(_, ready, _)| ready.is_some())
+            .map(|(d, _, _)| u64::from(*d))
+            .sum();
+        let desired_nodes: u64 = live.iter().map(|(d, _, _)| u64::from(*d)).sum();
+        let all_ready = live.iter().all(|(d, ready, _)| ready.is_some() || *d == 0);
+        let last_ready = live.iter().filter_map(|(_, ready, _)| *ready).max();
         let state = format!("{ready_nodes}/{desired_nodes}");
         hops.insert(
             Hop::NodePool,
             if invalid_image.is_some() {
                 // The pools share the release: ValidReleaseImage False.
                 hop(Phase::Failed, "ValidReleaseImage=False", None)
+            } else if live.is_empty() {
+                hop(Phase::Deleting, "deleting", None)
             } else if all_ready {
                 hop(Phase::Ready, &state, last_ready)
             } else {

@@ -123,7 +123,8 @@ pub(crate) fn rp_resource(p: &Plan, t: Ms, v: RpApiVersion) -> Option<Value> {
     } else {
         json!({ "activeKey": { "vaultName": format!("{}-kv", p.name), "name": "etcd-key", "version": "1" } })
     };
-    let short = p.version.rsplit_once('.').map_or(p.version, |(xy, _)| xy);
+    let desired = p.desired_version(t);
+    let short = desired.rsplit_once('.').map_or(desired, |(xy, _)| xy);
     let mut properties = json!({
         "provisioningState": state,
         "version": { "id": short, "channelGroup": "stable" },
@@ -328,7 +329,7 @@ pub(crate) fn cs_cluster(p: &Plan, t: Ms, prefix: &str) -> Option<Value> {
         "node_drain_grace_period": { "unit": "minutes", "value": 0 },
         "product": { "id": "aro", "kind": "Product" },
         "region": { "id": REGION, "kind": "CloudRegion" },
-        "version": { "channel_group": "stable", "id": format!("openshift-v{}", p.version), "kind": "Version" }
+        "version": { "channel_group": "stable", "id": format!("openshift-v{}", p.current_version(t)), "kind": "Version" }
     }))
 }
 
@@ -375,8 +376,8 @@ fn labels(p: &Plan) -> Value {
     })
 }
 
-fn release_image(p: &Plan) -> String {
-    format!("release.example.com/ocp-release:{}-multi", p.version)
+fn release_image(version: &str) -> String {
+    format!("release.example.com/ocp-release:{version}-multi")
 }
 
 const SSA: &str = "maestro-agent";
@@ -385,7 +386,7 @@ const SSA: &str = "maestro-agent";
 /// (ARO HCP places each in a work of its own), with feedback rules asking
 /// for its `.status` (and, for a NodePool, `.spec.replicas` as an Integer,
 /// because desired replicas live in the spec).
-fn manifestwork(p: &Plan, b: &BundlePlan) -> Value {
+fn manifestwork(p: &Plan, b: &BundlePlan, t: Ms) -> Value {
     let ns = p.hc_namespace();
     let update = json!({ "type": "ServerSideApply", "serverSideApply": { "force": true, "fieldManager": SSA } });
     let (manifest, config) = match b.pool.and_then(|i| p.pools.get(i)) {
@@ -396,7 +397,7 @@ fn manifestwork(p: &Plan, b: &BundlePlan) -> Value {
                 "metadata": { "name": p.hc_name, "namespace": ns, "labels": labels(p) },
                 "spec": {
                     "clusterID": p.cluster_id,
-                    "release": { "image": release_image(p) },
+                    "release": { "image": release_image(p.desired_version(t)) },
                     "platform": { "type": "Azure" }
                 }
             }),
@@ -407,18 +408,22 @@ fn manifestwork(p: &Plan, b: &BundlePlan) -> Value {
             }),
         ),
         Some(pool) => (
-            json!({
+            {
+                let i = b.pool.unwrap_or_default();
+                let target = p.day2.pool_target(i, p.version, t);
+                json!({
                 "apiVersion": "hypershift.openshift.io/v1beta1",
                 "kind": "NodePool",
                 "metadata": { "name": pool.name, "namespace": ns, "labels": labels(p) },
                 "spec": {
                     "clusterName": p.hc_name,
                     "replicas": pool.replicas,
-                    "release": { "image": release_image(p) },
+                    "release": { "image": release_image(target) },
                     "management": { "autoRepair": true, "upgradeType": "Replace" },
                     "platform": { "type": "Azure" }
                 }
-            }),
+                })
+            },
             json!({
                 "resourceIdentifier": { "group": "hypershift.openshift.io", "resource": "nodepools", "name": pool.name, "namespace": ns },
                 "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [
@@ -459,19 +464,26 @@ fn manifest_conditions(s: Ms, available: Option<Ms>, st: Ms) -> Value {
 }
 
 fn hc_status(p: &Plan, st: Ms) -> Value {
-    let (state, started, completed) = p.hc_history(st);
+    let desired = p.desired_version(st);
+    let history: Vec<Value> = p
+        .hc_history(st)
+        .iter()
+        .map(|h| {
+            json!({
+                "state": h.state,
+                "startedTime": time(h.started, 0),
+                "completionTime": h.completed.map(|c| time(c, 0)),
+                "version": h.version,
+                "image": release_image(h.version),
+                "verified": false
+            })
+        })
+        .collect();
     json!({
         "conditions": k8s_conditions(&p.hc_conditions(st), true),
         "version": {
-            "desired": { "image": release_image(p), "version": p.version },
-            "history": [{
-                "state": state,
-                "startedTime": time(started, 0),
-                "completionTime": completed.map(|c| time(c, 0)),
-                "version": p.version,
-                "image": release_image(p),
-                "verified": false
-            }],
+            "desired": { "image": release_image(desired), "version": desired },
+            "history": history,
             "observedGeneration": 1
         }
     })
@@ -558,7 +570,7 @@ pub(crate) fn bundle(p: &Plan, b: &BundlePlan, t: Ms) -> Option<Value> {
         "created_at": time(b.created, 6),
         "updated_at": time(updated, 6),
         "metadata": { "name": b.name, "labels": labels(p), "creationTimestamp": time(b.created, 0) },
-        "manifests": [manifestwork(p, b)],
+        "manifests": [manifestwork(p, b, t)],
         "manifest_configs": [{
             "resourceIdentifier": { "group": "work.open-cluster-management.io", "resource": "manifestworks", "name": b.name, "namespace": "local-cluster" },
             "feedbackRules": [{ "type": "JSONPaths", "jsonPaths": [{ "name": "status", "path": ".status" }] }],
@@ -567,7 +579,7 @@ pub(crate) fn bundle(p: &Plan, b: &BundlePlan, t: Ms) -> Option<Value> {
         "delete_option": { "propagationPolicy": "Foreground" },
         "status": status,
     });
-    if let Some(d) = p.bundle_deleted_at(t) {
+    if let Some(d) = p.bundle_deleted_at(b, t) {
         out["deleted_at"] = json!(time(d, 6));
     }
     Some(out)

@@ -40,6 +40,7 @@ mod process_lifecycle;
 mod readyz;
 mod restart_state;
 mod shards;
+mod sim_day2;
 mod sim_faults;
 mod sim_http;
 mod sim_truth;

@@ -501,7 +501,8 @@ async fn maestro_pages_searches_incrementally_and_nests_three_levels() {
         );
         let pools: Vec<&(String, String)> =
             bundles.iter().filter(|(k, _)| k == "NodePool").collect();
-        assert!((1..=2).contains(&pools.len()), "{id}: {bundles:?}");
+        // One or two from the creation, and one a cluster may add later.
+        assert!((1..=3).contains(&pools.len()), "{id}: {bundles:?}");
         assert!(
             pools
                 .iter()

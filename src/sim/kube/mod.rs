@@ -35,7 +35,9 @@ use tokio::task::JoinHandle;
 use tracing::debug;
 
 pub use kubeconfig::write_kubeconfig;
-pub use objects::{KubeClusterFaults, KubeClusterSpec, KubeDeletion, objects_at};
+pub use objects::{
+    KubeClusterFaults, KubeClusterSpec, KubeDeletion, KubeExtras, objects_at, objects_with,
+};
 pub use resources::{RESOURCES, ResourceDef};
 use store::{Inner, Store};
 

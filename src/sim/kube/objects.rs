@@ -145,6 +145,127 @@ pub struct KubeClusterSpec {
     pub deletion: KubeDeletion,
 }
 
+/// What a simulated world adds to a [`KubeClusterSpec`] beyond what the
+/// fixtures draw (the default adds nothing): ARO's internal HostedCluster
+/// name, which names its control plane and NodePools as in ARO HCP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KubeExtras {
+    /// ARO: the HostedCluster's internal name (not the ARM/CS name): the
+    /// HostedCluster, its HostedControlPlane and control-plane namespace
+    /// and its NodePools (`<it>-<pool>`) are named after it, as the Maestro
+    /// bundles carry them. Unset: `spec.name`.
+    pub hosted_cluster_name: Option<String>,
+    /// The release the cluster was created with (unset: [`SIM_VERSION`]).
+    pub version: Option<String>,
+    /// The control plane's upgrade after the creation.
+    pub upgrade: Option<KubeUpgrade>,
+    /// A pool added after the creation (with a ManifestWork of its own on
+    /// ARO).
+    pub added_pool: Option<KubeAddedPool>,
+    /// A pool removed after the creation.
+    pub removal: Option<KubePoolRemoval>,
+    /// Pools upgraded after the control plane.
+    pub pool_upgrades: Vec<KubePoolUpgrade>,
+}
+
+/// The control plane's upgrade: `status.version.desired` names `to` from
+/// `requested`; the new history entry starts at `started` and is
+/// `Completed` at `completed` (`None`: stays `Partial`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeUpgrade {
+    pub to: String,
+    pub requested: Timestamp,
+    pub started: Timestamp,
+    pub completed: Option<Timestamp>,
+}
+
+/// A pool added after the creation: its NodePool exists from `created`;
+/// `ReachedIgnitionEndpoint`, `AllMachinesReady`, `AllNodesHealthy` and
+/// `Ready` turn True at their times (`None`: never).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeAddedPool {
+    pub pool: String,
+    pub replicas: u32,
+    pub created: Timestamp,
+    pub ignition: Option<Timestamp>,
+    pub machines: Option<Timestamp>,
+    pub nodes: Option<Timestamp>,
+    pub ready: Option<Timestamp>,
+    /// Self-managed: why its machines never come.
+    pub pending: Option<MachinesPending>,
+}
+
+/// A pool removed after the creation: its NodePool carries its
+/// deletionTimestamp from `deleting` and is gone at `gone`; on ARO its
+/// ManifestWork is deleted first and goes after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubePoolRemoval {
+    pub pool: String,
+    pub deleting: Timestamp,
+    pub gone: Timestamp,
+    pub work_deleting: Option<Timestamp>,
+    pub work_gone: Option<Timestamp>,
+}
+
+/// A pool's upgrade: `spec.release.image` names `to` and `UpdatingVersion`
+/// is True from `started`; at `done` (`None`: never) `status.version` is
+/// `to` and the condition is removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubePoolUpgrade {
+    pub pool: String,
+    pub to: String,
+    pub started: Timestamp,
+    pub done: Option<Timestamp>,
+}
+
+/// A release's image, as the simulated objects name it.
+fn release_image(version: &str) -> String {
+    format!("release.example.com/ocp-release:{version}-multi")
+}
+
+impl KubeExtras {
+    /// The release the cluster was created with.
+    pub fn base_version(&self) -> &str {
+        self.version.as_deref().unwrap_or(SIM_VERSION)
+    }
+
+    /// Pool `pool`'s removal, when it has one.
+    pub fn removal_of(&self, pool: &str) -> Option<&KubePoolRemoval> {
+        self.removal.as_ref().filter(|r| r.pool == pool)
+    }
+
+    /// Whether pool `pool`'s NodePool is gone by `now` (removed).
+    pub fn pool_gone(&self, pool: &str, now: Timestamp) -> bool {
+        self.removal_of(pool).is_some_and(|r| r.gone <= now)
+    }
+
+    /// The added pool, once its NodePool exists and until it is gone.
+    pub fn added_at(&self, now: Timestamp) -> Option<&KubeAddedPool> {
+        self.added_pool
+            .as_ref()
+            .filter(|a| a.created <= now && !self.pool_gone(&a.pool, now))
+    }
+
+    /// The HostedCluster's `metadata.name` (and its NodePools' `spec.clusterName`).
+    pub fn hosted_cluster_name<'a>(&'a self, spec: &'a KubeClusterSpec) -> &'a str {
+        self.hosted_cluster_name.as_deref().unwrap_or(&spec.name)
+    }
+
+    /// The control-plane namespace, `<namespace>-<HostedCluster name>`.
+    pub fn control_plane_namespace(&self, spec: &KubeClusterSpec) -> String {
+        format!(
+            "{}-{}",
+            spec.hosted_cluster_namespace(),
+            self.hosted_cluster_name(spec)
+        )
+    }
+
+    /// A pool's NodePool name, `<HostedCluster name>-<pool>`.
+    pub fn node_pool_name(&self, spec: &KubeClusterSpec, pool: &str) -> String {
+        format!("{}-{}", self.hosted_cluster_name(spec), pool)
+    }
+}
+
 impl KubeClusterSpec {
     /// A creation that goes right, starting at `created_at`: ManifestWork
     /// applied after 1 minute, control plane ready after 6, HostedCluster
@@ -331,6 +452,11 @@ fn metadata(name: &str, namespace: Option<&str>, labels: &Value, created: Timest
 
 /// The objects of `spec` that exist at `now`, with their status at `now`.
 pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
+    objects_with(spec, &KubeExtras::default(), now)
+}
+
+/// [`objects_at`] with what a world adds to the spec.
+pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> Vec<Value> {
     let mut out = Vec::new();
     if now < spec.created_at {
         return out;
@@ -338,9 +464,20 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     let labels = spec.aro_labels();
     if spec.mode == KubeMode::Aro {
         let applied = reached(spec.started_at(), now);
-        let works = std::iter::once(None).chain(spec.node_pools.iter().map(|(p, _, _)| Some(p)));
+        let added = x.added_pool.as_ref().filter(|a| a.created <= now);
+        let works = std::iter::once(None)
+            .chain(spec.node_pools.iter().map(|(p, _, _)| Some(p)))
+            .chain(added.map(|a| Some(&a.pool)));
         for (i, pool) in works.enumerate() {
             let stuck = i == 1 && spec.faults.node_pool_work_never_applied;
+            let removal = pool.and_then(|p| x.removal_of(p));
+            if removal.is_some_and(|r| reached(r.work_gone, now).is_some()) {
+                continue;
+            }
+            let (created, applied) = match added.filter(|a| Some(&a.pool) == pool) {
+                Some(a) => (a.created, Some(a.created)),
+                None => (spec.created_at, applied),
+            };
             let status = match applied.filter(|_| !stuck) {
                 Some(at) => json!({"conditions": [
                     condition("Applied", true, "AppliedManifestWorkComplete", "Apply manifest work complete", at),
@@ -349,8 +486,16 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
                 None => json!({}),
             };
             let name = spec.manifestwork_name(pool.map(String::as_str));
-            let mut metadata = metadata(&name, Some("local-cluster"), &labels, spec.created_at);
-            if let Some(at) = reached(spec.deletion.work_deleting_at, now) {
+            let mut metadata = metadata(&name, Some("local-cluster"), &labels, created);
+            let deleting = [
+                spec.deletion.work_deleting_at,
+                removal.and_then(|r| r.work_deleting),
+            ]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t <= now)
+            .min();
+            if let Some(at) = deleting {
                 metadata["deletionTimestamp"] = json!(at.to_string());
                 metadata["finalizers"] =
                     json!(["cluster.open-cluster-management.io/manifest-work-cleanup"]);
@@ -370,22 +515,38 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     if reached(spec.deletion.objects_gone_at, now).is_some() {
         return out;
     }
-    let mut objects = vec![hosted_cluster(spec, &labels, start, now)];
+    let mut objects = vec![hosted_cluster(spec, x, &labels, start, now)];
     if reached(spec.deletion.dependents_gone_at, now).is_none() {
-        objects.extend(control_plane(spec, start, now));
+        objects.extend(control_plane(spec, x, start, now));
         objects.push(managed_cluster(spec, start, now));
         // The first pool's NodePool never arrives when its work is not applied.
         let skip =
             usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
         for (i, (pool, desired, _)) in spec.node_pools.iter().enumerate().skip(skip) {
-            objects.push(node_pool(spec, &labels, i, pool, *desired, start, now));
+            if x.pool_gone(pool, now) {
+                continue;
+            }
+            let mut obj = node_pool(spec, x, &labels, i, pool, *desired, start, now);
+            day2_node_pool(&mut obj, x, pool, now);
+            objects.push(obj);
         }
+        if let Some(a) = x.added_at(now) {
+            let mut obj = added_node_pool(spec, x, &labels, a, now);
+            day2_node_pool(&mut obj, x, &a.pool, now);
+            objects.push(obj);
+        }
+    }
+    if let Some(hc) = objects.first_mut() {
+        day2_hosted_cluster(hc, x, now);
     }
     // A deleted HostedCluster takes its objects with it: each carries a
     // deletionTimestamp (held by its finalizer) until it is gone.
     if let Some(at) = spec.objects_deleting_at().filter(|t| *t <= now) {
         for obj in objects.iter_mut().filter(|o| o["kind"] != "Pod") {
-            obj["metadata"]["deletionTimestamp"] = json!(at.to_string());
+            // A pool removed before keeps its own (it never changes).
+            if obj["metadata"]["deletionTimestamp"].is_null() {
+                obj["metadata"]["deletionTimestamp"] = json!(at.to_string());
+            }
             obj["metadata"]["finalizers"] = json!(["hypershift.openshift.io/finalizer"]);
             // HyperShift's word on why the finalizer holds.
             if spec.deletion.cloud_resources_stuck && obj["kind"] == "HostedCluster" {
@@ -404,9 +565,209 @@ pub fn objects_at(spec: &KubeClusterSpec, now: Timestamp) -> Vec<Value> {
     }
     out.extend(objects);
     if spec.mode == KubeMode::SelfManaged && spec.platform() == "Agent" {
-        out.extend(agents(spec, start, now));
+        out.extend(agents(spec, x, start, now));
     }
     out
+}
+
+/// The HostedCluster's release and its upgrade: `desired` names the
+/// target from the request, `history` gains the upgrade's entry at index 0
+/// (`Partial` until `completionTime`), and `Progressing` is True meanwhile
+/// (it stays Available).
+fn day2_hosted_cluster(hc: &mut Value, x: &KubeExtras, now: Timestamp) {
+    let base = x.base_version().to_string();
+    let upgrade = x.upgrade.as_ref().filter(|u| u.requested <= now);
+    let desired = upgrade.map_or(base.clone(), |u| u.to.clone());
+    hc["spec"]["release"]["image"] = json!(release_image(&desired));
+    let version = &mut hc["status"]["version"];
+    version["desired"] = json!({"version": desired, "image": release_image(&desired)});
+    if let Some(history) = version["history"].as_array_mut() {
+        for h in history.iter_mut() {
+            h["version"] = json!(base);
+            h["image"] = json!(release_image(&base));
+        }
+        if let Some(u) = upgrade.filter(|u| u.started <= now) {
+            let completed = reached(u.completed, now);
+            history.insert(
+                0,
+                json!({
+                    "state": if completed.is_some() { "Completed" } else { "Partial" },
+                    "version": u.to,
+                    "image": release_image(&u.to),
+                    "startedTime": u.started.to_string(),
+                    "completionTime": completed.map(|t| t.to_string()),
+                    "verified": true,
+                }),
+            );
+        }
+    }
+    let Some(u) = upgrade else {
+        return;
+    };
+    let available = hc["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == "Available" && c["status"] == "True")
+    });
+    if !available {
+        return;
+    }
+    let progressing = match reached(u.completed, now) {
+        Some(at) => condition(
+            "Progressing",
+            false,
+            "AsExpected",
+            "HostedCluster is at expected version",
+            at,
+        ),
+        None => condition(
+            "Progressing",
+            true,
+            "Progressing",
+            "HostedCluster is deploying, upgrading, or reconfiguring",
+            u.requested,
+        ),
+    };
+    if let Some(c) = hc["status"]["conditions"]
+        .as_array_mut()
+        .and_then(|cs| cs.iter_mut().find(|c| c["type"] == "Progressing"))
+    {
+        *c = progressing;
+    }
+}
+
+/// A NodePool's release, upgrade and removal: `spec.release.image` names
+/// what it should run, `status.version` what it runs once Ready (empty
+/// before its first rollout), `UpdatingVersion` True while an upgrade is in
+/// flight (removed when done, as current HyperShift does), and a
+/// deletionTimestamp once it is being removed.
+fn day2_node_pool(np: &mut Value, x: &KubeExtras, pool: &str, now: Timestamp) {
+    let base = x.base_version().to_string();
+    let upgrade = x
+        .pool_upgrades
+        .iter()
+        .find(|u| u.pool == pool && u.started <= now);
+    let done = upgrade.and_then(|u| reached(u.done, now));
+    let target = upgrade.map_or(base.clone(), |u| u.to.clone());
+    let current = if done.is_some() { target.clone() } else { base };
+    np["spec"]["release"]["image"] = json!(release_image(&target));
+    let ready = np["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    });
+    if ready {
+        np["status"]["version"] = json!(current);
+    }
+    if let Some(versions) = np["status"]["nodesInfo"]["nodeVersions"].as_array_mut() {
+        for v in versions {
+            v["ocpVersion"] = json!(current);
+        }
+    }
+    if let Some(u) = upgrade.filter(|_| done.is_none())
+        && let Some(conditions) = np["status"]["conditions"].as_array_mut()
+    {
+        conditions.push(condition(
+            "UpdatingVersion",
+            true,
+            "AsExpected",
+            &format!("Updating version in progress. Target version: {}", u.to),
+            u.started,
+        ));
+    }
+    if let Some(r) = x.removal_of(pool).filter(|r| r.deleting <= now) {
+        np["metadata"]["deletionTimestamp"] = json!(r.deleting.to_string());
+        np["metadata"]["finalizers"] = json!(["hypershift.openshift.io/finalizer"]);
+    }
+}
+
+/// A pool added after the creation, with its own times: ignition reached,
+/// machines ready, nodes healthy, then Ready, each dated; or its machines
+/// pending (self-managed) or never ignited.
+fn added_node_pool(
+    spec: &KubeClusterSpec,
+    x: &KubeExtras,
+    labels: &Value,
+    a: &KubeAddedPool,
+    now: Timestamp,
+) -> Value {
+    let start = a.created;
+    let desired = a.replicas;
+    let name = x.node_pool_name(spec, &a.pool);
+    let at = |t: Option<Timestamp>| reached(t, now);
+    let (machines, nodes, ready) = (at(a.machines), at(a.nodes), at(a.ready));
+    let current = if machines.is_some() { desired } else { 0 };
+    let ready_nodes = if nodes.is_some() { desired } else { 0 };
+    let ignition = match at(a.ignition) {
+        Some(t) => condition("ReachedIgnitionEndpoint", true, "AsExpected", "", t),
+        None => condition(
+            "ReachedIgnitionEndpoint",
+            false,
+            "ignitionNotReached",
+            "Machines have not reached the ignition endpoint",
+            start,
+        ),
+    };
+    let all_machines = match (machines, a.pending) {
+        (Some(t), _) => condition("AllMachinesReady", true, "AsExpected", "All is well", t),
+        (None, Some(why)) => {
+            let (reason, message) = why.reason();
+            let each: String = (0..desired)
+                .map(|m| format!("Machine {name}-{m}: {reason}: {message}\n"))
+                .collect();
+            condition(
+                "AllMachinesReady",
+                false,
+                reason,
+                &format!("{desired} of {desired} machines are not ready\n{each}"),
+                start,
+            )
+        }
+        (None, None) => condition(
+            "AllMachinesReady",
+            false,
+            "WaitingForNodes",
+            "0 of desired machines are ready",
+            start,
+        ),
+    };
+    let nodes_healthy = match nodes {
+        Some(t) => condition("AllNodesHealthy", true, "AsExpected", "All is well", t),
+        None => condition("AllNodesHealthy", false, "WaitingForNodeRef", "", start),
+    };
+    let ready_cond = match ready {
+        Some(t) => condition("Ready", true, "AsExpected", "", t),
+        None => condition(
+            "Ready",
+            false,
+            "WaitingForAvailableMachines",
+            &format!(
+                "Minimum availability requires {desired} replicas, current {ready_nodes} available"
+            ),
+            start,
+        ),
+    };
+    json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "NodePool",
+        "metadata": metadata(&name, Some(&spec.hosted_cluster_namespace()), labels, start),
+        "spec": {
+            "clusterName": x.hosted_cluster_name(spec),
+            "replicas": desired,
+            "management": {"upgradeType": "Replace"},
+            "platform": {"type": spec.platform()},
+            "release": {"image": release_image(x.base_version())},
+        },
+        "status": {
+            "replicas": current,
+            "conditions": [
+                ready_cond,
+                all_machines,
+                nodes_healthy,
+                ignition,
+                condition("ValidReleaseImage", true, "AsExpected", "", start),
+            ],
+            "nodesInfo": {"nodeVersions": [{"ocpVersion": x.base_version(), "readyNodeCount": ready_nodes, "unreadyNodeCount": desired - ready_nodes}]},
+        },
+    })
 }
 
 /// The MultiClusterEngine of a self-managed hub (one per hub, cluster-scoped,
@@ -439,23 +800,43 @@ pub fn multicluster_engine(since: Timestamp) -> Value {
 /// `clusterDeploymentName` HyperShift's agent provider sets: the
 /// control-plane namespace and the HostedCluster's name) pool by pool, and
 /// `Done` once their pool's nodes are ready.
-fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
-    let ns = spec.control_plane_namespace();
+fn agents(spec: &KubeClusterSpec, x: &KubeExtras, start: Timestamp, now: Timestamp) -> Vec<Value> {
+    let ns = x.control_plane_namespace(spec);
     let bound_at = reached(spec.control_plane_ready_at, now);
-    // Which pool each Agent serves: pools in order, as many as they want.
+    // Which pool each Agent serves: pools in order, as many as they want,
+    // then a pool added later.
+    let n = spec.node_pools.len();
+    let added = x.added_pool.as_ref();
     let mut serves = spec
         .node_pools
         .iter()
         .enumerate()
-        .flat_map(|(i, (_, desired, _))| std::iter::repeat_n(i, *desired as usize));
+        .flat_map(|(i, (_, desired, _))| std::iter::repeat_n(i, *desired as usize))
+        .chain(
+            added
+                .into_iter()
+                .flat_map(|a| std::iter::repeat_n(n, a.replicas as usize)),
+        );
+    let pool_name = |i: usize| match spec.node_pools.get(i) {
+        Some((name, _, _)) => Some(name.as_str()),
+        None => added.map(|a| a.pool.as_str()),
+    };
     (0..spec.hub.agents)
         .map(|k| {
-            let pool = serves.next();
-            let bound = bound_at.filter(|_| pool.is_some());
-            let done = pool.and_then(|i| {
-                reached(spec.node_pools.get(i).and_then(|p| p.2), now)
-                    .filter(|_| spec.pool_ready_nodes(i, now) > 0)
-            });
+            // A removed pool's Agents are free again once it is gone.
+            let pool = serves
+                .next()
+                .filter(|i| !pool_name(*i).is_some_and(|p| x.pool_gone(p, now)));
+            let (bound, done) = match (pool, added) {
+                (Some(i), Some(a)) if i == n => (reached(Some(a.created), now), reached(a.ready, now)),
+                _ => (
+                    bound_at.filter(|_| pool.is_some()),
+                    pool.and_then(|i| {
+                        reached(spec.node_pools.get(i).and_then(|p| p.2), now)
+                            .filter(|_| spec.pool_ready_nodes(i, now) > 0)
+                    }),
+                ),
+            };
             let name = format!("{}-agent-{k}", spec.name);
             let (stage, state, installed) = match (bound, done) {
                 (_, Some(at)) => ("Done", "added-to-existing-cluster", Some(at)),
@@ -479,7 +860,8 @@ fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value
             });
             let mut agent_spec = json!({"approved": true, "role": "worker", "hostname": name});
             if bound.is_some() {
-                agent_spec["clusterDeploymentName"] = json!({"name": spec.name, "namespace": ns});
+                agent_spec["clusterDeploymentName"] =
+                    json!({"name": x.hosted_cluster_name(spec), "namespace": ns});
             }
             let mut status = json!({
                 "conditions": conditions,
@@ -503,6 +885,7 @@ fn agents(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value
 
 fn hosted_cluster(
     spec: &KubeClusterSpec,
+    x: &KubeExtras,
     labels: &Value,
     start: Timestamp,
     now: Timestamp,
@@ -619,13 +1002,13 @@ fn hosted_cluster(
         ),
     };
     let ns = spec.hosted_cluster_namespace();
-    let mut meta = metadata(&spec.name, Some(&ns), labels, start);
+    let mut meta = metadata(x.hosted_cluster_name(spec), Some(&ns), labels, start);
     meta["annotations"] = annotations;
     json!({
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "HostedCluster",
         "metadata": meta,
-        "spec": hosted_cluster_spec(spec, platform),
+        "spec": hosted_cluster_spec(spec, x, platform),
         "status": {
             "conditions": conditions,
             "version": {"desired": {"version": SIM_VERSION}, "history": history, "observedGeneration": 1},
@@ -635,11 +1018,11 @@ fn hosted_cluster(
 
 /// The HostedCluster's `.spec`: its id (left out where the user did not set
 /// it), platform and release.
-fn hosted_cluster_spec(spec: &KubeClusterSpec, platform: &str) -> Value {
+fn hosted_cluster_spec(spec: &KubeClusterSpec, x: &KubeExtras, platform: &str) -> Value {
     let platform_spec = match platform {
         "KubeVirt" => json!({"type": platform, "kubevirt": {"baseDomainPassthrough": true}}),
         "Agent" => {
-            json!({"type": platform, "agent": {"agentNamespace": spec.control_plane_namespace()}})
+            json!({"type": platform, "agent": {"agentNamespace": x.control_plane_namespace(spec)}})
         }
         _ => json!({"type": platform}),
     };
@@ -653,13 +1036,18 @@ fn hosted_cluster_spec(spec: &KubeClusterSpec, platform: &str) -> Value {
     out
 }
 
-fn control_plane(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> Vec<Value> {
-    let ns = spec.control_plane_namespace();
+fn control_plane(
+    spec: &KubeClusterSpec,
+    x: &KubeExtras,
+    start: Timestamp,
+    now: Timestamp,
+) -> Vec<Value> {
+    let ns = x.control_plane_namespace(spec);
     let ready_at = reached(spec.control_plane_ready_at, now);
     let mut out = vec![json!({
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "HostedControlPlane",
-        "metadata": metadata(&spec.name, Some(&ns), &json!({}), start),
+        "metadata": metadata(x.hosted_cluster_name(spec), Some(&ns), &json!({}), start),
         "spec": {},
         "status": {
             "ready": ready_at.is_some(),
@@ -742,8 +1130,10 @@ fn managed_cluster(spec: &KubeClusterSpec, start: Timestamp, now: Timestamp) -> 
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn node_pool(
     spec: &KubeClusterSpec,
+    x: &KubeExtras,
     labels: &Value,
     index: usize,
     pool: &str,
@@ -788,7 +1178,7 @@ fn node_pool(
                 .map(|m| {
                     format!(
                         "Machine {}-{m}: {reason}: {message}\n",
-                        spec.node_pool_object_name(pool)
+                        x.node_pool_name(spec, pool)
                     )
                 })
                 .collect();
@@ -841,9 +1231,9 @@ fn node_pool(
     json!({
         "apiVersion": "hypershift.openshift.io/v1beta1",
         "kind": "NodePool",
-        "metadata": metadata(&spec.node_pool_object_name(pool), Some(&spec.hosted_cluster_namespace()), labels, start),
+        "metadata": metadata(&x.node_pool_name(spec, pool), Some(&spec.hosted_cluster_namespace()), labels, start),
         "spec": {
-            "clusterName": spec.name,
+            "clusterName": x.hosted_cluster_name(spec),
             "replicas": desired,
             "management": {"upgradeType": "Replace"},
             "platform": {"type": spec.platform()},

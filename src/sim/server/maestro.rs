@@ -33,7 +33,7 @@ fn maestro_field<'a>(p: &'a Plan, b: &'a BundlePlan, now: Ms) -> impl Fn(&str) -
         "version" => SVal::Int(1),
         "created_at" => SVal::Time(b.created),
         "updated_at" => SVal::Time(p.updated_at(b, now)),
-        "deleted_at" => p.bundle_deleted_at(now).map_or(SVal::Null, SVal::Time),
+        "deleted_at" => p.bundle_deleted_at(b, now).map_or(SVal::Null, SVal::Time),
         _ => SVal::Null,
     }
 }

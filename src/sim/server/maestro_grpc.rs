@@ -339,7 +339,7 @@ fn snapshot(world: &World) -> Sent {
 /// What identifies one served status of a bundle: its update time and
 /// deletion mark.
 fn version(p: &Plan, b: &BundlePlan, t: Ms) -> (Ms, Option<Ms>) {
-    (p.updated_at(b, t), p.bundle_deleted_at(t))
+    (p.updated_at(b, t), p.bundle_deleted_at(b, t))
 }
 
 /// The status events for what changed since `sent`, which is updated.
