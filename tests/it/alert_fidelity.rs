@@ -46,7 +46,7 @@ const SLACK: Duration = Duration::from_secs(
 );
 
 /// Every fault the world injects; each must be judged at least once.
-const FAULTS: [&str; 15] = [
+const FAULTS: [&str; 18] = [
     "clusters_service_error",
     "bundle_never_applied",
     "maestro_status_not_updated",
@@ -64,6 +64,11 @@ const FAULTS: [&str; 15] = [
     "manifestwork_agent_gone",
     "clusters_service_uninstall_error",
     "rp_stuck_deleting",
+    // Day 2: a pool added after the creation that never reaches its
+    // ignition endpoint, an upgrade stuck Partial, a pool stuck updating.
+    "node_pool_never_reaches_ignition",
+    "upgrade_stuck_partial",
+    "node_pool_stuck_updating",
 ];
 
 /// The world, the exporter and a Prometheus with every rule of `alerts/`,
@@ -350,7 +355,17 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         row.expected_alert = alert.to_string();
         row.judged += 1;
         let at = if item["per_cluster"].as_bool().unwrap() {
-            first_firing(alert, &|l| l.get("cluster_id") == Some(id))
+            // A stuck operation's alert must name the operation the fault
+            // hit, and a pool's fault that pool: a node pool stuck while
+            // the cluster's own operations are fine is no creation stuck.
+            let operation = item["operation"].as_str();
+            let pool = item["node_pool"].as_str();
+            let names_it = |l: &BTreeMap<String, String>| {
+                alert != "HCPOperationStuckAtHop"
+                    || (operation.is_none_or(|o| l.get("operation").map(String::as_str) == Some(o))
+                        && pool.is_none_or(|p| l.get("node_pool").map(String::as_str) == Some(p)))
+            };
+            first_firing(alert, &|l| l.get("cluster_id") == Some(id) && names_it(l))
         } else {
             let source = if fault == "unknown_provisioning_state" {
                 "rp_frontend"

@@ -34,7 +34,7 @@ const WATCH: Duration = Duration::from_secs(100);
 const SLACK: SignedDuration = SignedDuration::from_secs(2 + 1 + 1 + 4);
 
 /// The hub's faults; each must be judged at least once.
-const FAULTS: [&str; 6] = [
+const FAULTS: [&str; 8] = [
     "kubevirt_machines_pending",
     "no_free_agent",
     "release_image_invalid",
@@ -42,6 +42,20 @@ const FAULTS: [&str; 6] = [
     "managed_cluster_never_joins",
     // A deletion the HostedCluster's finalizer holds.
     "hosted_cluster_finalizer_stuck",
+    // A pool added after the creation whose machines never come.
+    "added_pool_vm_unschedulable",
+    "added_pool_no_free_agent",
+];
+
+/// Faults the hub serves too (its None clusters' added pool, upgrades) but
+/// whose alert comes due too late for this run to judge them every time (an
+/// upgrade's budget is 75 world-minutes past a start 25–45 minutes into a
+/// cluster's life): judged when they occur, required by the ARO fidelity
+/// test, which runs longer.
+const JUDGED_WHEN_DUE: [&str; 3] = [
+    "node_pool_never_reaches_ignition",
+    "upgrade_stuck_partial",
+    "node_pool_stuck_updating",
 ];
 
 /// The hub, the exporter and a Prometheus with every rule of `alerts/`,
@@ -123,7 +137,9 @@ impl Run {
 
     /// Every per-cluster alert that fired since `since`: (alert, cluster id,
     /// first instant firing).
-    async fn fired(&self, since: Timestamp) -> Vec<(String, String, Timestamp)> {
+    /// Each firing alert: its name, cluster, operation and node pool (empty
+    /// when it has none), and when it first fired.
+    async fn fired(&self, since: Timestamp) -> Vec<(String, String, [String; 2], Timestamp)> {
         let body: Value = self
             .client
             .get(format!("{}/api/v1/query_range", self.prometheus))
@@ -146,9 +162,11 @@ impl Run {
             .iter()
             .map(|series| {
                 let first = series["values"][0][0].as_f64().unwrap();
+                let label = |name: &str| series["metric"][name].as_str().unwrap_or("").to_string();
                 (
-                    series["metric"]["alertname"].as_str().unwrap().to_string(),
-                    series["metric"]["cluster_id"].as_str().unwrap().to_string(),
+                    label("alertname"),
+                    label("cluster_id"),
+                    [label("operation"), label("node_pool")],
                     Timestamp::from_millisecond((first * 1000.0) as i64).unwrap(),
                 )
             })
@@ -166,11 +184,19 @@ async fn every_hub_fault_raises_its_alert_and_healthy_clusters_none() {
     let seen = run.watch(WATCH).await;
     let end = Timestamp::now();
     let fired = run.fired(run.watching_since).await;
-    let first_firing = |alert: &str, id: &str| {
+    // A stuck operation's alert must name the operation and the pool the
+    // fault hit (a stuck day-2 pool is no stuck creation).
+    let first_firing = |alert: &str, id: &str, item: &Value| {
+        let operation = item["operation"].as_str();
+        let pool = item["node_pool"].as_str();
         fired
             .iter()
-            .filter(|(a, c, _)| a == alert && c == id)
-            .map(|(_, _, at)| *at)
+            .filter(|(a, c, _, _)| a == alert && c == id)
+            .filter(|(a, _, [op, np], _)| {
+                a != "HCPOperationStuckAtHop"
+                    || (operation.is_none_or(|o| o == op) && pool.is_none_or(|p| p == np))
+            })
+            .map(|(_, _, _, at)| *at)
             .min()
     };
 
@@ -195,11 +221,12 @@ async fn every_hub_fault_raises_its_alert_and_healthy_clusters_none() {
         }
         let fault = FAULTS
             .iter()
+            .chain(&JUDGED_WHEN_DUE)
             .copied()
             .find(|f| *f == fault)
             .unwrap_or_else(|| panic!("{id}: {fault} is not a fault of the hub"));
         *judged.entry(fault).or_default() += 1;
-        match first_firing(alert, id) {
+        match first_firing(alert, id, item) {
             Some(at) if at <= deadline => *in_time.entry(fault).or_default() += 1,
             Some(at) => misses.push(format!(
                 "{id} ({fault}): {alert} fired {:.1}s after its due time",
@@ -214,13 +241,13 @@ async fn every_hub_fault_raises_its_alert_and_healthy_clusters_none() {
     // twenty is slower than the fleet's p95 at some hop (docs/alerts.md).
     let false_alarms: Vec<String> = fired
         .iter()
-        .filter(|(alert, _, _)| alert != "HCPCreationAtRisk")
-        .filter(|(_, id, _)| seen.get(id).is_none_or(|(item, _)| item["fault"].is_null()))
-        .map(|(alert, id, at)| format!("{alert} on {id} at {at}"))
+        .filter(|(alert, _, _, _)| alert != "HCPCreationAtRisk")
+        .filter(|(_, id, _, _)| seen.get(id).is_none_or(|(item, _)| item["fault"].is_null()))
+        .map(|(alert, id, [op, np], at)| format!("{alert} on {id} ({op} {np}) at {at}"))
         .collect();
 
     let mut table = "| fault | judged | fired in time |\n|---|---|---|\n".to_string();
-    for fault in FAULTS {
+    for fault in FAULTS.iter().chain(&JUDGED_WHEN_DUE) {
         table.push_str(&format!(
             "| {fault} | {} | {} |\n",
             judged.get(fault).unwrap_or(&0),

@@ -39,6 +39,12 @@ fn fault_hop(fault: &str) -> &'static [&'static str] {
         // management cluster's object where one is read, else the bundle.
         "hosted_cluster_finalizer_stuck" => &["hosted_cluster", "maestro_bundle"],
         "manifestwork_agent_gone" => &["manifestwork", "maestro_bundle"],
+        // Day 2: the pool's hop, or the HostedCluster an upgrade waits at.
+        "node_pool_never_reaches_ignition"
+        | "added_pool_vm_unschedulable"
+        | "added_pool_no_free_agent"
+        | "node_pool_stuck_updating" => &["node_pool"],
+        "upgrade_stuck_partial" => &["hosted_cluster"],
         other => panic!("a fault this test does not know: {other}"),
     }
 }
@@ -69,9 +75,22 @@ fn allowed(truth: &GroundTruthCluster, from: Timestamp, to: Timestamp) -> Option
             | "node_pool_bundle_never_applied"
             | "hosted_cluster_unavailable"
     );
+    // Day 2: the cluster's creation completed; its own verdict is its
+    // health (a pool short of nodes past the budget degrades it, an upgrade
+    // or a pool rolling a version does not), and the stuck operation is
+    // judged on its own (checked below).
+    let day2_not_ready = matches!(
+        fault,
+        "node_pool_never_reaches_ignition"
+            | "added_pool_vm_unschedulable"
+            | "added_pool_no_free_agent"
+    );
+    let day2_ready = matches!(fault, "upgrade_stuck_partial" | "node_pool_stuck_updating");
     let due = truth.alert_due_at?;
     if due <= from - SLACK {
         return Some(match fault {
+            _ if day2_not_ready => vec![5],
+            _ if day2_ready => vec![0, 1],
             _ if failing => vec![3],
             // The regression ends after 25–35 world minutes. Read once, a
             // HostedCluster not Available now may show a creation that never
@@ -94,6 +113,8 @@ fn allowed(truth: &GroundTruthCluster, from: Timestamp, to: Timestamp) -> Option
         // before the fault.
         return Some(if failing {
             vec![0, 1, 3]
+        } else if day2_not_ready || day2_ready {
+            vec![0, 1, 5]
         } else if after_completion || fault == "maestro_status_not_updated" {
             vec![0, 1, 2, 5]
         } else {
@@ -231,6 +252,36 @@ async fn every_cluster(world: WorldKind, clusters: usize, seed: u64) -> Seen {
                 report.verdict_line()
             ));
             continue;
+        }
+        // A day-2 fault past its due time: the stuck operation is listed
+        // with its own verdict, the operation and pool the fault hit.
+        if let (Some(fault), Some(operation), Some(due)) =
+            (now.fault, now.operation, now.alert_due_at)
+            && matches!(
+                operation,
+                "node_pool_create" | "upgrade" | "node_pool_upgrade"
+            )
+            && due <= from - SLACK
+        {
+            let ops = report
+                .timeline
+                .as_ref()
+                .and_then(|t| t["operations"].as_array().cloned())
+                .unwrap_or_default();
+            let stuck = ops.iter().any(|o| {
+                o["operation"] == operation
+                    && o["verdict"] == "stuck"
+                    && now
+                        .node_pool
+                        .as_deref()
+                        .is_none_or(|p| o["node_pool"].as_str() == Some(p))
+            });
+            if !stuck {
+                problems.push(format!(
+                    "{} ({fault}): no {operation} stuck among its operations: {ops:?}",
+                    item.cluster_id
+                ));
+            }
         }
         if let Some(fault) = now.fault
             && matches!(code, 2 | 3 | 5)
