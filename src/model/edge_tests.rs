@@ -716,3 +716,73 @@ fn a_restart_keeps_a_multi_object_hops_time_when_its_objects_come_back_one_by_on
         .since;
     assert_eq!(later, TimeMark::observed(t(61)));
 }
+
+/// An exporter started while a completed cluster upgrades reads the RP
+/// `Updating` and Clusters Service `updating`: the resource was provisioned
+/// before (ARM updates only what succeeded), so its creation is done and is
+/// never counted when the RP says `Succeeded` again.
+#[test]
+fn a_first_sync_during_an_update_takes_the_creation_for_done() {
+    let mut f = Fleet::new(config());
+    f.apply(
+        batch(
+            true,
+            t(60),
+            vec![
+                cs("cs-1")
+                    .state("updating", Phase::Progressing)
+                    .created(t(0))
+                    .since(t(55)),
+                obs("cs-1", Hop::HostedCluster)
+                    .state("Available/Partial", Phase::Ready)
+                    .since(t(12)),
+                rp(RID)
+                    .state("Updating", Phase::Progressing)
+                    .created(t(0))
+                    .since(t(55)),
+            ],
+        ),
+        t(60),
+    );
+    let timeline = f.get("cs-1").unwrap();
+    assert_eq!(timeline.outcome, CreationOutcome::Succeeded);
+    assert_eq!(timeline.operation_in_flight(), None);
+    let r = f.apply(
+        batch(
+            false,
+            t(70),
+            vec![
+                rp(RID).state("Succeeded", Phase::Ready).since(t(70)),
+                cs("cs-1").state("ready", Phase::Ready).since(t(70)),
+            ],
+        ),
+        t(70),
+    );
+    assert!(
+        r.events
+            .iter()
+            .all(|e| !matches!(e, Event::OperationEnded { .. } | Event::Slo { .. })),
+        "{:?}",
+        r.events
+    );
+    // A creation watched from its start still ends at Succeeded, not at an
+    // RP still Provisioning.
+    let mut g = Fleet::new(config());
+    g.apply(
+        batch(
+            false,
+            t(1),
+            vec![
+                cs("cs-2").created(t(0)),
+                rp(RID)
+                    .state("Provisioning", Phase::Progressing)
+                    .created(t(0)),
+                obs("cs-2", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .since(t(1)),
+            ],
+        ),
+        t(1),
+    );
+    assert_eq!(g.get("cs-2").unwrap().outcome, CreationOutcome::InFlight);
+}

@@ -490,10 +490,8 @@ pub struct Day2Config {
     pub enabled: bool,
     /// The RP's `provisioningState` is `Updating` while the control plane
     /// upgrades (ARO HCP's, mapped from Clusters Service's `updating`, which
-    /// the world serves either way). Off by default: an exporter that does
-    /// not follow upgrades yet reads a completed cluster's `Updating` as a
-    /// creation in flight (one started mid-upgrade counts that creation
-    /// again when the RP says `Succeeded`).
+    /// the world serves either way). On by default, as ARO HCP serves it;
+    /// off reproduces an RP that keeps `Succeeded` through an upgrade.
     pub rp_updating: bool,
 }
 
@@ -501,7 +499,7 @@ impl Default for Day2Config {
     fn default() -> Self {
         Day2Config {
             enabled: true,
-            rp_updating: false,
+            rp_updating: true,
         }
     }
 }

@@ -390,9 +390,9 @@ async fn an_upgrade_leads_with_desired_and_adds_a_dated_history_entry() {
         assert_eq!(v["desired"]["version"], target.as_str());
         assert_ne!(v["history"][0]["version"], target.as_str());
     }
-    // The RP stays Succeeded unless the world serves its Updating
+    // The RP says Updating, as the world serves it by default
     // (`Day2Config::rp_updating`, below).
-    assert_eq!(rp_state(&world, &ep, &id).await, "Succeeded");
+    assert_eq!(rp_state(&world, &ep, &id).await, "Updating");
 
     // Started: a Partial entry at index 0, the old one Completed after it.
     go_to(&world, op.started + jiff::SignedDuration::from_secs(1));

@@ -226,8 +226,9 @@ fn faults_follow_their_script() {
                         assert_eq!(p(Hop::HostedCluster), Some(Phase::Ready));
                         assert_eq!(c.hops[&Hop::HostedCluster].state, "Partial");
                         assert_eq!(c.hops[&Hop::ClustersService].state, "updating");
-                        // The RP says Updating only where the world serves it.
-                        assert_eq!(c.hops[&Hop::RpFrontend].state, "Succeeded");
+                        // The RP says Updating, as the world serves it by
+                        // default.
+                        assert_eq!(c.hops[&Hop::RpFrontend].state, "Updating");
                     }
                     FaultKind::NodePoolStuckUpdating => {
                         assert!(c.completed_at.is_some() && !c.failed);

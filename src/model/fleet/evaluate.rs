@@ -280,11 +280,22 @@ pub(super) fn evaluate_creation(
     let terminal_ready: Option<Vec<Stamp>> = terminal_hops
         .iter()
         .map(|hop| {
-            timeline
-                .hops
-                .get(hop)
-                .filter(|h| h.phase == Phase::Ready)
-                .and_then(|h| h.ready_at)
+            let h = timeline.hops.get(hop)?;
+            if h.phase == Phase::Ready {
+                return h.ready_at;
+            }
+            // An RP resource `Updating` (a Clusters Service cluster
+            // `updating`) was provisioned before: ARM takes an update only
+            // on a resource that succeeded, and the update is an operation
+            // of its own (docs/design.md §13, §15.10). Its creation is
+            // done, dated no later than the update began; only a first
+            // sync meets this (a creation watched ends at `Succeeded`), and
+            // a first sync counts nothing.
+            let updating = matches!(
+                (hop, &*h.state),
+                (Hop::RpFrontend, "Updating") | (Hop::ClustersService, "updating")
+            );
+            updating.then(|| h.ready_at.unwrap_or(h.since.at))
         })
         .collect();
     if let Some(ready_times) = terminal_ready
