@@ -64,6 +64,52 @@ fn bench_spec(i: usize, now: Timestamp) -> crate::sim::kube::KubeClusterSpec {
     }
 }
 
+/// What cluster `i` does after its creation, so the fleet has day-2
+/// operations in flight as a real one does: one cluster in twenty adds a
+/// pool (created two minutes ago, its machines not ready yet), another one
+/// in twenty upgrades its control plane (started five minutes ago) and its
+/// pool (updating since a minute ago). At 10,000 clusters: 500 pool
+/// creations, 500 upgrades and 500 pool upgrades in flight.
+fn bench_extras(i: usize, now: Timestamp) -> crate::sim::kube::KubeExtras {
+    use crate::sim::kube::KubeExtras;
+    use crate::sim::kube::objects::{KubeAddedPool, KubePoolUpgrade, KubeUpgrade};
+    let ago = |minutes: i64| now - SignedDuration::from_mins(minutes);
+    match i % 20 {
+        0 => KubeExtras {
+            added_pool: Some(KubeAddedPool {
+                pool: "np-2".to_string(),
+                replicas: 2,
+                created: ago(2),
+                ignition: Some(ago(1)),
+                machines: None,
+                nodes: None,
+                ready: None,
+                pending: None,
+            }),
+            ..KubeExtras::default()
+        },
+        10 => {
+            let to = "4.20.5".to_string();
+            KubeExtras {
+                upgrade: Some(KubeUpgrade {
+                    to: to.clone(),
+                    requested: ago(6),
+                    started: ago(5),
+                    completed: None,
+                }),
+                pool_upgrades: vec![KubePoolUpgrade {
+                    pool: "np-1".to_string(),
+                    to,
+                    started: ago(1),
+                    done: None,
+                }],
+                ..KubeExtras::default()
+            }
+        }
+        _ => KubeExtras::default(),
+    }
+}
+
 fn has_sample(body: &str, family: &str, labels: &[String], value: &str) -> bool {
     body.lines().any(|l| {
         l.starts_with(family)
@@ -82,7 +128,7 @@ pub async fn kube(
     scrapes: usize,
     changes: usize,
 ) -> Result<KubeFigures, BenchError> {
-    use crate::sim::kube::{KubeApiServer, objects_at, write_kubeconfig};
+    use crate::sim::kube::{KubeApiServer, objects_with, write_kubeconfig};
     let pinning = pin::Pinning::apply();
     let upstreams = upstream_threads()?;
     let (api, url) = on_threads(&upstreams, KubeApiServer::start())
@@ -93,7 +139,7 @@ pub async fn kube(
     let mut pools = Vec::with_capacity(clusters);
     for i in 0..clusters {
         let spec = bench_spec(i, now);
-        for obj in objects_at(&spec, now) {
+        for obj in objects_with(&spec, &bench_extras(i, now), now) {
             if obj.get("kind").and_then(serde_json::Value::as_str) == Some("NodePool") {
                 pools.push((spec.cluster_id.clone(), obj.clone()));
             }
