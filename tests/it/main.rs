@@ -17,6 +17,7 @@ mod config_cli;
 mod config_docs;
 mod config_load;
 mod dashboards_data;
+mod day2_vs_world;
 mod deletion_standin;
 mod design_rules;
 mod diagnose_demo;

@@ -1,0 +1,168 @@
+//! The exporter against the simulated world's day-2 operations (pools added
+//! and removed, control planes and pools upgraded; docs/design.md §11.10),
+//! read through its real sources from both the service side and the
+//! management side, compared with the world's ground truth: every operation
+//! the world has in flight is one series in `hcpflow_operation_in_flight`
+//! (one, though two views read it), gone once it ended, and the ones that
+//! ended while the exporter watched are counted, none late or failed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::common::exporter;
+use crate::common::world as testworld;
+use hcp_flow::model::{OperationKind, Phase};
+use hcp_flow::sim::WorldConfig;
+use jiff::{SignedDuration, Timestamp};
+
+/// A slow poll and a relist at this speed (the demo divides the production
+/// intervals by 60: 2 s, 10 s), whole-second upstream times, one scrape, on
+/// a machine shared with the world and the other tests.
+const SLACK: SignedDuration = SignedDuration::from_secs(8);
+
+fn sample(text: &str, family: &str, labels: &[String]) -> Vec<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter(|l| labels.iter().all(|want| l.contains(want.as_str())))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect()
+}
+
+fn label(name: &str, value: &str) -> String {
+    format!("{name}=\"{value}\"")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
+    let world = testworld::start(WorldConfig {
+        faults: false,
+        ..testworld::demo(80, 5)
+    })
+    .await;
+    let served = exporter::of_world(&world).serve().await;
+    let start = Timestamp::now();
+    while !served.store.ready() {
+        assert!(Timestamp::now().duration_since(start) < SignedDuration::from_secs(60));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ready_at = Timestamp::now();
+    // Sixty world-minutes: every kind begins and ends meanwhile.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let text = served
+        .store
+        .scrape(hcp_flow::metrics::exposition::Format::Text);
+    let truth = world.world.ground_truth();
+    let phases = world.world.truth();
+    let now = truth.at;
+
+    // A cluster whose deletion began takes its day-2 operations along.
+    let settled = |cluster_id: &str| {
+        phases
+            .cluster(cluster_id)
+            .is_some_and(|c| c.hops.values().all(|h| h.phase != Phase::Deleting))
+    };
+    let mut problems = Vec::new();
+    let mut in_flight: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut ended: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for op in &truth.day2_operations {
+        if !settled(&op.cluster_id) {
+            continue;
+        }
+        let begun = op.requested.unwrap_or(op.started);
+        let mut labels = vec![
+            label("cluster_id", &op.cluster_id),
+            label("operation", op.operation),
+        ];
+        if let Some(pool) = &op.node_pool {
+            labels.push(label("node_pool", pool));
+        }
+        if let Some(version) = &op.target_version {
+            labels.push(label("target_version", version));
+        }
+        let shown = sample(&text, "hcpflow_operation_in_flight", &labels).len();
+        let still = op.ended.is_none_or(|e| e > now + SLACK);
+        if begun < now - SLACK && still {
+            *in_flight.entry(op.operation).or_default() += 1;
+            if shown != 1 {
+                let held = served
+                    .store
+                    .with_timeline(&op.cluster_id, |t| {
+                        let hops: Vec<String> = t
+                            .hops
+                            .iter()
+                            .map(|(hop, h)| format!("{hop} {} {}", h.phase, h.state))
+                            .collect();
+                        format!("{:?}; hops {hops:?}", t.day2_operations)
+                    })
+                    .unwrap_or_default();
+                let world_hops: Vec<String> = phases
+                    .cluster(&op.cluster_id)
+                    .map(|c| {
+                        c.hops
+                            .iter()
+                            .map(|(hop, h)| format!("{hop} {} {}", h.phase, h.state))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                problems.push(format!(
+                    "in flight in the world, {shown} series: {op:?}\n  the exporter holds: {held}\n  the world's truth at {now}: {world_hops:?}"
+                ));
+            }
+        }
+        if op.ended.is_some_and(|e| e < now - SLACK) && shown != 0 {
+            problems.push(format!("ended in the world, still in flight: {op:?}"));
+        }
+        // (begun and ended while watched, ended by now at the latest)
+        let entry = ended.entry(op.operation).or_default();
+        if let Some(e) = op.ended {
+            if begun > ready_at + SLACK && e < now - SLACK {
+                entry.0 += 1;
+            }
+            if e < now + SLACK {
+                entry.1 += 1;
+            }
+        }
+    }
+    for (operation, (at_least, at_most)) in &ended {
+        let counted: f64 = sample(
+            &text,
+            "hcpflow_operation_duration_seconds_count",
+            &[label("operation", operation)],
+        )
+        .iter()
+        .sum();
+        if counted < *at_least as f64 {
+            problems.push(format!(
+                "{operation}: {counted} ended counted, the world ended {at_least} while watched"
+            ));
+        }
+        // No upper bound: the ground truth lists the operations of the
+        // clusters that exist now, and the churn deleted others whose
+        // operations ended while watched (and were counted). Once per
+        // operation is what the in-flight series say above.
+        let _ = at_most;
+        // Healthy, within their targets: nothing late, nothing failed.
+        if *operation != "node_pool_create" {
+            for outcome in ["late", "failed"] {
+                let bad: f64 = sample(
+                    &text,
+                    "hcpflow_operation_slo_events_total",
+                    &[label("operation", operation), label("outcome", outcome)],
+                )
+                .iter()
+                .sum();
+                if bad > 0.0 {
+                    problems.push(format!("{operation}: {bad} {outcome} in a healthy world"));
+                }
+            }
+        }
+    }
+    eprintln!("in flight in the world: {in_flight:?}; ended (while watched, by now): {ended:?}");
+    // Every kind happened: the test judged something of each.
+    for kind in OperationKind::ALL.iter().filter(|k| k.day2()) {
+        let seen = in_flight.get(kind.as_str()).copied().unwrap_or(0)
+            + ended.get(kind.as_str()).map_or(0, |e| e.0);
+        assert!(seen > 0, "no {kind} judged: {in_flight:?} {ended:?}");
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
