@@ -658,39 +658,10 @@ pub(super) fn evaluate_pools(
         } else {
             Via::Maestro
         };
-        if let Some(hop_started) = op.done(Hop::NodePool, at) {
-            events.push(Event::HopEnded {
-                cluster_id: timeline.cluster_id.clone(),
-                operation: op.kind,
-                subject: op.subject.clone(),
-                hop: Hop::NodePool,
-                via,
-                counted: counted && via == Via::Direct,
-                platform: timeline.identity.platform.clone(),
-                version: timeline.identity.version.clone(),
-                outcome,
-                started: hop_started.into(),
-                ended: at.into(),
-            });
-        }
-        op.outcome = match outcome {
-            Outcome::Succeeded => OperationOutcome::Succeeded,
-            Outcome::Failed => OperationOutcome::Failed,
-        };
-        op.ended_at = Some(at);
-        let ending = Ending {
-            cluster_id: &timeline.cluster_id,
-            operation: op.kind,
-            subject: op.subject.as_deref(),
-            counted,
-            platform: &timeline.identity.platform,
-            version: &timeline.identity.version,
-            outcome,
-            started: op.started_at.at.into(),
-            ended: at.into(),
-            target: config.target(op.kind),
-        };
-        ending.record(&mut op.slo, events);
+        let version = timeline.identity.version.clone();
+        end_day2(
+            timeline, op, outcome, at, via, counted, &version, config, events,
+        );
     }
     // Only the ones in flight: an ended one has said all it had to say
     // (its duration, its verdict, its trace), and keeping the last few of
@@ -701,4 +672,56 @@ pub(super) fn evaluate_pools(
         timeline.day2_operations = Some(ops);
     }
     deadlines
+}
+
+/// End a day-2 operation at its one hop (`via`: the view it ended in): the
+/// hop's duration (direct views only), its end and its one SLO verdict, as
+/// every kind ends (`Ending::record`). `version` labels the durations: the
+/// cluster's, or an upgrade's target.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn end_day2(
+    timeline: &Timeline,
+    op: &mut Operation,
+    outcome: Outcome,
+    at: Stamp,
+    via: Via,
+    counted: bool,
+    version: &str,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    let hop = op.kind.flow().hops[0];
+    if let Some(hop_started) = op.done(hop, at) {
+        events.push(Event::HopEnded {
+            cluster_id: timeline.cluster_id.clone(),
+            operation: op.kind,
+            subject: op.subject.clone(),
+            hop,
+            via,
+            counted: counted && via == Via::Direct,
+            platform: timeline.identity.platform.clone(),
+            version: version.to_string(),
+            outcome,
+            started: hop_started.into(),
+            ended: at.into(),
+        });
+    }
+    op.outcome = match outcome {
+        Outcome::Succeeded => OperationOutcome::Succeeded,
+        Outcome::Failed => OperationOutcome::Failed,
+    };
+    op.ended_at = Some(at);
+    let ending = Ending {
+        cluster_id: &timeline.cluster_id,
+        operation: op.kind,
+        subject: op.subject.as_deref(),
+        counted,
+        platform: &timeline.identity.platform,
+        version,
+        outcome,
+        started: op.started_at.at.into(),
+        ended: at.into(),
+        target: config.target(op.kind),
+    };
+    ending.record(&mut op.slo, events);
 }

@@ -69,25 +69,10 @@ pub(super) fn evaluate_upgrades(
     if timeline.deletion.is_some() {
         return deadlines;
     }
-    let Some(mut ops) = timeline.day2_operations.take() else {
-        if matches!(check, UpgradeCheck::Failures) {
-            return deadlines;
-        }
-        let mut ops = Box::default();
-        follow(
-            timeline,
-            &mut ops,
-            &check,
-            initial,
-            observed_at,
-            config,
-            &mut deadlines,
-        );
-        if !ops.is_empty() {
-            timeline.day2_operations = Some(ops);
-        }
+    if timeline.day2_operations.is_none() && matches!(check, UpgradeCheck::Failures) {
         return deadlines;
-    };
+    }
+    let mut ops = timeline.day2_operations.take().unwrap_or_default();
     follow(
         timeline,
         &mut ops,
@@ -135,39 +120,9 @@ pub(super) fn evaluate_upgrades(
         let at = at.max(op.started_at.at);
         let hop = op.kind.flow().hops[0];
         let via = timeline.hop(hop).map_or(Via::Direct, |h| h.via);
-        if let Some(hop_started) = op.done(hop, at) {
-            events.push(Event::HopEnded {
-                cluster_id: timeline.cluster_id.clone(),
-                operation: op.kind,
-                subject: op.subject.clone(),
-                hop,
-                via,
-                counted: counted && via == Via::Direct,
-                platform: timeline.identity.platform.clone(),
-                version: target.clone(),
-                outcome,
-                started: hop_started.into(),
-                ended: at.into(),
-            });
-        }
-        op.outcome = match outcome {
-            Outcome::Succeeded => OperationOutcome::Succeeded,
-            Outcome::Failed => OperationOutcome::Failed,
-        };
-        op.ended_at = Some(at);
-        let ending = Ending {
-            cluster_id: &timeline.cluster_id,
-            operation: op.kind,
-            subject: op.subject.as_deref(),
-            counted,
-            platform: &timeline.identity.platform,
-            version: &target,
-            outcome,
-            started: op.started_at.at.into(),
-            ended: at.into(),
-            target: config.target(op.kind),
-        };
-        ending.record(&mut op.slo, events);
+        end_day2(
+            timeline, op, outcome, at, via, counted, &target, config, events,
+        );
     }
     forget_failed(&mut ops, &check);
     ops.retain(kept);
