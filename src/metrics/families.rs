@@ -188,7 +188,17 @@ pub const OPERATION_STARTED: Family<2> = Family::gauge(
     &["operation", "node_pool"],
 );
 
-pub(super) const FAMILY_COUNT: usize = 13;
+/// Where each day-2 operation in flight waits (docs/design.md §15.11): a
+/// pool's own reading at the hop (its ARM resource, its Clusters Service
+/// node pool, its NodePool), which the cluster's hop series do not show.
+pub const OPERATION_WAITING: Family<6> = Family::gauge(
+    13,
+    "hcpflow_operation_waiting_since_timestamp_seconds",
+    "Unix time each day-2 operation in flight (node_pool_create, node_pool_delete, node_pool_upgrade, upgrade) began waiting at the hop it waits at, with what that hop reads of the pool (phase, raw state, view). Cached state refreshed in the background",
+    &["operation", "node_pool", "hop", "phase", "state", "via"],
+);
+
+pub(super) const FAMILY_COUNT: usize = 14;
 
 /// Every per-cluster family in exposition order: the single source of the
 /// names, types, helps and label sets (docs/metrics.md is checked against it).
@@ -206,6 +216,7 @@ pub(super) const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
     HOP_FEEDBACK_ERROR.def(),
     OPERATION_IN_FLIGHT.def(),
     OPERATION_STARTED.def(),
+    OPERATION_WAITING.def(),
 ];
 
 // Each family's id is its place in the list: the per-cluster layout is

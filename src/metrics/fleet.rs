@@ -414,6 +414,19 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         // One upgrade in flight per cluster and per pool (a new target
         // replaces the old): the start needs no version to be unique.
         out.sample(&OPERATION_STARTED, [kind, pool], &seconds(op.started_at.at));
+        let waiting = timeline.waiting_of(op);
+        out.sample(
+            &OPERATION_WAITING,
+            [
+                kind,
+                pool,
+                waiting.hop.as_str(),
+                waiting.phase.as_str(),
+                waiting.state.map_or("", |s| s.as_str()),
+                waiting.via.as_str(),
+            ],
+            &seconds(waiting.since),
+        );
     }
 
     for (hop, state) in &timeline.hops {
@@ -630,6 +643,11 @@ mod tests {
             obs("c", Hop::ControlPlane)
                 .state("Ready", Phase::Ready)
                 .pods(4, 1),
+            // A pool the RP shows provisioning: its creation in flight.
+            obs("c", Hop::RpFrontend)
+                .object("np-2")
+                .state("Provisioning", Phase::Progressing)
+                .created(t(0)),
         ];
         fleet.apply(batch(false, t(0), observations), t(30));
         let mut timeline = fleet.get("c").unwrap().clone();

@@ -43,7 +43,8 @@ pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;
 pub use text::Text;
 pub use timeline::{
-    CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, TimeMark, Timeline,
+    CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, PoolReading, TimeMark,
+    Timeline, Waiting, same_pool,
 };
 pub use trace_link::{TRACEPARENT_ANNOTATIONS, TraceLink, TraceParent, TraceParentError};
 pub use verdict::{Status, Verdict, explain, failed_hop, human, operation_verdict, verdict};

@@ -197,23 +197,26 @@ pub static DELETE: Flow = Flow {
     root_span: "hcp.cluster.delete",
 };
 
-/// A node pool's creation waits at its NodePool until it is ready at its
-/// desired replicas (the pool's own hops on the service side, its ARM
-/// resource and Clusters Service node pool, are not read yet:
-/// docs/design.md §15.9).
+/// A node pool's creation passes its ARM `nodePools` resource, its Clusters
+/// Service node pool and its NodePool, each done when it reads ready (the
+/// RP `Succeeded`, CS `ready`, the NodePool ready at its desired replicas).
+/// A hop that never read the pool is out of scope and not waited for
+/// (docs/design.md §15.11). The pool's bundle and ManifestWork are read
+/// through the NodePool they carry.
 pub static NODE_POOL_CREATE: Flow = Flow {
     kind: OperationKind::NodePoolCreate,
-    hops: &[Hop::NodePool],
+    hops: &[Hop::RpFrontend, Hop::ClustersService, Hop::NodePool],
     done: HopDone::Ready,
     waiting: &[Phase::Pending, Phase::Progressing, Phase::Unknown],
     root_span: "hcp.node_pool.create",
 };
 
-/// A node pool's removal waits at its NodePool until it is gone (its
-/// machines drained and deleted).
+/// A node pool's removal takes it apart from the inside out: the NodePool
+/// (its machines drained and deleted), then Clusters Service's node pool,
+/// then the RP's resource; each is done when the pool is gone there.
 pub static NODE_POOL_DELETE: Flow = Flow {
     kind: OperationKind::NodePoolDelete,
-    hops: &[Hop::NodePool],
+    hops: &[Hop::NodePool, Hop::ClustersService, Hop::RpFrontend],
     done: HopDone::Gone,
     waiting: &[Phase::Deleting],
     root_span: "hcp.node_pool.delete",
@@ -312,6 +315,8 @@ pub struct Operation {
     /// and traced like any other, but its end is not counted (nobody here
     /// watched it begin) and its verdict was given silently.
     pub uncounted: bool,
+    /// The hop that failed it, once it failed.
+    pub failed_hop: Option<Hop>,
 }
 
 impl Operation {
@@ -325,6 +330,7 @@ impl Operation {
             slo: None,
             hops: Vec::new(),
             uncounted: false,
+            failed_hop: None,
         }
     }
 
@@ -379,6 +385,30 @@ impl Operation {
 
     pub fn hop(&self, hop: Hop) -> Option<&OperationHop> {
         self.hops.iter().find(|h| h.hop == hop)
+    }
+
+    /// The hop it waits at: a hop of its flow that read it and is not done
+    /// there; when every hop that read it is done, the flow's last hop (a
+    /// pool waits for its nodes, an upgrade for its rollout).
+    pub fn waiting_hop(&self) -> Hop {
+        let flow = self.kind.flow();
+        let pending = |h: &&Hop| self.hop(**h).is_some_and(|e| e.done_at.is_none());
+        // A creation names the deepest hop not done (the RP and Clusters
+        // Service wait for what is beneath them), a removal the first (it
+        // takes the pool apart from the inside out).
+        let found = match flow.done {
+            HopDone::Ready => flow.hops.iter().rev().find(pending),
+            _ => flow.hops.iter().find(pending),
+        };
+        found
+            .or_else(|| flow.hops.last())
+            .copied()
+            .unwrap_or(Hop::NodePool)
+    }
+
+    /// Every hop that read it is done there (and one did).
+    pub fn all_reached_done(&self) -> bool {
+        !self.hops.is_empty() && self.hops.iter().all(|h| h.done_at.is_some())
     }
 
     /// Note that the operation reached `hop` at `at`, once.
@@ -438,8 +468,15 @@ mod tests {
             hops.sort();
             hops.dedup();
             assert_eq!(hops.len(), flow.hops.len(), "{kind}");
-            if kind.of_node_pool() {
+            if kind == OperationKind::NodePoolUpgrade {
                 assert_eq!(hops, vec![Hop::NodePool], "{kind}");
+                assert!(flow.root_span.starts_with("hcp.node_pool."));
+            } else if kind.of_node_pool() {
+                assert_eq!(
+                    hops,
+                    vec![Hop::RpFrontend, Hop::ClustersService, Hop::NodePool],
+                    "{kind}"
+                );
                 assert!(flow.root_span.starts_with("hcp.node_pool."));
             } else if kind == OperationKind::Upgrade {
                 assert_eq!(hops, vec![Hop::HostedCluster], "{kind}");

@@ -340,3 +340,256 @@ fn a_restart_goes_on_with_a_pools_creation_and_ends_it_once() {
     );
     assert!(again.get("c1").unwrap().day2_operations.is_none());
 }
+
+// ---- the RP's and Clusters Service's pools (docs/design.md §15.11) -----
+
+/// Pool `name` as the RP reads it (ARM `nodePools`), requested at `created`.
+fn rp_pool(name: &str, state: &str, phase: Phase, created: jiff::Timestamp) -> Obs {
+    obs("c1", Hop::RpFrontend)
+        .object(name)
+        .state(state, phase)
+        .created(created)
+}
+
+/// Pool `name` as Clusters Service reads it, in `state` since `since`.
+fn cs_pool(name: &str, state: &str, phase: Phase, since: jiff::Timestamp) -> Obs {
+    obs("c1", Hop::ClustersService)
+        .object(name)
+        .state(state, phase)
+        .since(since)
+}
+
+#[test]
+fn a_pool_requested_at_the_rp_is_one_creation_from_the_request_to_the_last_hop_ready() {
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    let rp_phase = f.get("c1").unwrap().phase(Hop::RpFrontend);
+
+    // The ARM request at 30; Clusters Service installing from 31.
+    let r = f.apply(
+        batch(
+            false,
+            t(32),
+            vec![
+                rp_pool("np2", "Provisioning", Phase::Progressing, t(30)),
+                cs_pool("np2", "installing", Phase::Progressing, t(31)),
+            ],
+        ),
+        t(32),
+    );
+    assert_eq!(operation_events(&r.events), Vec::<String>::new());
+    assert_eq!(in_flight(&f), ["c1/node_pool_create/np2"]);
+    let timeline = f.get("c1").unwrap();
+    assert_eq!(
+        timeline.phase(Hop::RpFrontend),
+        rp_phase,
+        "a pool never moves the cluster's own RP phase"
+    );
+    let op = timeline
+        .day2_operation(OperationKind::NodePoolCreate, Some("np2"))
+        .unwrap();
+    assert_eq!(op.started_at, TimeMark::upstream(t(30)));
+    let at = timeline.waiting_of(op);
+    assert_eq!(
+        (at.hop, at.phase, at.state.map(|s| s.as_str())),
+        (Hop::ClustersService, Phase::Progressing, Some("installing")),
+        "the deepest hop not done"
+    );
+
+    // HyperShift's NodePool `<cluster>-np2` appears at 34: the same pool,
+    // one operation, waiting at the NodePool now.
+    f.apply(
+        batch(
+            false,
+            t(35),
+            vec![waiting("hc1-np2", t(34)).since(t(34)).replicas(2, 0, 0)],
+        ),
+        t(35),
+    );
+    assert_eq!(in_flight(&f), ["c1/node_pool_create/np2"]);
+    let timeline = f.get("c1").unwrap();
+    let op = timeline.day2_in_flight().next().unwrap();
+    assert_eq!(
+        op.started_at,
+        TimeMark::upstream(t(30)),
+        "the request's time"
+    );
+    assert_eq!(timeline.waiting_of(op).hop, Hop::NodePool);
+
+    // The NodePool ready at 40, Clusters Service at 41: the RP still
+    // provisioning, so still in flight, waiting there.
+    let r = f.apply(
+        batch(
+            false,
+            t(41),
+            vec![
+                pool("hc1-np2")
+                    .state("AsExpected", Phase::Ready)
+                    .created(t(34))
+                    .since(t(40))
+                    .replicas(2, 2, 2),
+                cs_pool("np2", "ready", Phase::Ready, t(41)),
+            ],
+        ),
+        t(41),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_create hop node_pool succeeded 360s",
+            "node_pool_create hop clusters_service succeeded 600s",
+        ]
+    );
+    let timeline = f.get("c1").unwrap();
+    let op = timeline.day2_in_flight().next().unwrap();
+    assert_eq!(timeline.waiting_of(op).hop, Hop::RpFrontend);
+
+    // The RP says Succeeded at 42: done, 12 minutes from the request.
+    let r = f.apply(
+        batch(
+            false,
+            t(43),
+            vec![rp_pool("np2", "Succeeded", Phase::Ready, t(30)).since(t(42))],
+        ),
+        t(43),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_create hop rp_frontend succeeded 720s",
+            "node_pool_create ended succeeded 720s",
+            "node_pool_create slo good",
+        ]
+    );
+    let timeline = f.get("c1").unwrap();
+    assert_eq!(in_flight(&f), Vec::<String>::new());
+    assert!(
+        timeline.pool_readings.is_none(),
+        "settled pools are not kept"
+    );
+}
+
+#[test]
+fn a_pool_clusters_service_fails_fails_its_creation_there_and_stays_shown_failed() {
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    f.apply(
+        batch(
+            false,
+            t(31),
+            vec![rp_pool("np3", "Accepted", Phase::Pending, t(30))],
+        ),
+        t(31),
+    );
+    let r = f.apply(
+        batch(
+            false,
+            t(33),
+            vec![
+                cs_pool("np3", "error", Phase::Failed, t(32)),
+                rp_pool("np3", "Failed", Phase::Failed, t(30)).since(t(33)),
+            ],
+        ),
+        t(33),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_create hop clusters_service failed 120s",
+            "node_pool_create ended failed 120s",
+            "node_pool_create slo failed",
+        ]
+    );
+    let timeline = f.get("c1").unwrap();
+    let op = timeline
+        .day2_operation(OperationKind::NodePoolCreate, Some("np3"))
+        .unwrap();
+    assert_eq!(op.outcome, OperationOutcome::Failed);
+    assert_eq!(op.failed_hop, Some(Hop::ClustersService));
+    assert_eq!(timeline.outcome, CreationOutcome::Succeeded);
+    assert_eq!(timeline.phase(Hop::ClustersService), Some(Phase::Ready));
+
+    // Removed: gone from both hops, nothing of it is kept.
+    f.apply(
+        batch(
+            false,
+            t(40),
+            vec![
+                rp_pool("np3", "", Phase::Ready, t(30)).gone(),
+                cs_pool("np3", "", Phase::Ready, t(30)).gone(),
+            ],
+        ),
+        t(40),
+    );
+    assert!(f.get("c1").unwrap().day2_operations.is_none());
+}
+
+#[test]
+fn a_pool_removed_is_done_once_gone_from_every_hop_that_showed_it() {
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    f.apply(
+        batch(
+            true,
+            t(20),
+            vec![
+                pool("hc1-np4")
+                    .state("AsExpected", Phase::Ready)
+                    .created(t(1))
+                    .since(t(5))
+                    .replicas(1, 1, 1),
+            ],
+        ),
+        t(20),
+    );
+    // ARM's delete at 30 (the RP Deleting), Clusters Service uninstalling.
+    f.apply(
+        batch(
+            false,
+            t(31),
+            vec![
+                rp_pool("np4", "Deleting", Phase::Deleting, t(1)).since(t(30)),
+                cs_pool("np4", "uninstalling", Phase::Deleting, t(30)),
+            ],
+        ),
+        t(31),
+    );
+    assert_eq!(in_flight(&f), ["c1/node_pool_delete/hc1-np4"]);
+    // The NodePool goes at 36, Clusters Service's at 37: the RP still shows it.
+    let r = f.apply(
+        batch(
+            false,
+            t(37),
+            vec![
+                pool("hc1-np4").gone(),
+                cs_pool("np4", "", Phase::Deleting, t(30)).gone(),
+            ],
+        ),
+        t(37),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_delete hop node_pool succeeded 420s",
+            "node_pool_delete hop clusters_service succeeded 420s",
+        ]
+    );
+    assert_eq!(in_flight(&f), ["c1/node_pool_delete/hc1-np4"]);
+    // The RP's 404 at 40: removed, 10 minutes.
+    let r = f.apply(
+        batch(
+            false,
+            t(40),
+            vec![rp_pool("np4", "", Phase::Deleting, t(1)).gone()],
+        ),
+        t(40),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_delete hop rp_frontend succeeded 600s",
+            "node_pool_delete ended succeeded 600s",
+            "node_pool_delete slo good",
+        ]
+    );
+}

@@ -378,6 +378,48 @@ pub struct Timeline {
     /// (so the failure is not taken for a new start). Boxed: most clusters
     /// have none.
     pub day2_operations: Option<Box<Vec<super::operation::Operation>>>,
+    /// Its node pools as the RP (ARM `nodePools`) and Clusters Service
+    /// (`node_pools`) read them, kept apart from the hops' own objects so
+    /// a pool never moves the cluster's `rp_frontend` or
+    /// `clusters_service` phase (docs/design.md §15.11). Only the readings
+    /// that matter are kept: a pool not ready, or one whose operation is in
+    /// flight. Boxed: most clusters have none.
+    pub pool_readings: Option<Box<Vec<PoolReading>>>,
+}
+
+/// Where a day-2 operation waits ([`Timeline::waiting_of`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Waiting<'a> {
+    pub hop: Hop,
+    /// When it began waiting there.
+    pub since: Stamp,
+    /// The hop's reading of what the operation follows; pending when the
+    /// hop has not read it yet.
+    pub phase: Phase,
+    pub state: Option<&'a Text>,
+    pub via: Via,
+}
+
+/// A node pool as a hop that names pools by their own name reads it
+/// (the RP's `nodePools` resource, Clusters Service's node pool).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolReading {
+    pub hop: Hop,
+    /// The pool's name on that hop: the ARM `nodePools` name, which is the
+    /// Clusters Service node pool id.
+    pub name: Box<str>,
+    pub state: ObjectState,
+}
+
+/// Whether the NodePool (or operation subject) `pool` is the pool the RP or
+/// Clusters Service names `name`: HyperShift's NodePool of an ARO HCP pool
+/// is named `<HostedCluster name>-<pool name>`; a self-managed one may
+/// carry the name itself.
+pub fn same_pool(pool: &str, name: &str) -> bool {
+    pool == name
+        || pool
+            .strip_suffix(name)
+            .is_some_and(|prefix| prefix.len() > 1 && prefix.ends_with('-'))
 }
 
 impl Timeline {
@@ -394,6 +436,7 @@ impl Timeline {
             deletion: None,
             trace_links: None,
             day2_operations: None,
+            pool_readings: None,
         }
     }
 
@@ -429,6 +472,64 @@ impl Timeline {
             .iter_mut()
             .filter(|op| op.kind == kind && op.subject() == subject)
             .last()
+    }
+
+    /// The RP's or Clusters Service's reading of pool `name`.
+    pub fn pool_reading(&self, hop: Hop, name: &str) -> Option<&PoolReading> {
+        self.pool_readings
+            .iter()
+            .flat_map(|r| r.iter())
+            .find(|r| r.hop == hop && &*r.name == name)
+    }
+
+    /// What `hop` reads of the pool an operation follows (`pool`: its
+    /// subject, a NodePool's name or the RP's).
+    pub fn pool_reading_of(&self, hop: Hop, pool: &str) -> Option<&PoolReading> {
+        let readings = || self.pool_readings.iter().flat_map(|r| r.iter());
+        readings()
+            .find(|r| r.hop == hop && &*r.name == pool)
+            .or_else(|| readings().find(|r| r.hop == hop && same_pool(pool, &r.name)))
+    }
+
+    /// Pool `pool`'s NodePool (an operation's subject, or the RP's name
+    /// for it), read directly when it is, else through Maestro.
+    pub fn node_pool_object(&self, pool: &str) -> Option<(Via, &ObjectState)> {
+        let hop = self.hops.get(&Hop::NodePool)?;
+        let exact = |via: Via| hop.objects.get(&(via, pool.to_string())).map(|o| (via, o));
+        let named = |via: Via| {
+            hop.objects
+                .iter()
+                .find(|((v, name), _)| *v == via && same_pool(name, pool))
+                .map(|(_, o)| (via, o))
+        };
+        exact(Via::Direct)
+            .or_else(|| exact(Via::Maestro))
+            .or_else(|| named(Via::Direct))
+            .or_else(|| named(Via::Maestro))
+    }
+
+    /// Where a day-2 operation waits and what that hop reads of it: a
+    /// pool's own reading at the RP, Clusters Service or its NodePool; the
+    /// HostedCluster for an upgrade (docs/design.md §15.11).
+    pub fn waiting_of(&self, op: &super::operation::Operation) -> Waiting<'_> {
+        let hop = op.waiting_hop();
+        let since = op.hop(hop).map_or(op.started_at.at, |h| h.started_at);
+        let read = match (op.node_pool(), hop) {
+            (Some(pool), Hop::RpFrontend | Hop::ClustersService) => self
+                .pool_reading_of(hop, pool)
+                .map(|r| (r.state.view.phase, &r.state.view.state, Via::Direct)),
+            (Some(pool), Hop::NodePool) => self
+                .node_pool_object(pool)
+                .map(|(via, o)| (o.view.phase, &o.view.state, via)),
+            _ => self.hop(hop).map(|h| (h.phase, &h.state, h.via)),
+        };
+        Waiting {
+            hop,
+            since,
+            phase: read.map_or(Phase::Pending, |r| r.0),
+            state: read.map(|r| r.1),
+            via: read.map_or(Via::Direct, |r| r.2),
+        }
     }
 
     /// What `object` of `hop` (read directly) names now: its links replace

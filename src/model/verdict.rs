@@ -542,7 +542,7 @@ pub fn operation_verdict(
     budgets: &OperationBudgets,
     now: Timestamp,
 ) -> Verdict {
-    let hop = op.kind.flow().hops[0];
+    let hop = op.waiting_hop();
     let since = op.hop(hop).map_or(op.started_at.at, |h| h.started_at);
     let budget = budgets.of(op.kind).get(hop).as_secs_f64();
     let elapsed = seconds(since, now);
@@ -553,7 +553,18 @@ pub fn operation_verdict(
     if let Some(version) = op.target_version() {
         what.push_str(&format!(" to {version}"));
     }
-    let detail = timeline.hop(hop).map(explain).unwrap_or_default();
+    // At the RP or Clusters Service a pool is its own resource there, not
+    // the cluster's (docs/design.md §15.11).
+    let pool_detail = op
+        .node_pool()
+        .filter(|_| matches!(hop, Hop::RpFrontend | Hop::ClustersService))
+        .map(|pool| match timeline.pool_reading_of(hop, pool) {
+            Some(r) => format!("the pool reads \"{}\" there", r.state.view.state),
+            None => "the pool is not read there yet".to_string(),
+        });
+    let detail = pool_detail
+        .or_else(|| timeline.hop(hop).map(explain))
+        .unwrap_or_default();
     let (status, reason) = if elapsed >= budget {
         (
             Status::Stuck,

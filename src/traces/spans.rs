@@ -311,8 +311,12 @@ pub fn root_span(
     }
     let mut status = Status::Unset;
     if end == CreationEnd::Failed && operation.day2() {
-        // A day-2 operation waits at one hop: the one that failed it.
-        let hop = operation.flow().hops[0];
+        // The hop that failed it, as the model kept it; an upgrade has one.
+        let hop = timeline
+            .day2_operations()
+            .filter(|op| op.kind == operation && op.subject() == subject)
+            .find_map(|op| op.failed_hop)
+            .unwrap_or(operation.flow().hops[0]);
         status = Status::error(format!("{hop}: failed"));
         attributes.push(KeyValue::new("hcp.failed_hop", hop.as_str()));
     } else if end == CreationEnd::Failed {

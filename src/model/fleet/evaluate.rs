@@ -517,12 +517,49 @@ pub(super) fn deletion_done(
 }
 
 /// What a node pool reads now: its NodePool object, read directly when it
-/// is, else through Maestro's feedback.
+/// is, else through Maestro's feedback. `pool` is an operation's subject:
+/// the NodePool's name, or the RP's name of a pool whose NodePool was not
+/// read when its operation began (docs/design.md §15.11).
 pub(super) fn pool_reading<'a>(timeline: &'a Timeline, pool: &str) -> Option<&'a ObjectState> {
-    let hop = timeline.hops.get(&Hop::NodePool)?;
-    hop.objects
-        .get(&(Via::Direct, pool.to_string()))
-        .or_else(|| hop.objects.get(&(Via::Maestro, pool.to_string())))
+    timeline.node_pool_object(pool).map(|(_, o)| o)
+}
+
+/// Whether a NodePool of the cluster is pool `pool` read directly.
+fn pool_read_directly(timeline: &Timeline, pool: &str) -> bool {
+    timeline.hop(Hop::NodePool).is_some_and(|h| {
+        h.objects
+            .keys()
+            .any(|(v, name)| *v == Via::Direct && (name == pool || same_pool(name, pool)))
+    })
+}
+
+/// Whether two names of a pool (a NodePool's, an operation's subject, the
+/// RP's) name the same pool.
+pub(super) fn related_pools(a: &str, b: &str) -> bool {
+    same_pool(a, b) || same_pool(b, a)
+}
+
+/// The in-flight operation of `kind` following the pool named `name` on
+/// some hop.
+pub(super) fn pool_operation_mut<'a>(
+    ops: &'a mut [Operation],
+    kind: OperationKind,
+    name: &str,
+) -> Option<&'a mut Operation> {
+    ops.iter_mut()
+        .filter(|op| op.kind == kind && op.in_flight())
+        .find(|op| op.node_pool().is_some_and(|p| related_pools(p, name)))
+}
+
+/// Whether some hop still shows pool `pool`: its NodePool, or a reading of
+/// the RP or Clusters Service.
+fn pool_shown(timeline: &Timeline, pool: &str) -> bool {
+    pool_reading(timeline, pool).is_some()
+        || timeline
+            .pool_readings
+            .iter()
+            .flat_map(|r| r.iter())
+            .any(|r| related_pools(pool, &r.name))
 }
 
 /// Start, end and fail the cluster's node pool operations after its
@@ -532,7 +569,10 @@ pub(super) fn pool_reading<'a>(timeline: &'a Timeline, pool: &str) -> Option<&'a
 /// from the pool's creation time; one that turns deleting, its removal,
 /// from its `deletionTimestamp`. The cluster's deletion takes its pools
 /// with it: their operations in flight end `deleted`, and no new one
-/// starts. Returns the SLO deadlines of the operations it started.
+/// starts. A pool's operation is done when every hop that read the pool is
+/// (docs/design.md §15.11): the NodePool's part is decided here, the RP's
+/// and Clusters Service's in `pool_hops`. Returns the SLO deadlines of the
+/// operations it started.
 pub(super) fn evaluate_pools(
     timeline: &mut Timeline,
     appeared: Option<&str>,
@@ -558,8 +598,14 @@ pub(super) fn evaluate_pools(
         // Ended `deleted`: no duration, no verdict, and (in flight only)
         // nothing kept.
         timeline.day2_operations = None;
+        timeline.pool_readings = None;
         return deadlines;
     }
+    let mut ops = timeline
+        .day2_operations
+        .take()
+        .map(|b| *b)
+        .unwrap_or_default();
     let mut started: Vec<Operation> = Vec::new();
     let follow = |kind: OperationKind, pool: &str, start: TimeMark| {
         let late_at = after(start.at, config.target(kind));
@@ -570,14 +616,12 @@ pub(super) fn evaluate_pools(
         let mut op =
             Operation::of_pool(kind, pool, start).first_seen(initial, late_at, observed_at);
         op.reached(Hop::NodePool, start.at);
-        Some(op)
+        op
     };
     // One creation per pool in flight: a pool restored in flight and read
-    // again after a restart goes on with it.
+    // again after a restart, or one the RP or Clusters Service showed
+    // first, goes on with it.
     if let Some(pool) = appeared
-        && !timeline
-            .day2_operation(OperationKind::NodePoolCreate, Some(pool))
-            .is_some_and(Operation::in_flight)
         && let Some(reading) = pool_reading(timeline, pool)
         && !matches!(reading.view.phase, Phase::Ready | Phase::Deleting)
     {
@@ -585,16 +629,19 @@ pub(super) fn evaluate_pools(
             .view
             .created_at
             .map_or(TimeMark::observed(observed_at), TimeMark::upstream);
-        started.extend(follow(OperationKind::NodePoolCreate, pool, start));
+        match pool_operation_mut(&mut ops, OperationKind::NodePoolCreate, pool) {
+            Some(op) => op.reached(Hop::NodePool, start.at),
+            None => started.push(follow(OperationKind::NodePoolCreate, pool, start)),
+        }
     }
     if let Some(hop) = timeline.hop(Hop::NodePool) {
         for (name, reading) in hop.effective_objects() {
-            let deleting = reading.view.phase == Phase::Deleting;
-            let followed = timeline
-                .day2_operation(OperationKind::NodePoolDelete, Some(name))
-                .is_some_and(Operation::in_flight);
-            if deleting && !followed {
-                started.extend(follow(OperationKind::NodePoolDelete, name, reading.since));
+            if reading.view.phase != Phase::Deleting {
+                continue;
+            }
+            match pool_operation_mut(&mut ops, OperationKind::NodePoolDelete, name) {
+                Some(op) => op.reached(Hop::NodePool, reading.since.at),
+                None => started.push(follow(OperationKind::NodePoolDelete, name, reading.since)),
             }
         }
     }
@@ -605,92 +652,146 @@ pub(super) fn evaluate_pools(
             subject: op.subject.clone().unwrap_or_default(),
         });
     }
-    if !started.is_empty() {
-        timeline
-            .day2_operations
-            .get_or_insert_with(Default::default)
-            .extend(started);
-    }
+    ops.extend(started);
     let owned = config.ownership.owns(&timeline.cluster_id);
-    let Some(mut ops) = timeline.day2_operations.take() else {
-        return deadlines;
-    };
     for op in ops.iter_mut().filter(|op| op.in_flight()) {
         let counted = owned && !op.uncounted;
         let pool = op.subject.clone().unwrap_or_default();
         let reading = pool_reading(timeline, &pool);
-        let direct = timeline
-            .hop(Hop::NodePool)
-            .is_some_and(|h| h.objects.get(&(Via::Direct, pool.to_string())).is_some());
-        let ended = match (op.kind, reading) {
-            (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
-                Phase::Ready => Some((Outcome::Succeeded, r.since.at)),
-                Phase::Failed => Some((Outcome::Failed, r.since.at)),
-                // Removed before it was ready: the removal is its own
-                // operation, and this one neither late nor failed.
-                Phase::Deleting => {
-                    op.outcome = OperationOutcome::Deleted;
-                    op.ended_at = Some(r.since.at.max(op.started_at.at));
-                    None
-                }
-                _ => None,
-            },
-            (OperationKind::NodePoolCreate, None) if vanished == Some(&*pool) => {
-                op.outcome = OperationOutcome::Deleted;
-                op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
-                None
-            }
-            // Gone on every view: removed.
-            (OperationKind::NodePoolDelete, None) if vanished == Some(&*pool) => {
-                Some((Outcome::Succeeded, observed_at.into()))
-            }
-            (OperationKind::NodePoolDelete, Some(r)) if r.view.phase == Phase::Failed => {
-                Some((Outcome::Failed, r.since.at))
-            }
-            _ => None,
-        };
-        let Some((outcome, at)) = ended else {
-            continue;
-        };
-        let at = at.max(op.started_at.at);
-        let via = if direct || reading.is_none() {
+        let via = if pool_read_directly(timeline, &pool) || reading.is_none() {
             Via::Direct
         } else {
             Via::Maestro
         };
         let version = timeline.identity.version.clone();
-        end_day2(
-            timeline, op, outcome, at, via, counted, &version, config, events,
-        );
+        let gone_here = vanished.is_some_and(|v| related_pools(v, &pool)) && reading.is_none();
+        match (op.kind, reading) {
+            (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
+                Phase::Ready => {
+                    let at = r.since.at.max(op.started_at.at);
+                    let hop = Hop::NodePool;
+                    let outcome = Outcome::Succeeded;
+                    day2_hop_done(
+                        timeline, op, hop, outcome, at, via, counted, &version, events,
+                    );
+                }
+                Phase::Failed => {
+                    let at = r.since.at.max(op.started_at.at);
+                    let (hop, outcome) = (Hop::NodePool, Outcome::Failed);
+                    end_day2(
+                        timeline, op, hop, outcome, at, via, counted, &version, config, events,
+                    );
+                    continue;
+                }
+                // Removed before it was ready: the removal is its own
+                // operation, and this one neither late nor failed.
+                Phase::Deleting => {
+                    op.outcome = OperationOutcome::Deleted;
+                    op.ended_at = Some(r.since.at.max(op.started_at.at));
+                    continue;
+                }
+                _ => {}
+            },
+            (OperationKind::NodePoolCreate, None) if gone_here => {
+                op.outcome = OperationOutcome::Deleted;
+                op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
+                continue;
+            }
+            // Gone from the NodePools.
+            (OperationKind::NodePoolDelete, None) if gone_here => {
+                let at = Stamp::from(observed_at).max(op.started_at.at);
+                let (hop, outcome) = (Hop::NodePool, Outcome::Succeeded);
+                day2_hop_done(
+                    timeline, op, hop, outcome, at, via, counted, &version, events,
+                );
+            }
+            (OperationKind::NodePoolDelete, Some(r)) if r.view.phase == Phase::Failed => {
+                let at = r.since.at.max(op.started_at.at);
+                let (hop, outcome) = (Hop::NodePool, Outcome::Failed);
+                end_day2(
+                    timeline, op, hop, outcome, at, via, counted, &version, config, events,
+                );
+                continue;
+            }
+            _ => {}
+        }
+        complete_pool_operation(timeline, op, counted, &version, config, events);
     }
-    // Only the ones in flight: an ended one has said all it had to say
-    // (its duration, its verdict, its trace), and keeping the last few of
-    // every cluster cost some 2.6 MB at 10,000 clusters, past the memory
-    // target (docs/design.md §15.9).
-    ops.retain(super::upgrades::kept);
+    // Only the ones in flight, and a pool's failed one while the pool is
+    // still shown (so the JSON, the UI and the trace name where it failed):
+    // an ended one has said all it had to say (its duration, its verdict,
+    // its trace), and keeping the last few of every cluster cost some
+    // 2.6 MB at 10,000 clusters, past the memory target (docs/design.md
+    // §15.9).
+    ops.retain(|op| keep_day2(timeline, op));
     if !ops.is_empty() {
-        timeline.day2_operations = Some(ops);
+        timeline.day2_operations = Some(Box::new(ops));
+    }
+    if timeline.pool_readings.is_some() {
+        super::pool_hops::keep_reading_as_is(timeline);
     }
     deadlines
 }
 
-/// End a day-2 operation at its one hop (`via`: the view it ended in): the
-/// hop's duration (direct views only), its end and its one SLO verdict, as
-/// every kind ends (`Ending::record`). `version` labels the durations: the
-/// cluster's, or an upgrade's target.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn end_day2(
+/// What stays on the timeline: an operation in flight, an upgrade that
+/// failed while its object still reports its target, and a pool's failed
+/// operation while some hop still shows the pool (so the JSON, the UI and
+/// the trace name where it failed).
+pub(super) fn keep_day2(timeline: &Timeline, op: &Operation) -> bool {
+    super::upgrades::kept(op)
+        || (op.kind.of_node_pool()
+            && op.outcome == OperationOutcome::Failed
+            && op.node_pool().is_some_and(|p| pool_shown(timeline, p)))
+}
+
+/// A pool's creation or removal in flight ends when every hop that read the
+/// pool is done there (ready, or the pool gone); a removal also waits until
+/// no hop shows the pool any more. The end is the last hop's.
+pub(super) fn complete_pool_operation(
     timeline: &Timeline,
     op: &mut Operation,
-    outcome: Outcome,
-    at: Stamp,
-    via: Via,
     counted: bool,
     version: &str,
     config: &ModelConfig,
     events: &mut Vec<Event>,
 ) {
-    let hop = op.kind.flow().hops[0];
+    if !op.in_flight() || !op.all_reached_done() {
+        return;
+    }
+    let pool = op.node_pool().unwrap_or_default().to_string();
+    if op.kind == OperationKind::NodePoolDelete && pool_shown(timeline, &pool) {
+        return;
+    }
+    let Some(at) = op.hops.iter().filter_map(|h| h.done_at).max() else {
+        return;
+    };
+    finish_day2(
+        timeline,
+        op,
+        Outcome::Succeeded,
+        at.max(op.started_at.at),
+        counted,
+        version,
+        config,
+        events,
+    );
+}
+
+/// Note a day-2 operation done (or failed) at `hop` at `at`, once: the hop's
+/// duration, counted from direct views only. `version` labels it: the
+/// cluster's, or an upgrade's target.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn day2_hop_done(
+    timeline: &Timeline,
+    op: &mut Operation,
+    hop: Hop,
+    outcome: Outcome,
+    at: Stamp,
+    via: Via,
+    counted: bool,
+    version: &str,
+    events: &mut Vec<Event>,
+) {
     if let Some(hop_started) = op.done(hop, at) {
         events.push(Event::HopEnded {
             cluster_id: timeline.cluster_id.clone(),
@@ -706,6 +807,47 @@ pub(super) fn end_day2(
             ended: at.into(),
         });
     }
+}
+
+/// End a day-2 operation at `hop` (`via`: the view it ended in): the hop's
+/// duration, its end and its one SLO verdict, as every kind ends
+/// (`Ending::record`). `version` labels the durations: the cluster's, or an
+/// upgrade's target.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn end_day2(
+    timeline: &Timeline,
+    op: &mut Operation,
+    hop: Hop,
+    outcome: Outcome,
+    at: Stamp,
+    via: Via,
+    counted: bool,
+    version: &str,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    day2_hop_done(
+        timeline, op, hop, outcome, at, via, counted, version, events,
+    );
+    if outcome == Outcome::Failed {
+        op.failed_hop = Some(hop);
+    }
+    finish_day2(timeline, op, outcome, at, counted, version, config, events);
+}
+
+/// An operation done at every hop that read it, or failed: its end and its
+/// one SLO verdict.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish_day2(
+    timeline: &Timeline,
+    op: &mut Operation,
+    outcome: Outcome,
+    at: Stamp,
+    counted: bool,
+    version: &str,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
     op.outcome = match outcome {
         Outcome::Succeeded => OperationOutcome::Succeeded,
         Outcome::Failed => OperationOutcome::Failed,

@@ -29,11 +29,14 @@ use super::memory::{
 use super::observation::{Batch, Change, ClusterKey, HopView, Observation};
 use super::operation::{Operation, OperationKind, OperationOutcome};
 use super::stamp::Stamp;
-use super::timeline::{CreationOutcome, HopTimeline, ObjectState, TimeMark, Timeline};
+use super::timeline::{
+    CreationOutcome, HopTimeline, ObjectState, PoolReading, TimeMark, Timeline, same_pool,
+};
 
 mod config;
 mod evaluate;
 mod join;
+mod pool_hops;
 mod recall;
 mod upgrades;
 
@@ -109,6 +112,10 @@ pub struct ApplyResult {
     pub changed: BTreeSet<String>,
     /// Clusters that no longer exist (drop their rendering).
     pub removed: BTreeSet<String>,
+    /// Clusters whose node pools may have changed (a NodePool appeared,
+    /// went, or changed its phase): the RP's and Clusters Service's pools
+    /// of these are worth reading now (docs/design.md §15.11).
+    pub pool_hints: BTreeSet<String>,
 }
 
 /// What a deadline waits for.
@@ -439,6 +446,10 @@ impl Fleet {
         now: Timestamp,
         result: &mut ApplyResult,
     ) {
+        if pool_hops::is_pool_reading(&observation) {
+            self.apply_pool_reading(observation, initial, observed_at, result);
+            return;
+        }
         let cluster_id = match &observation.key {
             ClusterKey::Id(id) => id.clone(),
             ClusterKey::ArmResourceId(rid) => {
@@ -694,6 +705,15 @@ impl Fleet {
                 if hop == Hop::NodePool && previous.is_none() {
                     appeared = Some(key.1.clone());
                 }
+                // A pool that moved is worth reading at the RP and Clusters
+                // Service; a first sync's settled pools are not (they are
+                // read by the sources' slow rotation).
+                if hop == Hop::NodePool
+                    && previous.map(|p| p.view.phase) != Some(view.phase)
+                    && (!initial || view.phase != Phase::Ready)
+                {
+                    result.pool_hints.insert(cluster_id.to_string());
+                }
                 if previous.map(|p| &p.view) != Some(&*view) {
                     let since = match (view.since, previous, remembered) {
                         (Some(at), _, _) => TimeMark::upstream(at),
@@ -737,6 +757,7 @@ impl Fleet {
                     if hop == Hop::NodePool
                         && !hop_state.objects.keys().any(|(_, name)| *name == object)
                     {
+                        result.pool_hints.insert(cluster_id.to_string());
                         vanished = Some(object);
                         reported = Some(Reported::Gone);
                     }

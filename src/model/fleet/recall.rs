@@ -135,7 +135,11 @@ pub(super) fn day2_operation_of(m: Day2OperationMemory) -> Operation {
             observed: m.started_observed,
         },
     );
-    op.reached(m.operation.flow().hops[0], m.started_at.into());
+    // A pool's operation reaches its hops again as they are read; an
+    // upgrade waits at its one hop from its start.
+    if !m.operation.of_node_pool() || m.operation == OperationKind::NodePoolUpgrade {
+        op.reached(m.operation.flow().hops[0], m.started_at.into());
+    }
     op.slo = m.slo;
     op.uncounted = m.uncounted;
     op

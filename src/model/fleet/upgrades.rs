@@ -121,11 +121,11 @@ pub(super) fn evaluate_upgrades(
         let hop = op.kind.flow().hops[0];
         let via = timeline.hop(hop).map_or(Via::Direct, |h| h.via);
         end_day2(
-            timeline, op, outcome, at, via, counted, &target, config, events,
+            timeline, op, hop, outcome, at, via, counted, &target, config, events,
         );
     }
     forget_failed(&mut ops, &check);
-    ops.retain(kept);
+    ops.retain(|op| super::evaluate::keep_day2(timeline, op));
     if !ops.is_empty() {
         timeline.day2_operations = Some(ops);
     }

@@ -1,0 +1,386 @@
+//! A node pool as the RP (ARM `nodePools`) and Clusters Service
+//! (`/clusters/{id}/node_pools`) read it: the first hops of the pool's own
+//! operations, kept apart from the cluster's `rp_frontend` and
+//! `clusters_service` objects so a pool never moves the cluster's phase
+//! there (docs/design.md §15.11).
+//!
+//! A source says an observation is a pool's by naming the pool as the
+//! object of one of these hops: the cluster's own object there has no name.
+
+use super::evaluate::{
+    after, complete_pool_operation, day2_hop_done, end_day2, keep_day2, pool_operation_mut, queue,
+    related_pools,
+};
+use super::upgrades::Day2Deadline;
+use super::*;
+
+/// Whether an observation is a node pool's reading at the RP or Clusters
+/// Service (those hops' own object, the cluster's, has no name).
+pub(super) fn is_pool_reading(observation: &Observation) -> bool {
+    matches!(observation.hop, Hop::RpFrontend | Hop::ClustersService)
+        && !observation.object.is_empty()
+}
+
+/// A pool's state at the RP or Clusters Service that says it was
+/// provisioned before and is being changed (a pool upgrade or resize):
+/// ARM takes an update only on a resource that succeeded.
+fn provisioned_update(hop: Hop, state: &str) -> bool {
+    match hop {
+        Hop::RpFrontend => state == "Updating",
+        Hop::ClustersService => {
+            matches!(state, "updating" | "validating_update" | "pending_update")
+        }
+        _ => false,
+    }
+}
+
+impl Fleet {
+    /// Take one pool reading of the RP or Clusters Service into its
+    /// cluster's timeline and its pool's operations. A reading of a cluster
+    /// not known (yet), or of an RP resource Clusters Service has not
+    /// joined, is dropped: the sources read a cluster's pools again when
+    /// they change and on their rotation.
+    pub(super) fn apply_pool_reading(
+        &mut self,
+        observation: Observation,
+        initial: bool,
+        observed_at: Timestamp,
+        result: &mut ApplyResult,
+    ) {
+        let Observation {
+            key,
+            hop,
+            object: name,
+            change,
+            ..
+        } = observation;
+        let cluster_id = match key {
+            ClusterKey::Id(id) => id,
+            ClusterKey::ArmResourceId(rid) => {
+                match self.by_resource_id.get(rid.to_ascii_lowercase().as_str()) {
+                    Some(id) => id.clone(),
+                    None => return,
+                }
+            }
+        };
+        if !self.in_shard(&cluster_id) {
+            return;
+        }
+        let Some(timeline) = self.clusters.get_mut(&cluster_id).map(Arc::make_mut) else {
+            return;
+        };
+        let previous = timeline.pool_reading(hop, &name).map(|r| r.state.clone());
+        let reading = match change {
+            Change::Upsert(view) => {
+                let mut view = *view;
+                // The cluster's identity comes from the cluster's own object.
+                view.identity = None;
+                if previous.as_ref().map(|p| &p.view) == Some(&view) {
+                    return;
+                }
+                let since = match (view.since, &previous) {
+                    (Some(at), _) => TimeMark::upstream(at),
+                    (None, Some(p)) if p.view.phase == view.phase => p.since,
+                    (None, _) => TimeMark::observed(observed_at),
+                };
+                view.conditions.shrink_to_fit();
+                Some(ObjectState { view, since })
+            }
+            Change::Gone if previous.is_none() && !pool_followed(timeline, &name) => return,
+            Change::Gone => None,
+        };
+        let mut events = Vec::new();
+        let deadlines = evaluate_pool_reading(
+            timeline,
+            hop,
+            &name,
+            reading.as_ref(),
+            initial,
+            observed_at,
+            &self.config,
+            &mut events,
+        );
+        keep_reading(timeline, hop, &name, reading);
+        complete_pool_operations(timeline, &name, &self.config, &mut events);
+        // What the operations that just ended followed is settled now.
+        keep_reading_as_is(timeline);
+        for d in deadlines {
+            queue(&mut self.deadlines, d.at, &cluster_id, d.due());
+        }
+        result.changed.insert(cluster_id);
+        if !initial {
+            result.events.extend(events);
+        }
+    }
+}
+
+/// Whether an operation in flight follows the pool the RP or Clusters
+/// Service names `name`.
+fn pool_followed(timeline: &Timeline, name: &str) -> bool {
+    timeline
+        .day2_in_flight()
+        .any(|op| op.node_pool().is_some_and(|p| related_pools(p, name)))
+}
+
+/// A reading that says the pool is provisioned: nothing to wait for there.
+fn settled(reading: &PoolReading) -> bool {
+    reading.state.view.phase == Phase::Ready
+        || provisioned_update(reading.hop, &reading.state.view.state)
+}
+
+/// Store the reading (`None`: the pool is gone from that hop), and keep the
+/// cluster's pool readings that matter: a pool not settled, or one an
+/// operation in flight follows. A fleet's settled pools would cost memory
+/// for nothing (docs/design.md §15.11).
+fn keep_reading(timeline: &mut Timeline, hop: Hop, name: &str, reading: Option<ObjectState>) {
+    let mut readings = timeline
+        .pool_readings
+        .take()
+        .map(|b| *b)
+        .unwrap_or_default();
+    readings.retain(|r| !(r.hop == hop && &*r.name == name));
+    if let Some(state) = reading {
+        readings.push(PoolReading {
+            hop,
+            name: name.into(),
+            state,
+        });
+    }
+    readings.retain(|r| !settled(r) || pool_followed(timeline, &r.name));
+    timeline.pool_readings = (!readings.is_empty()).then(|| Box::new(readings));
+}
+
+/// Drop the readings that no longer matter (see [`keep_reading`]).
+pub(super) fn keep_reading_as_is(timeline: &mut Timeline) {
+    let Some(mut readings) = timeline.pool_readings.take().map(|b| *b) else {
+        return;
+    };
+    readings.retain(|r| !settled(r) || pool_followed(timeline, &r.name));
+    timeline.pool_readings = (!readings.is_empty()).then(|| Box::new(readings));
+}
+
+/// After the reading is stored: a pool's operation done at every hop that
+/// read it ends (a removal once no hop shows the pool), and the ended ones
+/// go.
+fn complete_pool_operations(
+    timeline: &mut Timeline,
+    name: &str,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    let Some(mut ops) = timeline.day2_operations.take().map(|b| *b) else {
+        return;
+    };
+    let owned = config.ownership.owns(&timeline.cluster_id);
+    let version = timeline.identity.version.clone();
+    for op in ops.iter_mut().filter(|op| {
+        op.in_flight()
+            && op.kind.of_node_pool()
+            && op.node_pool().is_some_and(|p| related_pools(p, name))
+    }) {
+        let counted = owned && !op.uncounted;
+        complete_pool_operation(timeline, op, counted, &version, config, events);
+    }
+    ops.retain(|op| keep_day2(timeline, op));
+    timeline.day2_operations = (!ops.is_empty()).then(|| Box::new(ops));
+}
+
+/// A pool's operation of `kind`, followed from `at` (a first sync's late
+/// one uncounted), and its SLO deadline unless its verdict is given.
+fn follow(
+    kind: OperationKind,
+    subject: &str,
+    at: TimeMark,
+    initial: bool,
+    observed_at: Timestamp,
+    config: &ModelConfig,
+    deadlines: &mut Vec<Day2Deadline>,
+) -> Operation {
+    let late_at = after(at.at, config.target(kind));
+    let op = Operation::of_pool(kind, subject, at).first_seen(initial, late_at, observed_at);
+    if op.slo.is_none() {
+        deadlines.push(Day2Deadline {
+            at: late_at,
+            kind,
+            subject: subject.into(),
+        });
+    }
+    op
+}
+
+/// Start, advance or fail the operations of the pool the RP or Clusters
+/// Service names `name` after its reading there changed (`reading`: `None`
+/// when the pool is gone from that hop). Its creation starts at the first
+/// hop that shows it not ready, dated by that hop's creation time (ARM's
+/// `systemData.createdAt`: the request), and is done at a hop when it reads
+/// ready there; its removal starts at the first hop that shows it deleting
+/// and is done at a hop when the pool is gone there. A pool failed at a hop
+/// fails its operation (docs/design.md §15.11).
+#[allow(clippy::too_many_arguments)]
+fn evaluate_pool_reading(
+    timeline: &mut Timeline,
+    hop: Hop,
+    name: &str,
+    reading: Option<&ObjectState>,
+    initial: bool,
+    observed_at: Timestamp,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) -> Vec<Day2Deadline> {
+    let mut deadlines = Vec::new();
+    if timeline.deletion.is_some() {
+        // The cluster's deletion takes its pools with it.
+        return deadlines;
+    }
+    // The operation's name for the pool: the NodePool's when one is read,
+    // so one pool is one operation whichever hop shows it first.
+    let subject = timeline
+        .hop(Hop::NodePool)
+        .and_then(|h| {
+            h.objects
+                .keys()
+                .map(|(_, n)| n)
+                .find(|n| related_pools(n, name))
+        })
+        .cloned()
+        .unwrap_or_else(|| name.to_string());
+    let owned = config.ownership.owns(&timeline.cluster_id);
+    let version = timeline.identity.version.clone();
+    let mut ops = timeline
+        .day2_operations
+        .take()
+        .map(|b| *b)
+        .unwrap_or_default();
+    let (create, delete) = (OperationKind::NodePoolCreate, OperationKind::NodePoolDelete);
+    let follow_new = |kind: OperationKind, at: TimeMark, deadlines: &mut Vec<Day2Deadline>| {
+        follow(kind, &subject, at, initial, observed_at, config, deadlines)
+    };
+    match reading {
+        Some(r) => {
+            let at = r.since.at;
+            let created = r.view.created_at.map_or(r.since, TimeMark::upstream);
+            let phase = r.view.phase;
+            if phase == Phase::Deleting {
+                if let Some(op) = pool_operation_mut(&mut ops, create, name) {
+                    // Removed before it was ready: neither late nor failed.
+                    op.outcome = OperationOutcome::Deleted;
+                    op.ended_at = Some(at.max(op.started_at.at));
+                }
+                if pool_operation_mut(&mut ops, delete, name).is_none() {
+                    ops.push(follow_new(delete, r.since, &mut deadlines));
+                }
+                if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
+                    op.reached(hop, at);
+                }
+            } else if phase == Phase::Failed {
+                let failed_before = ops.iter().any(|op| {
+                    op.outcome == OperationOutcome::Failed
+                        && op.node_pool().is_some_and(|p| related_pools(p, name))
+                });
+                let in_flight = pool_operation_mut(&mut ops, delete, name).is_some()
+                    || pool_operation_mut(&mut ops, create, name).is_some();
+                if failed_before && !in_flight {
+                    // Another hop reporting the failure already taken.
+                    timeline.day2_operations = Some(Box::new(ops));
+                    return deadlines;
+                }
+                let kind = if pool_operation_mut(&mut ops, delete, name).is_some() {
+                    delete
+                } else {
+                    if pool_operation_mut(&mut ops, create, name).is_none() {
+                        ops.push(follow_new(create, created, &mut deadlines));
+                    }
+                    create
+                };
+                if let Some(op) = pool_operation_mut(&mut ops, kind, name) {
+                    // First seen failed: when the hop got the pool is not
+                    // known, so from the operation's start.
+                    op.reached(hop, r.view.created_at.unwrap_or(op.started_at.at));
+                    let counted = owned && !op.uncounted;
+                    let at = at.max(op.started_at.at);
+                    let outcome = Outcome::Failed;
+                    end_day2(
+                        timeline,
+                        op,
+                        hop,
+                        outcome,
+                        at,
+                        Via::Direct,
+                        counted,
+                        &version,
+                        config,
+                        events,
+                    );
+                }
+            } else if phase == Phase::Ready || provisioned_update(hop, &r.view.state) {
+                // Provisioned: a creation still followed is done here; an
+                // update of a pool provisioned before starts none.
+                if let Some(op) = pool_operation_mut(&mut ops, create, name) {
+                    let counted = owned && !op.uncounted;
+                    op.reached(hop, r.view.created_at.unwrap_or(op.started_at.at));
+                    let at = at.max(op.started_at.at);
+                    let outcome = Outcome::Succeeded;
+                    day2_hop_done(
+                        timeline,
+                        op,
+                        hop,
+                        outcome,
+                        at,
+                        Via::Direct,
+                        counted,
+                        &version,
+                        events,
+                    );
+                }
+            } else if pool_operation_mut(&mut ops, delete, name).is_some() {
+                // Being removed: a hop still reading what it read before
+                // starts no creation.
+            } else if let Some(op) = pool_operation_mut(&mut ops, create, name) {
+                // The request came before the NodePool: the creation starts
+                // at the earliest upstream time any hop gives it.
+                if !created.observed && created.at < op.started_at.at && op.slo.is_none() {
+                    op.started_at = created;
+                    deadlines.push(Day2Deadline {
+                        at: after(created.at, config.target(op.kind)),
+                        kind: op.kind,
+                        subject: op.subject.clone().unwrap_or_default(),
+                    });
+                }
+                op.reached(hop, created.at);
+            } else {
+                let mut op = follow_new(create, created, &mut deadlines);
+                op.reached(hop, created.at);
+                ops.push(op);
+            }
+        }
+        None => {
+            let at = Stamp::from(observed_at);
+            if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
+                let counted = owned && !op.uncounted;
+                op.reached(hop, op.started_at.at);
+                let at = at.max(op.started_at.at);
+                let outcome = Outcome::Succeeded;
+                day2_hop_done(
+                    timeline,
+                    op,
+                    hop,
+                    outcome,
+                    at,
+                    Via::Direct,
+                    counted,
+                    &version,
+                    events,
+                );
+            }
+            if let Some(op) = pool_operation_mut(&mut ops, create, name)
+                && op.hop(hop).is_some()
+            {
+                // Gone before it was ready: removed, neither late nor failed.
+                op.outcome = OperationOutcome::Deleted;
+                op.ended_at = Some(at.max(op.started_at.at));
+            }
+        }
+    }
+    timeline.day2_operations = (!ops.is_empty()).then(|| Box::new(ops));
+    deadlines
+}
