@@ -149,6 +149,9 @@ pub struct Store {
     rp_in_scope: bool,
     /// `(index, total)` when sharded: the clusters this instance follows.
     shard: Option<(u32, u32)>,
+    /// Clusters whose node pools moved, for the RP's and Clusters Service's
+    /// pool reads (docs/design.md §15.11).
+    pool_hints: crate::sources::node_pools::PoolHints,
 }
 
 impl Store {
@@ -187,7 +190,14 @@ impl Store {
             clock: config.clock,
             rp_in_scope,
             shard,
+            pool_hints: Default::default(),
         })
+    }
+
+    /// Where the model says which clusters' node pools moved: the RP and
+    /// Clusters Service sources read those clusters' pools next.
+    pub fn pool_hints(&self) -> crate::sources::node_pools::PoolHints {
+        self.pool_hints.clone()
     }
 
     /// Add a listener for model events (the trace exporter).
@@ -449,6 +459,10 @@ impl Store {
                 let memory = state.fleet.memory_of(id);
                 state.remembered.update(id, memory);
             }
+        }
+        for id in &result.pool_hints {
+            let rid = state.fleet.get(id).map(|t| t.identity.resource_id.as_str());
+            self.pool_hints.hint(id, rid);
         }
         if state.remembered.unconfirmed() && self.health.synced() {
             let State {

@@ -17,6 +17,7 @@ pub mod health;
 pub mod http;
 pub mod kube;
 pub mod maestro;
+pub mod node_pools;
 pub mod poll;
 pub mod rp_frontend;
 

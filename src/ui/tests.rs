@@ -317,3 +317,49 @@ fn a_day_two_pools_creation_is_judged_counted_and_listed_on_its_own() {
     // The cluster's own list line is unchanged by it.
     assert_ne!(c.status, Status::Stuck);
 }
+
+/// A NodePool that moves tells the RP's and Clusters Service's pool reads
+/// which cluster to read (docs/design.md §15.11); a first sync's ready
+/// pools do not.
+#[test]
+fn a_node_pool_that_moves_hints_its_clusters_pools_to_the_rp_and_clusters_service() {
+    let store = store();
+    let t0 = t("2026-01-01T00:00:00Z");
+    store.apply_at(
+        batch(
+            true,
+            t0,
+            vec![
+                obs("a", Hop::ClustersService)
+                    .state("ready", Phase::Ready)
+                    .resource_id("/subscriptions/s/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a"),
+                obs("a", Hop::NodePool).object("a-np1").state("Ready", Phase::Ready),
+            ],
+        ),
+        t0,
+    );
+    let hints = store.pool_hints();
+    assert!(
+        hints.take_cs().is_empty(),
+        "a settled first sync hints nothing"
+    );
+    store.apply_at(
+        batch(
+            false,
+            t0,
+            vec![
+                obs("a", Hop::NodePool)
+                    .object("a-np2")
+                    .state("WaitingForAvailableMachines", Phase::Progressing),
+            ],
+        ),
+        t0,
+    );
+    assert_eq!(hints.take_cs(), ["a"]);
+    assert_eq!(
+        hints.take_rp(),
+        [
+            "/subscriptions/s/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/a"
+        ]
+    );
+}

@@ -1,0 +1,467 @@
+//! A cluster's node pools at the RP (ARM `nodePools`) and Clusters Service
+//! (`/clusters/{id}/node_pools`): what is read, and when (docs/design.md
+//! §15.11).
+//!
+//! Both APIs list pools per cluster only, so reading every cluster's pools
+//! each cycle would cost one request per cluster per cycle. A cluster's
+//! pools are read instead when a cheaper signal says they may have changed
+//! ([`PoolHints`]: a NodePool that appeared, went or changed its phase, in
+//! Maestro's feedback or a watch), on every fast poll while one of its pools
+//! is not settled (its operation in flight), and by a slow rotation through
+//! every known cluster that bounds how long a change can go unseen.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+
+use crate::model::{Change, ClusterKey, Hop, HopError, HopView, Observation, Phase, Via};
+use crate::sources::UnknownValue;
+use crate::sources::http;
+
+/// Clusters whose pools are worth reading now, filled by the store after
+/// the model saw a NodePool move, drained by the RP and Clusters Service
+/// sources.
+#[derive(Clone, Default)]
+pub struct PoolHints {
+    inner: Arc<Mutex<HintSets>>,
+}
+
+#[derive(Default)]
+struct HintSets {
+    /// Lower-cased ARM resource ids.
+    rp: BTreeSet<String>,
+    /// Clusters Service cluster ids.
+    cs: BTreeSet<String>,
+}
+
+/// At most this many hints wait per source: a burst (a management cluster
+/// coming back) is read by the rotation instead of queueing without bound.
+const MAX_HINTS: usize = 10_000;
+
+impl PoolHints {
+    pub fn hint(&self, cluster_id: &str, resource_id: Option<&str>) {
+        let mut sets = self.inner.lock();
+        if sets.cs.len() < MAX_HINTS {
+            sets.cs.insert(cluster_id.to_string());
+        }
+        if let Some(rid) = resource_id.filter(|r| !r.is_empty())
+            && sets.rp.len() < MAX_HINTS
+        {
+            sets.rp.insert(rid.to_ascii_lowercase());
+        }
+    }
+
+    pub fn take_rp(&self) -> Vec<String> {
+        std::mem::take(&mut self.inner.lock().rp)
+            .into_iter()
+            .collect()
+    }
+
+    pub fn take_cs(&self) -> Vec<String> {
+        std::mem::take(&mut self.inner.lock().cs)
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Which clusters' pools one source reads on a fast poll, and what it sent
+/// of the pools not settled.
+pub struct PoolFollow {
+    hints: Option<PoolHints>,
+    /// Clusters whose last read showed a pool not settled, with the pools
+    /// sent and their fingerprints: read on every fast poll, and a pool
+    /// they no longer show is gone.
+    unsettled: HashMap<String, Vec<(String, u64)>>,
+    rotation: VecDeque<String>,
+    /// How many the rotation gives each poll, set when it is refilled.
+    share: usize,
+    rotation_period: Duration,
+    fast_interval: Duration,
+}
+
+impl PoolFollow {
+    pub fn new(
+        hints: Option<PoolHints>,
+        rotation_period: Duration,
+        fast_interval: Duration,
+    ) -> Self {
+        PoolFollow {
+            hints,
+            unsettled: HashMap::new(),
+            rotation: VecDeque::new(),
+            share: 0,
+            rotation_period,
+            fast_interval,
+        }
+    }
+
+    /// The clusters (keys as the source names them) whose pools this fast
+    /// poll reads: the hinted ones (`rp`: the RP's hints, else Clusters
+    /// Service's), those with a pool not settled, and the rotation's next
+    /// share of `known` (refilled from it when it runs out).
+    pub fn due(&mut self, rp: bool, known: impl FnOnce() -> Vec<String>) -> Vec<String> {
+        let mut due: BTreeSet<String> = match &self.hints {
+            Some(h) if rp => h.take_rp().into_iter().collect(),
+            Some(h) => h.take_cs().into_iter().collect(),
+            None => BTreeSet::new(),
+        };
+        due.extend(self.unsettled.keys().cloned());
+        if self.rotation.is_empty() {
+            self.rotation = known().into();
+            self.share = rotation_share(
+                self.rotation.len(),
+                self.fast_interval,
+                self.rotation_period,
+            );
+        }
+        for _ in 0..self.share {
+            match self.rotation.pop_front() {
+                Some(key) => {
+                    due.insert(key);
+                }
+                None => break,
+            }
+        }
+        due.into_iter().collect()
+    }
+
+    /// Record one cluster's pools as read (`None`: the cluster is gone, so
+    /// are its pools) and push what to send: every reading of a settled
+    /// pool (the model keeps none of those unless an operation follows
+    /// it), a pool not settled when it changed, and `Gone` for a pool
+    /// followed before that the read no longer shows.
+    pub fn record(
+        &mut self,
+        cluster: &str,
+        key: &ClusterKey,
+        hop: Hop,
+        read: Option<Vec<(String, HopView)>>,
+        out: &mut Vec<Observation>,
+    ) {
+        let before = self.unsettled.remove(cluster).unwrap_or_default();
+        let read = read.unwrap_or_default();
+        let mut after = Vec::new();
+        for (name, view) in read {
+            let fingerprint = view.fingerprint();
+            let settled = settled(hop, &view);
+            let repeat = before.iter().any(|(n, f)| *n == name && *f == fingerprint);
+            if !settled {
+                after.push((name.clone(), fingerprint));
+            }
+            if !repeat {
+                out.push(Observation {
+                    key: key.clone(),
+                    hop,
+                    via: Via::Direct,
+                    object: name,
+                    change: Change::Upsert(Box::new(view)),
+                });
+            }
+        }
+        for (name, _) in before {
+            let still = after.iter().any(|(n, _)| *n == name)
+                || out.iter().any(|o| o.object == name && &o.key == key);
+            if !still {
+                out.push(Observation {
+                    key: key.clone(),
+                    hop,
+                    via: Via::Direct,
+                    object: name,
+                    change: Change::Gone,
+                });
+            }
+        }
+        if !after.is_empty() {
+            self.unsettled.insert(cluster.to_string(), after);
+        }
+    }
+
+    /// Clusters with a pool not settled.
+    pub fn unsettled(&self) -> usize {
+        self.unsettled.len()
+    }
+}
+
+/// How many clusters one fast poll takes from the rotation so every known
+/// one is read once per `period`.
+fn rotation_share(known: usize, fast: Duration, period: Duration) -> usize {
+    if known == 0 {
+        return 0;
+    }
+    let polls = (period.as_secs_f64() / fast.as_secs_f64().max(0.001)).max(1.0);
+    ((known as f64 / polls).ceil() as usize).max(1)
+}
+
+/// Provisioned, nothing to wait for: ready, or being changed after it was
+/// (ARM takes an update only on a resource that succeeded).
+fn settled(hop: Hop, view: &HopView) -> bool {
+    view.phase == Phase::Ready
+        || match hop {
+            Hop::RpFrontend => &*view.state == "Updating",
+            _ => matches!(
+                &*view.state,
+                "updating" | "validating_update" | "pending_update"
+            ),
+        }
+}
+
+// ---- ARM `nodePools` ---------------------------------------------------
+
+/// The fields of an ARM `nodePools` resource the exporter reads.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArmNodePool {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub system_data: Option<crate::sources::rp_frontend::SystemData>,
+    #[serde(default)]
+    pub properties: Option<ArmNodePoolProperties>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArmNodePoolProperties {
+    #[serde(default)]
+    pub provisioning_state: Option<String>,
+}
+
+/// One ARM node pool as its `rp_frontend` reading: the pool's name (the
+/// last segment of its id when `name` is absent), its provisioningState
+/// mapped as the cluster's, dated by `systemData.createdAt`.
+pub fn parse_arm_pool(
+    pool: &ArmNodePool,
+    unknown: &mut Vec<UnknownValue>,
+) -> Option<(String, HopView)> {
+    let name = pool
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            pool.id
+                .as_deref()
+                .and_then(|id| id.rsplit('/').next())
+                .map(str::to_string)
+        })
+        .filter(|n| !n.is_empty())?;
+    let raw = pool
+        .properties
+        .as_ref()
+        .and_then(|p| p.provisioning_state.as_deref())
+        .unwrap_or("");
+    let phase = crate::views::rp_frontend::phase(raw).unwrap_or_else(|| {
+        unknown.push(UnknownValue {
+            field: "nodePools.properties.provisioningState",
+            value: raw.to_string(),
+        });
+        Phase::Unknown
+    });
+    let created_at = http::parse_time(
+        pool.system_data
+            .as_ref()
+            .and_then(|s| s.created_at.as_deref()),
+        "nodePools.systemData.createdAt",
+        unknown,
+    );
+    Some((
+        name,
+        HopView {
+            created_at,
+            ..HopView::new(raw, phase)
+        },
+    ))
+}
+
+// ---- Clusters Service `node_pools` -------------------------------------
+
+/// The fields of a Clusters Service node pool the exporter reads.
+#[derive(Debug, Deserialize)]
+pub struct CsNodePool {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub status: Option<CsNodePoolStatus>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CsNodePoolStatus {
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub state: Option<CsNodePoolState>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CsNodePoolState {
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub last_updated_timestamp: Option<String>,
+}
+
+/// A Clusters Service node pool state's phase (the states ARO HCP's
+/// backend maps to the pool's provisioningState).
+pub fn cs_pool_phase(state: &str) -> Option<Phase> {
+    Some(match state {
+        "validating" | "pending" | "validating_update" | "pending_update" => Phase::Pending,
+        "installing" | "updating" => Phase::Progressing,
+        "ready" => Phase::Ready,
+        "uninstalling" => Phase::Deleting,
+        "error" | "recoverable_error" => Phase::Failed,
+        _ => return None,
+    })
+}
+
+/// One Clusters Service node pool as its `clusters_service` reading, in
+/// its state since `state.last_updated_timestamp`; a failed one carries
+/// CS's message as its error.
+pub fn parse_cs_pool(
+    pool: &CsNodePool,
+    unknown: &mut Vec<UnknownValue>,
+) -> Option<(String, HopView)> {
+    let name = pool.id.clone().filter(|n| !n.is_empty())?;
+    let status = pool.status.as_ref();
+    let state = status.and_then(|s| s.state.as_ref());
+    let raw = state.and_then(|s| s.value.as_deref()).unwrap_or("");
+    let phase = cs_pool_phase(raw).unwrap_or_else(|| {
+        unknown.push(UnknownValue {
+            field: "node_pools.status.state.value",
+            value: raw.to_string(),
+        });
+        Phase::Unknown
+    });
+    let since = http::parse_time(
+        state.and_then(|s| s.last_updated_timestamp.as_deref()),
+        "node_pools.status.state.last_updated_timestamp",
+        unknown,
+    );
+    let error = (phase == Phase::Failed).then(|| {
+        Box::new(HopError {
+            code: raw.to_string(),
+            message: status.and_then(|s| s.message.clone()).unwrap_or_default(),
+        })
+    });
+    Some((
+        name,
+        HopView {
+            since,
+            error,
+            ..HopView::new(raw, phase)
+        },
+    ))
+}
+
+/// A Clusters Service list page of node pools (`NodePoolList`).
+#[derive(Debug, Deserialize)]
+pub struct CsNodePoolList {
+    #[serde(default)]
+    pub items: Option<Vec<http::RawItem>>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+    use super::*;
+
+    #[test]
+    fn a_rotation_reads_every_known_cluster_once_per_period() {
+        let fast = Duration::from_secs(10);
+        let hour = Duration::from_secs(3600);
+        assert_eq!(rotation_share(10_000, fast, hour), 28);
+        assert_eq!(rotation_share(3, fast, hour), 1);
+        assert_eq!(rotation_share(0, fast, hour), 0);
+        let mut follow = PoolFollow::new(None, Duration::from_secs(30), fast);
+        let known = || (0..7).map(|i| format!("c{i}")).collect::<Vec<_>>();
+        let mut seen = BTreeSet::new();
+        for _ in 0..3 {
+            seen.extend(follow.due(false, known));
+        }
+        assert_eq!(
+            seen.len(),
+            7,
+            "three polls of a 30 s period cover the fleet"
+        );
+    }
+
+    #[test]
+    fn a_pool_not_settled_is_read_every_poll_and_sent_when_it_changes_or_goes() {
+        let hints = PoolHints::default();
+        let mut follow = PoolFollow::new(
+            Some(hints.clone()),
+            Duration::from_secs(3600),
+            Duration::from_secs(10),
+        );
+        hints.hint("c1", Some("/SUBSCRIPTIONS/S/x"));
+        assert_eq!(follow.due(false, Vec::new), ["c1"]);
+        assert_eq!(
+            follow.due(false, Vec::new),
+            Vec::<String>::new(),
+            "a hint is taken once"
+        );
+        let key = ClusterKey::Id("c1".into());
+        let installing = || HopView::new("installing", Phase::Progressing);
+        let mut out = Vec::new();
+        follow.record(
+            "c1",
+            &key,
+            Hop::ClustersService,
+            Some(vec![("np".into(), installing())]),
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            follow.due(false, Vec::new),
+            ["c1"],
+            "followed while not settled"
+        );
+        out.clear();
+        follow.record(
+            "c1",
+            &key,
+            Hop::ClustersService,
+            Some(vec![("np".into(), installing())]),
+            &mut out,
+        );
+        assert!(out.is_empty(), "an unchanged pool is not sent again");
+        follow.record("c1", &key, Hop::ClustersService, Some(Vec::new()), &mut out);
+        assert!(
+            matches!(out.as_slice(), [o] if matches!(o.change, Change::Gone) && o.object == "np")
+        );
+        assert_eq!(follow.unsettled(), 0);
+        assert_eq!(hints.take_rp(), ["/subscriptions/s/x"]);
+    }
+
+    #[test]
+    fn pools_parse_as_the_reference_shapes_name_them() {
+        let mut unknown = Vec::new();
+        let arm: ArmNodePool = serde_json::from_str(
+            r#"{"id":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c/nodePools/np1",
+                "systemData":{"createdAt":"2026-11-27T10:00:00Z"},"properties":{"provisioningState":"Provisioning"}}"#,
+        )
+        .unwrap();
+        let (name, view) = parse_arm_pool(&arm, &mut unknown).unwrap();
+        assert_eq!((name.as_str(), view.phase), ("np1", Phase::Progressing));
+        assert!(view.created_at.is_some());
+        let cs: CsNodePool = serde_json::from_str(
+            r#"{"kind":"NodePool","id":"np1","status":{"message":"quota exceeded","state":{"value":"error","last_updated_timestamp":"2026-11-27T10:05:00Z"}}}"#,
+        )
+        .unwrap();
+        let (name, view) = parse_cs_pool(&cs, &mut unknown).unwrap();
+        assert_eq!((name.as_str(), view.phase), ("np1", Phase::Failed));
+        assert_eq!(view.error.unwrap().message, "quota exceeded");
+        let odd: CsNodePool =
+            serde_json::from_str(r#"{"id":"np2","status":{"state":{"value":"hatching"}}}"#)
+                .unwrap();
+        assert_eq!(
+            parse_cs_pool(&odd, &mut unknown).unwrap().1.phase,
+            Phase::Unknown
+        );
+        assert_eq!(unknown.len(), 1);
+    }
+}
