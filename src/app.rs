@@ -254,8 +254,9 @@ impl Exporter {
         for source in http_sources {
             let ctx = ctx(source.name());
             let http = client(&ctx.name, source.http(), ctx.metrics.clone())?;
+            let hints = store.pool_hints();
             tasks.push(background.spawn(supervise(ctx, restart, move |ctx| {
-                source.clone().run(ctx, http.clone())
+                source.clone().run(ctx, http.clone(), hints.clone())
             })));
         }
         for cfg in &config.sources.kube {

@@ -297,11 +297,19 @@ pub fn demo_config(settings: &DemoSettings, world: &World, endpoints: &Endpoints
         api_version: crate::config::default_rp_api_version(),
         subscriptions: world.subscriptions(),
         resource_ids: Vec::new(),
+        node_pool_rotation: scaled(
+            crate::config::defaults::node_pool_rotation(),
+            Duration::from_secs(10),
+        ),
     });
     config.sources.clusters_service = Some(ClustersServiceConfig {
         http: http(&endpoints.clusters_service),
         api: ClustersServiceApi::AroHcpV1alpha1,
         search_scope: None,
+        node_pool_rotation: scaled(
+            crate::config::defaults::node_pool_rotation(),
+            Duration::from_secs(10),
+        ),
     });
     let grpc = settings.maestro_stream.then(|| {
         let mut grpc = MaestroGrpcConfig::new(

@@ -362,6 +362,12 @@ pub mod defaults {
     pub fn full_relist() -> Duration {
         Duration::from_secs(600)
     }
+    /// A cluster's node pools at the RP and Clusters Service are read at
+    /// least this often (docs/design.md §15.11): at 10,000 clusters and a
+    /// 10 s fast poll, 28 clusters a poll.
+    pub fn node_pool_rotation() -> Duration {
+        Duration::from_secs(3600)
+    }
     /// Upper bound of `page_size`: Clusters Service and Maestro cap their own
     /// pages well below this, and a larger page only makes one request slower.
     pub const MAX_PAGE_SIZE: u32 = 10_000;
@@ -402,6 +408,9 @@ pub struct RpFrontendConfig {
     pub subscriptions: Vec<String>,
     /// Individual cluster resource ids to GET.
     pub resource_ids: Vec<String>,
+    /// How long a cluster's `nodePools` may go unread: the slow rotation
+    /// through every cluster (docs/design.md §15.11). Zero reads none.
+    pub node_pool_rotation: Duration,
 }
 
 impl RpFrontendConfig {
@@ -411,6 +420,7 @@ impl RpFrontendConfig {
             api_version: default_rp_api_version(),
             subscriptions: Vec::new(),
             resource_ids: Vec::new(),
+            node_pool_rotation: defaults::node_pool_rotation(),
         }
     }
 }
@@ -428,6 +438,9 @@ pub struct ClustersServiceConfig {
     /// reads only the clusters it matches: how `diagnose` reads one
     /// creation's clusters instead of the fleet. None in `serve`.
     pub search_scope: Option<String>,
+    /// How long a cluster's `node_pools` may go unread: the slow rotation
+    /// through every cluster (docs/design.md §15.11). Zero reads none.
+    pub node_pool_rotation: Duration,
 }
 
 impl ClustersServiceConfig {
@@ -436,6 +449,7 @@ impl ClustersServiceConfig {
             http: HttpSourceConfig::new(base_url),
             api: ClustersServiceApi::default(),
             search_scope: None,
+            node_pool_rotation: defaults::node_pool_rotation(),
         }
     }
 }
@@ -656,6 +670,8 @@ flat_source_shape!(RawRpFrontend => RpFrontendConfig {
     subscriptions: Vec<String>,
     #[serde(default)]
     resource_ids: Vec<String>,
+    #[serde(default = "defaults::node_pool_rotation", with = "humantime_serde")]
+    node_pool_rotation: Duration,
 });
 
 flat_source_shape!(RawClustersService => ClustersServiceConfig {
@@ -664,6 +680,8 @@ flat_source_shape!(RawClustersService => ClustersServiceConfig {
     /// Set by `diagnose` only, never read from a file (docs/design.md §12.4).
     #[serde(skip)]
     search_scope: Option<String>,
+    #[serde(default = "defaults::node_pool_rotation", with = "humantime_serde")]
+    node_pool_rotation: Duration,
 });
 
 flat_source_shape!(RawMaestro => MaestroConfig {

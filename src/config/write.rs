@@ -87,6 +87,7 @@ mod tests {
             http,
             api: ClustersServiceApi::AroHcpV1alpha1,
             search_scope: None,
+            node_pool_rotation: Duration::from_secs(1800),
         });
         config.sources.maestro = Some(MaestroConfig {
             http: HttpSourceConfig::new(url("http://127.0.0.1:8001/")),

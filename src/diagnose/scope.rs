@@ -338,6 +338,7 @@ mod tests {
             api_version: crate::config::default_rp_api_version(),
             subscriptions: vec!["sub".into()],
             resource_ids: Vec::new(),
+            node_pool_rotation: crate::config::defaults::node_pool_rotation(),
         });
         config.sources.clusters_service =
             Some(crate::config::ClustersServiceConfig::new(url("http://cs/")));

@@ -44,6 +44,9 @@ use crate::sources::health::cause_chain;
 use crate::sources::http::{
     self, BuildError, HttpClient, MassDeletionGuard, SourceError, Tracker, UpdateMode, sql_quote,
 };
+use crate::sources::node_pools::{
+    CsNodePool, CsNodePoolList, PoolFollow, PoolHints, parse_cs_pool,
+};
 use crate::sources::poll::{self, Cadence, Polled};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
@@ -395,6 +398,9 @@ pub struct ClustersServiceSource {
     shards: HashMap<String, ShardEntry>,
     synced: bool,
     guard: MassDeletionGuard,
+    /// Which clusters' `node_pools` to read (docs/design.md §15.11); none
+    /// until [`ClustersServiceSource::with_pool_hints`] says what moved.
+    pools: Option<PoolFollow>,
 }
 
 impl ClustersServiceSource {
@@ -421,7 +427,83 @@ impl ClustersServiceSource {
             shards: HashMap::new(),
             synced: false,
             guard: MassDeletionGuard::default(),
+            pools: None,
         }
+    }
+
+    /// Read each cluster's `node_pools` when `hints` says its pools moved,
+    /// while one is not settled, and once per `node_pool_rotation`
+    /// (docs/design.md §15.11). Without it (or with a zero rotation) the
+    /// source reads clusters only.
+    pub fn with_pool_hints(mut self, hints: PoolHints) -> ClustersServiceSource {
+        if !self.cfg.node_pool_rotation.is_zero() {
+            self.pools = Some(PoolFollow::new(
+                Some(hints),
+                self.cfg.node_pool_rotation,
+                self.cfg.http.fast_poll_interval,
+            ));
+        }
+        self
+    }
+
+    /// Read the node pools of the clusters due (docs/design.md §15.11). A
+    /// failed read keeps what was read before and is counted with the
+    /// source's requests; it does not take the source down.
+    async fn read_pools(&mut self, out: &mut Vec<Observation>, unknown: &mut Vec<UnknownValue>) {
+        let Some(mut pools) = self.pools.take() else {
+            return;
+        };
+        let due = pools.due(false, || {
+            self.tracker.owners().map(str::to_string).collect()
+        });
+        for id in due {
+            match self.read_cluster_pools(&id, unknown).await {
+                Ok(read) => {
+                    let key = ClusterKey::Id(id.clone());
+                    pools.record(&id, &key, Hop::ClustersService, read, out);
+                }
+                Err(err) => {
+                    tracing::debug!(source = %self.ctx.name, cluster_id = %id, error = %err, "reading a cluster's node_pools failed");
+                }
+            }
+        }
+        self.pools = Some(pools);
+    }
+
+    /// One cluster's `node_pools` (one page: a cluster has a handful);
+    /// `None` when the cluster is gone.
+    async fn read_cluster_pools(
+        &self,
+        id: &str,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<Option<Vec<(String, HopView)>>, SourceError> {
+        let mut url = self.client.url(&self.clusters_path())?;
+        url.path_segments_mut()
+            .map_err(|()| SourceError::InvalidUrl {
+                base: self.clusters_path(),
+                path: id.to_string(),
+                source: url::ParseError::RelativeUrlWithCannotBeABaseBase,
+            })?
+            .push(id)
+            .push("node_pools");
+        url.query_pairs_mut().append_pair("size", "100");
+        let Some(list) = self
+            .client
+            .get_json_or_absent::<CsNodePoolList>(url)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut pools = Vec::new();
+        for item in list.items.unwrap_or_default() {
+            if let Some(pool) =
+                http::decode_item::<CsNodePool>(&item, "node_pools.items[]", unknown)
+                && let Some(parsed) = parse_cs_pool(&pool, unknown)
+            {
+                pools.push(parsed);
+            }
+        }
+        Ok(Some(pools))
     }
 
     /// Clusters currently known to be in flight.
@@ -472,9 +554,12 @@ impl ClustersServiceSource {
                 if kind == PollKind::Full {
                     self.synced = true;
                 }
+                let pools_before = out.len();
+                self.read_pools(&mut out, &mut unknown).await;
+                let pools_read = out.len() > pools_before;
                 // A full relist's pages went out as they were read; what is
                 // left (clusters read by id, deletions) may be nothing.
-                if kind == PollKind::Fast || !out.is_empty() || !unknown.is_empty() {
+                if kind == PollKind::Fast || pools_read || !out.is_empty() || !unknown.is_empty() {
                     http::deliver(&self.ctx, initial, observed_at, out, &unknown);
                 }
                 self.last_poll_began = Some(observed_at);

@@ -78,15 +78,24 @@ impl HttpSource {
     }
 
     /// Poll forever through `client`. Abort the task to stop.
-    pub async fn run(self, ctx: SourceContext, client: http::HttpClient) {
+    /// `pool_hints`: where the model says which clusters' node pools moved,
+    /// for the RP's and Clusters Service's pool reads (docs/design.md §15.11).
+    pub async fn run(
+        self,
+        ctx: SourceContext,
+        client: http::HttpClient,
+        pool_hints: node_pools::PoolHints,
+    ) {
         match self {
             HttpSource::RpFrontend(cfg) => {
                 rp_frontend::RpFrontendSource::with_client(cfg, ctx, client)
+                    .with_pool_hints(pool_hints)
                     .run()
                     .await
             }
             HttpSource::ClustersService(cfg) => {
                 clusters_service::ClustersServiceSource::with_client(cfg, ctx, client)
+                    .with_pool_hints(pool_hints)
                     .run()
                     .await
             }

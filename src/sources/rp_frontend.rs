@@ -37,6 +37,7 @@ use crate::sources::http::{
     self, BuildError, HttpClient, MAX_PAGES, MassDeletionGuard, SourceError, Tracker, UpdateMode,
     WireCondition, null_default,
 };
+use crate::sources::node_pools::{ArmNodePool, PoolFollow, PoolHints, parse_arm_pool};
 use crate::sources::poll::{Cadence, PollKind, TargetSchedule};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
@@ -269,6 +270,9 @@ pub struct RpFrontendSource {
     /// own previous list showed, whatever the ids say: an id naming another
     /// subscription (or none) must not outlive the list that brought it.
     listed_under: HashMap<String, HashSet<String>>,
+    /// Which clusters' `nodePools` to read (docs/design.md §15.11); none
+    /// until [`RpFrontendSource::with_pool_hints`] says what moved.
+    pools: Option<PoolFollow>,
 }
 
 impl RpFrontendSource {
@@ -314,7 +318,23 @@ impl RpFrontendSource {
             explicit_owners,
             guards: HashMap::new(),
             listed_under: HashMap::new(),
+            pools: None,
         }
+    }
+
+    /// Read each cluster's `nodePools` when `hints` says its pools moved,
+    /// while one is not settled, and once per `node_pool_rotation`
+    /// (docs/design.md §15.11). Without it (or with a zero rotation) the
+    /// source reads clusters only.
+    pub fn with_pool_hints(mut self, hints: PoolHints) -> RpFrontendSource {
+        if !self.cfg.node_pool_rotation.is_zero() {
+            self.pools = Some(PoolFollow::new(
+                Some(hints),
+                self.cfg.node_pool_rotation,
+                self.cfg.http.fast_poll_interval,
+            ));
+        }
+        self
     }
 
     /// Each target fast while one of its clusters is in flight, else slow,
@@ -405,6 +425,7 @@ impl RpFrontendSource {
                 }
             }
         }
+        self.read_pools(&mut out, &mut unknown).await;
         // A poll where nothing was read delivers nothing: an empty initial
         // batch would claim a first sync that did not happen.
         let initial = initial && (ok || delivered || !out.is_empty());
@@ -568,6 +589,87 @@ impl RpFrontendSource {
         let flight = in_flight(parsed.phase);
         self.accept(&parsed.resource_id, parsed.observation, send_all, out);
         Ok(flight)
+    }
+
+    /// Read the node pools of the clusters due (docs/design.md §15.11). A
+    /// failed read keeps what was read before and is counted with the
+    /// source's requests; it does not take the source down, whose clusters
+    /// were read.
+    async fn read_pools(&mut self, out: &mut Vec<Observation>, unknown: &mut Vec<UnknownValue>) {
+        let Some(mut pools) = self.pools.take() else {
+            return;
+        };
+        let due = pools.due(true, || {
+            let mut known: Vec<String> = self
+                .listed_under
+                .values()
+                .flatten()
+                .chain(self.explicit_owners.iter())
+                .cloned()
+                .collect();
+            known.sort();
+            known.dedup();
+            known
+        });
+        for rid in due {
+            match self.read_cluster_pools(&rid, unknown).await {
+                // Not a list: what was read before stands.
+                Ok(Some(None)) => {}
+                Ok(read) => {
+                    let read = read.map(|r| r.unwrap_or_default());
+                    let key = ClusterKey::ArmResourceId(rid.clone());
+                    pools.record(&rid, &key, Hop::RpFrontend, read, out);
+                }
+                Err(err) => {
+                    tracing::debug!(source = %self.ctx.name, resource_id = %rid, error = %err, "reading a cluster's nodePools failed");
+                }
+            }
+        }
+        self.pools = Some(pools);
+    }
+
+    /// One cluster's `nodePools`, every page; `None` when the cluster is
+    /// gone (ARM answers 404 for the list of a missing parent), `Some(None)`
+    /// when a page is not a list (counted).
+    async fn read_cluster_pools(
+        &self,
+        rid: &str,
+        unknown: &mut Vec<UnknownValue>,
+    ) -> Result<Option<Option<Vec<(String, HopView)>>>, SourceError> {
+        let mut url = self.client.url(&format!("{rid}/nodePools"))?;
+        url.query_pairs_mut()
+            .append_pair("api-version", &self.cfg.api_version);
+        let mut pools = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(page) = self
+                .client
+                .get_json_or_absent::<ArmList>(url.clone())
+                .await?
+            else {
+                return Ok(None);
+            };
+            if let Err(why) = page.check() {
+                unknown.push(UnknownValue {
+                    field: "nodePools",
+                    value: why,
+                });
+                return Ok(Some(None));
+            }
+            let next = page.next_link.clone().filter(|l| !l.is_empty());
+            for item in page.value.unwrap_or_default() {
+                if let Some(pool) =
+                    http::decode_item::<ArmNodePool>(&item, "nodePools.value[]", unknown)
+                    && let Some(parsed) = parse_arm_pool(&pool, unknown)
+                {
+                    pools.push(parsed);
+                }
+            }
+            match next {
+                Some(link) => url = self.client.same_origin(&link)?,
+                None => break,
+            }
+        }
+        Ok(Some(Some(pools)))
     }
 
     fn accept(

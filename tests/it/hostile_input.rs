@@ -648,6 +648,7 @@ async fn clusters_service_keeps_its_clusters_through_the_hostile_corpus() {
         http: http(&base),
         api: ClustersServiceApi::AroHcpV1alpha1,
         search_scope: None,
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     };
     let (ctx, client) = wiring("clusters_service", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(ClustersServiceSource::with_client(
@@ -701,6 +702,7 @@ async fn the_rp_frontend_forgets_no_resource_through_the_hostile_corpus() {
         api_version: "2026-09-01-preview".into(),
         subscriptions: vec![SUB.into()],
         resource_ids: vec![],
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     };
     let (ctx, client) = wiring("rp_frontend", &cfg.http, &sink);
     let source = Arc::new(tokio::sync::Mutex::new(RpFrontendSource::with_client(
@@ -733,6 +735,7 @@ async fn an_oversized_body_is_refused_and_forgets_nothing() {
         http: http(&base),
         api: ClustersServiceApi::AroHcpV1alpha1,
         search_scope: None,
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     };
     let (ctx, client) = wiring("clusters_service", &cfg.http, &sink);
     let client = client.with_body_limit(64 * 1024);

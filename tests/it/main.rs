@@ -35,6 +35,7 @@ mod layering;
 mod maestro_stream;
 mod metrics_exposition;
 mod multi_object_hops;
+mod node_pools_service;
 mod node_pools_standin;
 mod one_reading_per_kind;
 mod process_lifecycle;

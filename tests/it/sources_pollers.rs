@@ -133,6 +133,7 @@ fn rp_config(base: &Url) -> RpFrontendConfig {
         api_version: "2024-06-10-preview".into(),
         subscriptions: vec![SUB.into()],
         resource_ids: vec![],
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     }
 }
 
@@ -378,6 +379,7 @@ fn cs_config(base: &Url) -> ClustersServiceConfig {
         http,
         api: ClustersServiceApi::AroHcpV1alpha1,
         search_scope: None,
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     }
 }
 

@@ -85,6 +85,7 @@ fn cs_source(h: &Harness, base: &Url, body_limit: usize) -> ClustersServiceSourc
         http: http_config(base),
         api: ClustersServiceApi::AroHcpV1alpha1,
         search_scope: None,
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     };
     let client = HttpClient::new("clusters_service", &cfg.http, h.metrics.clone())
         .unwrap()
@@ -430,6 +431,7 @@ fn rp_source(h: &Harness, base: &Url) -> RpFrontendSource {
         api_version: "2024-06-10-preview".into(),
         subscriptions: vec![SUB.into()],
         resource_ids: vec![],
+        node_pool_rotation: hcp_flow::config::defaults::node_pool_rotation(),
     };
     RpFrontendSource::new(cfg, h.ctx.clone()).unwrap()
 }

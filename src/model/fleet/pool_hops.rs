@@ -338,13 +338,16 @@ fn evaluate_pool_reading(
             } else if let Some(op) = pool_operation_mut(&mut ops, create, name) {
                 // The request came before the NodePool: the creation starts
                 // at the earliest upstream time any hop gives it.
-                if !created.observed && created.at < op.started_at.at && op.slo.is_none() {
+                // A verdict already given stays given; the start is a fact.
+                if !created.observed && created.at < op.started_at.at {
                     op.started_at = created;
-                    deadlines.push(Day2Deadline {
-                        at: after(created.at, config.target(op.kind)),
-                        kind: op.kind,
-                        subject: op.subject.clone().unwrap_or_default(),
-                    });
+                    if op.slo.is_none() {
+                        deadlines.push(Day2Deadline {
+                            at: after(created.at, config.target(op.kind)),
+                            kind: op.kind,
+                            subject: op.subject.clone().unwrap_or_default(),
+                        });
+                    }
                 }
                 op.reached(hop, created.at);
             } else {

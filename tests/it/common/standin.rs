@@ -80,6 +80,11 @@ impl StandIn {
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().clone()
     }
+
+    /// The requests received since the last call.
+    pub fn take(&self) -> Vec<Seen> {
+        std::mem::take(&mut *self.seen.lock())
+    }
 }
 
 async fn serve(
