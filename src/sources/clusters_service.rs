@@ -453,9 +453,7 @@ impl ClustersServiceSource {
         let Some(mut pools) = self.pools.take() else {
             return;
         };
-        let due = pools.due(false, || {
-            self.tracker.owners().map(str::to_string).collect()
-        });
+        let due = pools.due(false, self.tracker.owners());
         for id in due {
             match self.read_cluster_pools(&id, unknown).await {
                 Ok(read) => {

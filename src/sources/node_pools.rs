@@ -10,7 +10,7 @@
 //! is not settled (its operation in flight), and by a slow rotation through
 //! every known cluster that bounds how long a change can go unseen.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,9 +75,10 @@ pub struct PoolFollow {
     /// sent and their fingerprints: read on every fast poll, and a pool
     /// they no longer show is gone.
     unsettled: HashMap<String, Vec<(String, u64)>>,
-    rotation: VecDeque<String>,
-    /// How many the rotation gives each poll, set when it is refilled.
-    share: usize,
+    /// The rotation's turn: each poll reads the known clusters whose hash
+    /// falls in its bucket, so the rotation holds no copy of the fleet's
+    /// keys (they are long-lived memory at 10,000 clusters).
+    turn: u64,
     rotation_period: Duration,
     fast_interval: Duration,
 }
@@ -91,40 +92,31 @@ impl PoolFollow {
         PoolFollow {
             hints,
             unsettled: HashMap::new(),
-            rotation: VecDeque::new(),
-            share: 0,
+            turn: 0,
             rotation_period,
             fast_interval,
         }
     }
 
-    /// The clusters (keys as the source names them) whose pools this fast
-    /// poll reads: the hinted ones (`rp`: the RP's hints, else Clusters
-    /// Service's), those with a pool not settled, and the rotation's next
-    /// share of `known` (refilled from it when it runs out).
-    pub fn due(&mut self, rp: bool, known: impl FnOnce() -> Vec<String>) -> Vec<String> {
+    /// The clusters (keys as the source names them) whose pools this poll
+    /// reads: the hinted ones (`rp`: the RP's hints, else Clusters
+    /// Service's), those with a pool not settled, and the rotation's bucket
+    /// of `known` for this turn.
+    pub fn due<'a>(&mut self, rp: bool, known: impl Iterator<Item = &'a str>) -> Vec<String> {
         let mut due: BTreeSet<String> = match &self.hints {
             Some(h) if rp => h.take_rp().into_iter().collect(),
             Some(h) => h.take_cs().into_iter().collect(),
             None => BTreeSet::new(),
         };
         due.extend(self.unsettled.keys().cloned());
-        if self.rotation.is_empty() {
-            self.rotation = known().into();
-            self.share = rotation_share(
-                self.rotation.len(),
-                self.fast_interval,
-                self.rotation_period,
-            );
-        }
-        for _ in 0..self.share {
-            match self.rotation.pop_front() {
-                Some(key) => {
-                    due.insert(key);
-                }
-                None => break,
-            }
-        }
+        let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
+        let turn = self.turn % buckets;
+        self.turn = self.turn.wrapping_add(1);
+        due.extend(
+            known
+                .filter(|key| bucket(key, buckets) == turn)
+                .map(str::to_string),
+        );
         due.into_iter().collect()
     }
 
@@ -185,14 +177,19 @@ impl PoolFollow {
     }
 }
 
-/// How many clusters one fast poll takes from the rotation so every known
-/// one is read once per `period`.
-fn rotation_share(known: usize, fast: Duration, period: Duration) -> usize {
-    if known == 0 {
-        return 0;
-    }
-    let polls = (period.as_secs_f64() / fast.as_secs_f64().max(0.001)).max(1.0);
-    ((known as f64 / polls).ceil() as usize).max(1)
+/// How many polls one rotation takes: every known cluster is read once
+/// per `period` when polls come every `fast`.
+fn rotation_buckets(fast: Duration, period: Duration) -> u64 {
+    (period.as_secs_f64() / fast.as_secs_f64().max(0.001)).max(1.0) as u64
+}
+
+/// A cluster's bucket: a stable hash of its key, so it is read on the same
+/// turn of every rotation.
+fn bucket(key: &str, buckets: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish() % buckets.max(1)
 }
 
 /// Provisioned, nothing to wait for: ready, or being changed after it was
@@ -367,25 +364,38 @@ pub struct CsNodePoolList {
 mod tests {
     #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
+    use std::collections::BTreeMap;
+
     use super::*;
 
     #[test]
     fn a_rotation_reads_every_known_cluster_once_per_period() {
         let fast = Duration::from_secs(10);
-        let hour = Duration::from_secs(3600);
-        assert_eq!(rotation_share(10_000, fast, hour), 28);
-        assert_eq!(rotation_share(3, fast, hour), 1);
-        assert_eq!(rotation_share(0, fast, hour), 0);
-        let mut follow = PoolFollow::new(None, Duration::from_secs(30), fast);
-        let known = || (0..7).map(|i| format!("c{i}")).collect::<Vec<_>>();
-        let mut seen = BTreeSet::new();
-        for _ in 0..3 {
-            seen.extend(follow.due(false, known));
+        assert_eq!(rotation_buckets(fast, Duration::from_secs(3600)), 360);
+        assert_eq!(rotation_buckets(fast, Duration::from_secs(1)), 1);
+        let mut follow = PoolFollow::new(None, Duration::from_secs(100), fast);
+        let known: Vec<String> = (0..500).map(|i| format!("c{i}")).collect();
+        let mut reads = BTreeMap::new();
+        for _ in 0..20 {
+            for key in follow.due(false, known.iter().map(String::as_str)) {
+                *reads.entry(key).or_insert(0) += 1;
+            }
         }
         assert_eq!(
-            seen.len(),
-            7,
-            "three polls of a 30 s period cover the fleet"
+            reads.len(),
+            500,
+            "two rotations of ten polls read the whole fleet"
+        );
+        assert!(
+            reads.values().all(|n| *n == 2),
+            "each cluster once per rotation"
+        );
+        let per_poll = 500 / 10;
+        let mut follow = PoolFollow::new(None, Duration::from_secs(100), fast);
+        let one = follow.due(false, known.iter().map(String::as_str)).len();
+        assert!(
+            one > per_poll / 2 && one < per_poll * 2,
+            "{one} of about {per_poll}"
         );
     }
 
@@ -398,9 +408,9 @@ mod tests {
             Duration::from_secs(10),
         );
         hints.hint("c1", Some("/SUBSCRIPTIONS/S/x"));
-        assert_eq!(follow.due(false, Vec::new), ["c1"]);
+        assert_eq!(follow.due(false, std::iter::empty()), ["c1"]);
         assert_eq!(
-            follow.due(false, Vec::new),
+            follow.due(false, std::iter::empty()),
             Vec::<String>::new(),
             "a hint is taken once"
         );
@@ -416,7 +426,7 @@ mod tests {
         );
         assert_eq!(out.len(), 1);
         assert_eq!(
-            follow.due(false, Vec::new),
+            follow.due(false, std::iter::empty()),
             ["c1"],
             "followed while not settled"
         );
