@@ -32,6 +32,9 @@ const REMOVE_SHARE: f64 = 0.15;
 const UPGRADE_SHARE: f64 = 0.25;
 /// Of the clusters that add a pool, the share whose pool never gets nodes.
 const POOL_FAULT_SHARE: f64 = 0.20;
+/// Of the clusters that add a pool and draw no other fault, the share whose
+/// pool Clusters Service fails (`Day2Draw::cs_node_pool_error`).
+const CS_NODE_POOL_ERROR_SHARE: f64 = 0.15;
 /// Of the clusters that upgrade, the shares whose control plane's upgrade
 /// stays Partial, and whose first pool's upgrade never ends.
 const UPGRADE_STUCK_SHARE: f64 = 0.15;
@@ -68,12 +71,35 @@ pub(crate) struct AddedPool {
     pub pool: usize,
     pub short: String,
     pub replicas: u32,
+    /// The user's request: the ARM nodePool's `systemData.createdAt`, and
+    /// Clusters Service's node pool, `validating`, from here ...
+    pub requested: Ms,
+    /// ... `pending` from here (then `installing` from its bundle's creation).
+    pub cs_pending: Ms,
     /// The NodePool's creationTimestamp (ARO: its bundle's first report).
     pub created: Ms,
     pub ignition: Option<Ms>,
     pub machines: Option<Ms>,
     pub nodes: Option<Ms>,
     pub ready: Option<Ms>,
+}
+
+/// A pool added after the creation that Clusters Service fails before it
+/// creates anything (its validation: quota, subnet): no bundle, no
+/// NodePool; only the RP and Clusters Service show it (ARO only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FailedPool {
+    /// Its index among the cluster's pools (after the creation's; it is
+    /// not one of `Plan::pools`, which hold what reaches a management
+    /// cluster).
+    pub pool: usize,
+    pub short: String,
+    pub replicas: u32,
+    /// The user's request: the ARM nodePool's `systemData.createdAt` and
+    /// Clusters Service's node pool `validating` ...
+    pub requested: Ms,
+    /// ... `error` from here (the RP `Failed`).
+    pub error: Ms,
 }
 
 /// A pool removed after the creation.
@@ -130,6 +156,8 @@ pub(crate) struct PoolUpgrade {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Day2 {
     pub added: Option<AddedPool>,
+    /// The pool added instead of `added` when Clusters Service fails it.
+    pub failed: Option<FailedPool>,
     pub removal: Option<PoolRemoval>,
     pub upgrade: Option<Upgrade>,
     pub pool_upgrades: Vec<PoolUpgrade>,
@@ -193,8 +221,13 @@ impl Day2 {
         let Some(d) = deletion else {
             return self;
         };
+        // Judged by the NodePool's creation, as before the pool had a
+        // request time, so every world keeps its operations.
         if self.added.as_ref().is_some_and(|a| a.created >= d) {
             self.added = None;
+        }
+        if self.failed.as_ref().is_some_and(|f| f.requested >= d) {
+            self.failed = None;
         }
         if self.removal.as_ref().is_some_and(|r| r.requested >= d) {
             self.removal = None;
@@ -231,6 +264,9 @@ pub(crate) struct Day2Draw<'a> {
     pub pool_fault: Option<FaultKind>,
     /// The RP says `Updating` during the control plane's upgrade.
     pub rp_updating: bool,
+    /// [`FaultKind::CsNodePoolError`] may be drawn (ARO, when
+    /// `Day2Config::cs_node_pool_error` asks).
+    pub cs_node_pool_error: bool,
 }
 
 /// The day-2 operations of one cluster, and its day-2 fault.
@@ -269,6 +305,12 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
             (start, at(start, 5.0 * MINUTE, 10.0 * MINUTE))
         })
         .collect();
+    // Drawn last, so every draw above keeps its value: the added pool's
+    // request leads its NodePool by the time Clusters Service validates
+    // it and Maestro delivers its bundle.
+    let request_lead = at(0, 15.0, 45.0);
+    let pending_after = at(0, 3.0, 10.0);
+    let error_after = at(0, 10.0, 60.0);
 
     let target = next_version(d.version);
     let adds = r_add < ADD_SHARE;
@@ -285,15 +327,37 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
                 fault = Some(FaultKind::NodePoolStuckUpdating);
             }
         }
+        // Only where no other fault was drawn, from the pool fault's value
+        // past its share: with the flag off every cluster keeps its draw.
+        if fault.is_none()
+            && d.cs_node_pool_error
+            && adds
+            && (POOL_FAULT_SHARE..POOL_FAULT_SHARE + CS_NODE_POOL_ERROR_SHARE)
+                .contains(&r_pool_fault)
+        {
+            fault = Some(FaultKind::CsNodePoolError);
+        }
     }
 
     let mut out = Day2::default();
-    let pool_stuck = adds && fault.is_some() && fault == d.pool_fault;
-    if adds {
+    let cs_failed = fault == Some(FaultKind::CsNodePoolError);
+    let pool_stuck = adds && fault.is_some() && (fault == d.pool_fault || cs_failed);
+    let pool_requested = added_created - request_lead;
+    if adds && cs_failed {
+        out.failed = Some(FailedPool {
+            pool: d.pools,
+            short: format!("{}{}", d.pool_prefix, d.pools + 1),
+            replicas: added_replicas,
+            requested: pool_requested,
+            error: pool_requested + error_after,
+        });
+    } else if adds {
         out.added = Some(AddedPool {
             pool: d.pools,
             short: format!("{}{}", d.pool_prefix, d.pools + 1),
             replicas: added_replicas,
+            requested: pool_requested,
+            cs_pending: pool_requested + pending_after,
             created: added_created,
             ignition: (!pool_stuck).then_some(ignition),
             machines: (!pool_stuck).then_some(machines),
@@ -339,7 +403,7 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
         if !stuck {
             // Every pool there then, but one being removed; the added one
             // when it was ready before its turn.
-            let total = d.pools + usize::from(adds);
+            let total = d.pools + usize::from(out.added.is_some());
             for (pool, (start, done)) in (0..total).zip(pool_starts) {
                 let is_removed = out.removal.as_ref().is_some_and(|r| r.pool == pool);
                 let ready_before = out
@@ -435,7 +499,60 @@ mod tests {
             may_fault: true,
             pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
             rp_updating: false,
+            cs_node_pool_error: false,
         })
+    }
+
+    #[test]
+    fn the_clusters_service_pool_error_takes_only_healthy_adders_when_asked() {
+        let mut taken = 0;
+        for i in 0..2000 {
+            let (off, off_fault) = draw_of(5, i, 2);
+            let (on, on_fault) = draw(&Day2Draw {
+                seed: 5,
+                salt: 1,
+                speed: 1.0,
+                index: i,
+                done: 0,
+                pools: 2,
+                pool_prefix: "np-",
+                version: "4.19.9",
+                may_fault: true,
+                pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
+                rp_updating: false,
+                cs_node_pool_error: true,
+            });
+            assert!(off.failed.is_none());
+            if on_fault != Some(FaultKind::CsNodePoolError) {
+                assert_eq!((&on, on_fault), (&off, off_fault));
+                continue;
+            }
+            taken += 1;
+            assert_eq!(off_fault, None, "a healthy cluster's");
+            let f = on.failed.as_ref().unwrap();
+            let a = off.added.as_ref().unwrap();
+            // The pool it would have added, failed 10–60 s after its request.
+            assert_eq!(
+                (f.pool, &f.short, f.requested),
+                (a.pool, &a.short, a.requested)
+            );
+            assert!((10_000..=60_000).contains(&(f.error - f.requested)));
+            assert!(on.added.is_none());
+            assert!(on.removal.as_ref().is_none_or(|r| r.pool < f.pool));
+            assert!(on.pool_upgrades.iter().all(|u| u.pool < f.pool));
+        }
+        assert!((20..200).contains(&taken), "{taken}");
+    }
+
+    #[test]
+    fn an_added_pool_is_asked_for_before_its_node_pool_exists() {
+        for i in 0..500 {
+            if let Some(a) = draw_of(6, i, 1).0.added {
+                let lead = a.created - a.requested;
+                assert!((15_000..=45_000).contains(&lead), "{lead}");
+                assert!(a.requested < a.cs_pending && a.cs_pending < a.created - 2_000);
+            }
+        }
     }
 
     #[test]

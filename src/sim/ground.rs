@@ -79,6 +79,8 @@ pub struct Day2OperationTruth {
     pub ended: Option<Timestamp>,
     /// The fault that keeps it from ending.
     pub fault: Option<&'static str>,
+    /// The hop at which it failed (outcome failed; `None`: it did not).
+    pub failed_hop: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -137,6 +139,9 @@ pub struct GroundTruthCluster {
     pub node_pool: Option<String>,
     /// The release upgraded to, for an upgrade's fault.
     pub target_version: Option<String>,
+    /// The hop at which the fault's operation failed (`None`: it did not
+    /// fail, it waits or regressed).
+    pub failed_hop: Option<&'static str>,
 }
 
 impl World {
@@ -230,7 +235,7 @@ impl World {
             .iter()
             .filter(|p| alive(p.created, p.gone_at()))
         {
-            let name = |i: usize| p.pools.get(i).map(|pool| pool.name.clone());
+            let name = |i: usize| p.pool_name(i);
             let removal_end = p.day2.removal.as_ref().map(|r| r.bundle_gone);
             operations(
                 &mut out,
@@ -299,6 +304,7 @@ fn operations(
             started: ts(trunc_s(started)),
             ended: ended(end),
             fault,
+            failed_hop: fault.and_then(failed_hop),
         });
     };
     if let Some(a) = d.added.as_ref().filter(|a| a.created <= now) {
@@ -315,6 +321,19 @@ fn operations(
             a.created,
             a.ready,
             fault,
+        );
+    }
+    // Clusters Service failed it: it began at the request (no NodePool
+    // ever dates it) and ends never.
+    if let Some(f) = d.failed.as_ref().filter(|f| f.requested <= now) {
+        push(
+            "node_pool_create",
+            Some(f.pool),
+            None,
+            None,
+            f.requested,
+            None,
+            Some(FaultKind::CsNodePoolError.as_str()),
         );
     }
     if let Some(r) = d.removal.as_ref().filter(|r| r.deleting <= now) {
@@ -379,6 +398,7 @@ fn cluster(
         operation: None,
         node_pool: None,
         target_version: None,
+        failed_hop: p.fault.and_then(|f| failed_hop(f.as_str())),
     };
     let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let when: Option<(Ms, Ms)> = match p.fault {
@@ -387,10 +407,7 @@ fn cluster(
             out.expected_alert = Some(kind.expected_alert());
             out.operation = kind.operation();
             let hit = day2_fault(&p.day2, kind, day2, add);
-            out.node_pool = hit
-                .pool
-                .and_then(|i| p.pools.get(i))
-                .map(|pool| pool.name.clone());
+            out.node_pool = hit.pool.and_then(|i| p.pool_name(i));
             out.target_version = hit.target.map(str::to_string);
             hit.when
         }
@@ -510,8 +527,16 @@ fn fault_times(
         | FaultKind::UpgradeStuckPartial
         | FaultKind::NodePoolStuckUpdating
         | FaultKind::AddedPoolVmUnschedulable
-        | FaultKind::AddedPoolNoFreeAgent => None,
+        | FaultKind::AddedPoolNoFreeAgent
+        | FaultKind::CsNodePoolError => None,
     }
+}
+
+/// The hop at which a fault's operation fails, by the fault's name (`None`:
+/// it waits, or regressed). Only the day-2 faults are named: the creation's
+/// and the deletion's say it with their alert, as they always have.
+fn failed_hop(fault: &str) -> Option<&'static str> {
+    (fault == FaultKind::CsNodePoolError.as_str()).then_some("clusters_service")
 }
 
 /// What a day-2 fault hits: the pool (its index), the target release, and
@@ -549,6 +574,12 @@ fn day2_fault(
                 target: None,
                 when: Some((at, add(at, budgets.node_pool_create))),
             }
+        }),
+        // Failed at once; `HCPHopFailed` holds its minute.
+        FaultKind::CsNodePoolError => d.failed.as_ref().map_or(none, |f| Day2Hit {
+            pool: Some(f.pool),
+            target: None,
+            when: Some((f.error, add(f.error, HOP_FAILED_HOLD))),
         }),
         FaultKind::UpgradeStuckPartial => d.upgrade.as_ref().map_or(none, |u| {
             let at = trunc_s(u.started);
@@ -634,6 +665,7 @@ fn hub_cluster(
             .and_then(|h| h.pool)
             .and_then(|i| p.pool_name(i)),
         target_version: hit.as_ref().and_then(|h| h.target).map(str::to_string),
+        failed_hop: p.fault.and_then(|f| failed_hop(f.as_str())),
     }
 }
 

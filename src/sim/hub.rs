@@ -285,6 +285,8 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
                 "Agent" => FaultKind::AddedPoolNoFreeAgent,
                 _ => FaultKind::NodePoolNeverReachesIgnition,
             }),
+            // The hub has no Clusters Service.
+            cs_node_pool_error: false,
         });
         day2_plan = d;
         fault = f;
@@ -454,6 +456,7 @@ mod tests {
             failure_burst: None,
             day2: true,
             rp_updating: false,
+            cs_node_pool_error: false,
         }
     }
 

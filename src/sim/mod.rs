@@ -51,6 +51,7 @@ pub mod hub;
 pub mod kube;
 pub mod mgmt;
 mod plan;
+mod pools;
 mod search;
 mod server;
 mod state;
@@ -316,6 +317,11 @@ pub enum FaultKind {
     /// Day 2, self-managed, Agent: no free Agent for a pool added after the
     /// creation (`AllMachinesReady` False, `NoSuitableAgents`), 0 ready.
     AddedPoolNoFreeAgent,
+    /// Day 2, ARO: Clusters Service fails a pool added after the creation
+    /// in its validation (`error`, a quota message), before it creates a
+    /// bundle: the ARM nodePool reads `Failed`, no NodePool ever exists.
+    /// Drawn only when [`Day2Config::cs_node_pool_error`] asks.
+    CsNodePoolError,
 }
 
 impl FaultKind {
@@ -328,6 +334,7 @@ impl FaultKind {
                 | FaultKind::NodePoolStuckUpdating
                 | FaultKind::AddedPoolVmUnschedulable
                 | FaultKind::AddedPoolNoFreeAgent
+                | FaultKind::CsNodePoolError
         )
     }
 
@@ -339,7 +346,8 @@ impl FaultKind {
             FaultKind::HostedClusterUnavailable => None,
             FaultKind::NodePoolNeverReachesIgnition
             | FaultKind::AddedPoolVmUnschedulable
-            | FaultKind::AddedPoolNoFreeAgent => Some("node_pool_create"),
+            | FaultKind::AddedPoolNoFreeAgent
+            | FaultKind::CsNodePoolError => Some("node_pool_create"),
             FaultKind::UpgradeStuckPartial => Some("upgrade"),
             FaultKind::NodePoolStuckUpdating => Some("node_pool_upgrade"),
             f if f.is_deletion() => Some("delete"),
@@ -493,6 +501,14 @@ pub struct Day2Config {
     /// the world serves either way). On by default, as ARO HCP serves it;
     /// off reproduces an RP that keeps `Succeeded` through an upgrade.
     pub rp_updating: bool,
+    /// Draw [`FaultKind::CsNodePoolError`]: a pool added after the creation
+    /// that Clusters Service fails (`error`; the ARM nodePool `Failed`; no
+    /// NodePool). Off by default: the exporter does not read Clusters
+    /// Service node pools or ARM nodePools yet, so it cannot see the fault
+    /// and the fidelity tests would count it missed. Turn it on once it
+    /// reads them. Healthy clusters only take it, so turning it on changes
+    /// no other cluster's draw.
+    pub cs_node_pool_error: bool,
 }
 
 impl Default for Day2Config {
@@ -500,6 +516,7 @@ impl Default for Day2Config {
         Day2Config {
             enabled: true,
             rp_updating: true,
+            cs_node_pool_error: false,
         }
     }
 }
@@ -541,6 +558,7 @@ impl World {
             }),
             day2: day2.enabled,
             rp_updating: day2.rp_updating,
+            cs_node_pool_error: day2.cs_node_pool_error,
         };
         let hub_fleet = hub::HubFleet::new(FleetParams {
             clusters: if cfg.kind.hub() { cfg.clusters } else { 0 },
@@ -582,6 +600,7 @@ impl World {
         Day2Config {
             enabled: self.inner.params.day2,
             rp_updating: self.inner.params.rp_updating,
+            cs_node_pool_error: self.inner.params.cs_node_pool_error,
         }
     }
 
@@ -680,6 +699,21 @@ impl World {
             served.insert(format!("kube/{}", cluster.name), cluster.api.items_served());
         }
         served
+    }
+
+    /// Requests about node pools each upstream has answered so far, by
+    /// source name (`rp_frontend`, `clusters_service`): what reading the
+    /// pools costs the world.
+    pub fn node_pool_requests(&self) -> std::collections::BTreeMap<String, u64> {
+        [Api::RpFrontend, Api::ClustersService]
+            .iter()
+            .map(|api| {
+                (
+                    api.source_name().to_string(),
+                    self.control(*api).node_pool_requests(),
+                )
+            })
+            .collect()
     }
 
     /// The Maestro bundles some reader read by a search on their id.

@@ -249,6 +249,9 @@ pub(crate) struct FleetParams {
     pub day2: bool,
     /// The RP says `Updating` during an upgrade (`Day2Config::rp_updating`).
     pub rp_updating: bool,
+    /// [`FaultKind::CsNodePoolError`] may be drawn
+    /// (`Day2Config::cs_node_pool_error`).
+    pub cs_node_pool_error: bool,
 }
 
 impl FleetParams {
@@ -499,6 +502,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             may_fault: params.faults,
             rp_updating: params.rp_updating,
             pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
+            cs_node_pool_error: params.cs_node_pool_error,
         });
         day2_plan = d;
         fault = f;
@@ -660,7 +664,8 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             | FaultKind::UpgradeStuckPartial
             | FaultKind::NodePoolStuckUpdating
             | FaultKind::AddedPoolVmUnschedulable
-            | FaultKind::AddedPoolNoFreeAgent,
+            | FaultKind::AddedPoolNoFreeAgent
+            | FaultKind::CsNodePoolError,
         ) => {}
     }
 

@@ -17,6 +17,7 @@ fn params(seed: u64) -> FleetParams {
         failure_burst: None,
         day2: true,
         rp_updating: false,
+        cs_node_pool_error: false,
     }
 }
 

@@ -337,6 +337,7 @@ impl FaultKind {
             FaultKind::NodePoolStuckUpdating => "node_pool_stuck_updating",
             FaultKind::AddedPoolVmUnschedulable => "added_pool_vm_unschedulable",
             FaultKind::AddedPoolNoFreeAgent => "added_pool_no_free_agent",
+            FaultKind::CsNodePoolError => "cs_node_pool_error",
         }
     }
 
@@ -375,8 +376,9 @@ impl FaultKind {
             | FaultKind::NodePoolStuckUpdating
             | FaultKind::AddedPoolVmUnschedulable
             | FaultKind::AddedPoolNoFreeAgent => "HCPOperationStuckAtHop",
-            // The uninstall error fails the clusters_service hop.
-            FaultKind::ClustersServiceUninstallError => "HCPHopFailed",
+            // The uninstall error fails the clusters_service hop; so does
+            // Clusters Service failing an added pool.
+            FaultKind::ClustersServiceUninstallError | FaultKind::CsNodePoolError => "HCPHopFailed",
         }
     }
 }

@@ -45,6 +45,8 @@ mod shards;
 mod sim_day2;
 mod sim_faults;
 mod sim_http;
+mod sim_node_pools;
+mod sim_node_pools_faults;
 mod sim_truth;
 mod sources_parse;
 mod sources_pollers;

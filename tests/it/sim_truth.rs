@@ -209,6 +209,9 @@ fn faults_follow_their_script() {
                     FaultKind::NotHandedOver => {
                         panic!("not_handed_over is off unless the config asks: {c:?}")
                     }
+                    FaultKind::CsNodePoolError => {
+                        panic!("cs_node_pool_error is off unless Day2Config asks: {c:?}")
+                    }
                     FaultKind::HostedClusterFinalizerStuck
                     | FaultKind::ManifestWorkAgentGone
                     | FaultKind::ClustersServiceUninstallError

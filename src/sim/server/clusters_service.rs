@@ -1,6 +1,7 @@
 //! Clusters Service, under both API prefixes it serves (aro_hcp/v1alpha1
 //! and clusters_mgmt/v1): cluster lists with `search`, one cluster, its
-//! status and provision shard.
+//! status and provision shard, and its node pools (paged list with
+//! `search`, one pool, its status).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::shared::{json_response, page_of, paging, param, query_pairs, respond};
 use crate::sim::plan::{Plan, SHARDS};
+use crate::sim::pools::{self, ServicePool};
 use crate::sim::search::{Kind, Search, Value as SVal};
 use crate::sim::wire;
 use crate::sim::{Api, World};
@@ -167,6 +169,116 @@ async fn cs_shards(world: World, flavor: CsApi) -> Response {
     .await
 }
 
+fn pool_kind(field: &str) -> Option<Kind> {
+    match field {
+        "id" | "azure_node_pool.resource_name" | "status.state.value" => Some(Kind::Str),
+        _ => None,
+    }
+}
+
+/// A node pool request, counted as one before it is answered as any.
+async fn respond_pools(world: &World, items: usize, r: Response) -> Response {
+    world.control(Api::ClustersService).node_pool_request();
+    respond(world, Api::ClustersService, items, r).await
+}
+
+fn cluster_not_found(ctl: &super::ApiControl, id: &str) -> Response {
+    ctl.error(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        &format!("Cluster '{id}' not found"),
+    )
+}
+
+async fn cs_pool_list(world: World, flavor: CsApi, id: String, q: Option<String>) -> Response {
+    let ctl = world.control(Api::ClustersService).clone();
+    let pairs = query_pairs(&q);
+    let pg = match paging(&pairs) {
+        Ok(p) => p,
+        Err(e) => return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &e),
+    };
+    let search = match Search::parse(param(&pairs, "search").unwrap_or(""), pool_kind) {
+        Ok(s) => s,
+        Err(e) => {
+            let msg = format!(
+                "Can't parse search query '{}': {e}",
+                param(&pairs, "search").unwrap_or("")
+            );
+            return ctl.error(StatusCode::BAD_REQUEST, "BadRequest", &msg);
+        }
+    };
+    let now = world.now_ms();
+    let plans = world.plans(now);
+    let Some(p) = plans
+        .iter()
+        .find(|p| p.cluster_id == id && p.cs_exists(now))
+    else {
+        return respond_pools(&world, 0, cluster_not_found(&ctl, &id)).await;
+    };
+    let service_pools = p.service_pools();
+    let matched: Vec<(&ServicePool<'_>, &'static str)> = service_pools
+        .iter()
+        .filter_map(|sp| p.cs_pool_state(sp, now).map(|(state, _)| (sp, state)))
+        .filter(|(sp, state)| {
+            search.matches(|f| match f {
+                "id" | "azure_node_pool.resource_name" => SVal::Str(sp.short),
+                "status.state.value" => SVal::Str(state),
+                _ => SVal::Null,
+            })
+        })
+        .collect();
+    let (total, page) = page_of(matched, &pg);
+    let items: Vec<Value> = page
+        .iter()
+        .filter_map(|(sp, _)| pools::cs_node_pool(p, sp, now, flavor.prefix()))
+        .collect();
+    let n = items.len();
+    let body = json!({ "kind": "NodePoolList", "page": pg.page, "size": n, "total": total, "items": items });
+    respond_pools(&world, n, json_response(StatusCode::OK, &body)).await
+}
+
+async fn cs_pool_get(
+    world: World,
+    flavor: CsApi,
+    id: String,
+    pool: String,
+    status: bool,
+) -> Response {
+    let ctl = world.control(Api::ClustersService).clone();
+    let now = world.now_ms();
+    let plans = world.plans(now);
+    let Some(p) = plans
+        .iter()
+        .find(|p| p.cluster_id == id && p.cs_exists(now))
+    else {
+        return respond_pools(&world, 0, cluster_not_found(&ctl, &id)).await;
+    };
+    let prefix = flavor.prefix();
+    let found = p
+        .service_pools()
+        .iter()
+        .filter(|sp| sp.short == pool)
+        .find_map(|sp| {
+            if status {
+                pools::cs_node_pool_status(p, sp, now, prefix)
+            } else {
+                pools::cs_node_pool(p, sp, now, prefix)
+            }
+        });
+    match found {
+        Some(body) => respond_pools(&world, 1, json_response(StatusCode::OK, &body)).await,
+        None => {
+            let msg = format!("Node pool '{pool}' not found in cluster '{id}'");
+            respond_pools(
+                &world,
+                0,
+                ctl.error(StatusCode::NOT_FOUND, "NotFound", &msg),
+            )
+            .await
+        }
+    }
+}
+
 pub(super) fn cs_router(world: &World) -> Router {
     let mut r = Router::new();
     for flavor in [CsApi::AroHcp, CsApi::ClustersMgmt] {
@@ -195,10 +307,40 @@ pub(super) fn cs_router(world: &World) -> Router {
                 }),
             )
             .route(
+                &format!("{p}/clusters/{{id}}/node_pools"),
+                get(
+                    move |State(w): State<World>, Path(id): Path<String>, RawQuery(q): RawQuery| {
+                        cs_pool_list(w, flavor, id, q)
+                    },
+                ),
+            )
+            .route(
+                &format!("{p}/clusters/{{id}}/node_pools/{{np}}"),
+                get(
+                    move |State(w): State<World>, Path((id, np)): Path<(String, String)>| {
+                        cs_pool_get(w, flavor, id, np, false)
+                    },
+                ),
+            )
+            .route(
                 &format!("{p}/provision_shards"),
                 get(move |State(w): State<World>| cs_shards(w, flavor)),
             );
     }
+    // The node pool status sub-resource is aro_hcp's alone (clusters_mgmt
+    // v1 defines none).
+    let flavor = CsApi::AroHcp;
+    r = r.route(
+        &format!(
+            "{}/clusters/{{id}}/node_pools/{{np}}/status",
+            flavor.prefix()
+        ),
+        get(
+            move |State(w): State<World>, Path((id, np)): Path<(String, String)>| {
+                cs_pool_get(w, flavor, id, np, true)
+            },
+        ),
+    );
     let ctl = world.control(Api::ClustersService).clone();
     r.fallback(move || {
         let ctl = ctl.clone();

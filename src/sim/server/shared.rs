@@ -31,6 +31,9 @@ pub(crate) struct ApiControl {
     /// Objects answered (list items, or 1 per object read): what a reader
     /// cost this API, for tests that a walk reads one creation, not a fleet.
     items_served: AtomicU64,
+    /// Requests about node pools answered (lists and reads, errors too):
+    /// what reading a fleet's pools costs this API.
+    node_pool_requests: AtomicU64,
     /// Ids of the objects read by a search on their id (Maestro's `id in
     /// (...)`): for tests that a reader did not need to read them so.
     read_by_id: Mutex<std::collections::BTreeSet<String>>,
@@ -52,6 +55,16 @@ impl ApiControl {
         self.read_by_id.lock().clone()
     }
 
+    pub(super) fn node_pool_request(&self) {
+        self.node_pool_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests about node pools this API has answered so far (a request
+    /// a transport fault answered is not one: it never reached the route).
+    pub fn node_pool_requests(&self) -> u64 {
+        self.node_pool_requests.load(Ordering::Relaxed)
+    }
+
     /// Objects this API has answered so far.
     pub fn items_served(&self) -> u64 {
         self.items_served.load(Ordering::Relaxed)
@@ -71,6 +84,7 @@ impl ApiControl {
             spontaneous,
             operations: AtomicU64::new(0),
             items_served: AtomicU64::new(0),
+            node_pool_requests: AtomicU64::new(0),
             read_by_id: Mutex::default(),
         }
     }
