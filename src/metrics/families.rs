@@ -198,7 +198,18 @@ pub const OPERATION_WAITING: Family<6> = Family::gauge(
     &["operation", "node_pool", "hop", "phase", "state", "via"],
 );
 
-pub(super) const FAMILY_COUNT: usize = 14;
+/// A day-2 operation that failed, while the model keeps it: a pool's while
+/// some hop still shows the pool, an upgrade's while its object still
+/// reports the target (docs/design.md §15.11). Where it failed and why
+/// (the pool's own error code, else the hop's raw state).
+pub const OPERATION_FAILED: Family<5> = Family::gauge(
+    14,
+    "hcpflow_operation_failed_info",
+    "A day-2 operation (node_pool_create, node_pool_delete, node_pool_upgrade, upgrade) that failed, value 1 while what it followed is still shown: the hop that failed it and its code. Cached state refreshed in the background",
+    &["operation", "node_pool", "target_version", "hop", "code"],
+);
+
+pub(super) const FAMILY_COUNT: usize = 15;
 
 /// Every per-cluster family in exposition order: the single source of the
 /// names, types, helps and label sets (docs/metrics.md is checked against it).
@@ -217,6 +228,7 @@ pub(super) const FAMILIES: [FamilyDef; FAMILY_COUNT] = [
     OPERATION_IN_FLIGHT.def(),
     OPERATION_STARTED.def(),
     OPERATION_WAITING.def(),
+    OPERATION_FAILED.def(),
 ];
 
 // Each family's id is its place in the list: the per-cluster layout is

@@ -429,6 +429,41 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         );
     }
 
+    for op in timeline
+        .day2_operations()
+        .filter(|op| op.outcome == crate::model::OperationOutcome::Failed)
+    {
+        let hop = op.failed_hop.unwrap_or(op.kind.flow().hops[0]);
+        let pool = op.node_pool().unwrap_or_default();
+        let code = match (op.node_pool(), hop) {
+            (Some(pool), Hop::RpFrontend | Hop::ClustersService) => {
+                timeline.pool_reading_of(hop, pool).map(|r| {
+                    r.state
+                        .view
+                        .error
+                        .as_ref()
+                        .map_or(r.state.view.state.as_str(), |e| e.code.as_str())
+                })
+            }
+            _ => timeline.hop(hop).map(|h| {
+                h.error()
+                    .map(|e| e.code.as_str())
+                    .unwrap_or(h.state.as_str())
+            }),
+        };
+        out.sample(
+            &OPERATION_FAILED,
+            [
+                op.kind.as_str(),
+                pool,
+                op.target_version().unwrap_or_default(),
+                hop.as_str(),
+                bounded_code(code.unwrap_or("unknown")),
+            ],
+            "1",
+        );
+    }
+
     for (hop, state) in &timeline.hops {
         let hop_name = hop.as_str();
         out.sample(
@@ -648,6 +683,11 @@ mod tests {
                 .object("np-2")
                 .state("Provisioning", Phase::Progressing)
                 .created(t(0)),
+            // One Clusters Service failed: its creation failed there.
+            obs("c", Hop::ClustersService)
+                .object("np-3")
+                .state("error", Phase::Failed)
+                .error("error", "quota exceeded"),
         ];
         fleet.apply(batch(false, t(0), observations), t(30));
         let mut timeline = fleet.get("c").unwrap().clone();

@@ -296,6 +296,10 @@ pub struct OperationHop {
     /// When it was done; for a deletion, when the exporter saw the object
     /// gone (upstream dates no disappearance).
     pub done_at: Option<Stamp>,
+    /// The hop gave no time of its own: it started when the operation did,
+    /// and moves with the operation's start (docs/design.md §15.11).
+    #[serde(skip)]
+    pub with_operation: bool,
 }
 
 /// An operation other than the creation, kept on its cluster's timeline
@@ -418,7 +422,36 @@ impl Operation {
                 hop,
                 started_at: at.max(self.started_at.at),
                 done_at: None,
+                with_operation: false,
             });
+        }
+    }
+
+    /// Note that the operation reached `hop`, at `mark` when upstream dates
+    /// it, else with the operation's own start (and moving with it), so a
+    /// restart that reads the hop again moves no published time.
+    pub(crate) fn reached_at(&mut self, hop: Hop, mark: super::stamp::TimeMark) {
+        if self.hop(hop).is_some() {
+            return;
+        }
+        self.reached(hop, mark.at);
+        if mark.observed
+            && let Some(h) = self.hops.iter_mut().find(|h| h.hop == hop)
+        {
+            h.started_at = self.started_at.at;
+            h.with_operation = true;
+        }
+    }
+
+    /// Move the operation's start earlier (an earlier upstream time came
+    /// in), with the hops that started with it.
+    pub(crate) fn start_earlier(&mut self, at: super::stamp::TimeMark) {
+        if at.at >= self.started_at.at {
+            return;
+        }
+        self.started_at = at;
+        for h in self.hops.iter_mut().filter(|h| h.with_operation) {
+            h.started_at = at.at;
         }
     }
 

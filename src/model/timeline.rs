@@ -411,6 +411,19 @@ pub struct PoolReading {
     pub state: ObjectState,
 }
 
+/// A pool's state at the RP or Clusters Service that says it was
+/// provisioned before and is being changed (a pool upgrade or resize): ARM
+/// takes an update only on a resource that succeeded.
+pub(crate) fn provisioned_update(hop: Hop, state: &str) -> bool {
+    match hop {
+        Hop::RpFrontend => state == "Updating",
+        Hop::ClustersService => {
+            matches!(state, "updating" | "validating_update" | "pending_update")
+        }
+        _ => false,
+    }
+}
+
 /// Whether the NodePool (or operation subject) `pool` is the pool the RP or
 /// Clusters Service names `name`: HyperShift's NodePool of an ARO HCP pool
 /// is named `<HostedCluster name>-<pool name>`; a self-managed one may
@@ -530,6 +543,36 @@ impl Timeline {
             state: read.map(|r| r.1),
             via: read.map_or(Via::Direct, |r| r.2),
         }
+    }
+
+    /// Whether some hop still shows pool `pool`: its NodePool, or a reading
+    /// of the RP or Clusters Service.
+    pub fn pool_shown(&self, pool: &str) -> bool {
+        self.node_pool_object(pool).is_some()
+            || self
+                .pool_readings
+                .iter()
+                .flat_map(|r| r.iter())
+                .any(|r| same_pool(pool, &r.name) || same_pool(&r.name, pool))
+    }
+
+    /// Drop the pool readings that no longer matter: a pool settled (ready,
+    /// or updated after it was provisioned) that no operation in flight
+    /// follows (docs/design.md §15.11).
+    pub(crate) fn forget_settled_pool_readings(&mut self) {
+        let Some(mut readings) = self.pool_readings.take().map(|b| *b) else {
+            return;
+        };
+        readings.retain(|r| {
+            let settled = r.state.view.phase == Phase::Ready
+                || provisioned_update(r.hop, &r.state.view.state);
+            !settled
+                || self.day2_in_flight().any(|op| {
+                    op.node_pool()
+                        .is_some_and(|p| same_pool(p, &r.name) || same_pool(&r.name, p))
+                })
+        });
+        self.pool_readings = (!readings.is_empty()).then(|| Box::new(readings));
     }
 
     /// What `object` of `hop` (read directly) names now: its links replace

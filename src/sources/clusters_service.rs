@@ -449,11 +449,16 @@ impl ClustersServiceSource {
     /// Read the node pools of the clusters due (docs/design.md §15.11). A
     /// failed read keeps what was read before and is counted with the
     /// source's requests; it does not take the source down.
-    async fn read_pools(&mut self, out: &mut Vec<Observation>, unknown: &mut Vec<UnknownValue>) {
+    async fn read_pools(
+        &mut self,
+        rotate: bool,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) {
         let Some(mut pools) = self.pools.take() else {
             return;
         };
-        let due = pools.due(false, self.tracker.owners());
+        let due = pools.due_at(false, rotate, self.tracker.owners());
         for id in due {
             match self.read_cluster_pools(&id, unknown).await {
                 Ok(read) => {
@@ -553,7 +558,7 @@ impl ClustersServiceSource {
                     self.synced = true;
                 }
                 let pools_before = out.len();
-                self.read_pools(&mut out, &mut unknown).await;
+                self.read_pools(true, &mut out, &mut unknown).await;
                 let pools_read = out.len() > pools_before;
                 // A full relist's pages went out as they were read; what is
                 // left (clusters read by id, deletions) may be nothing.
@@ -857,6 +862,29 @@ impl Polled for ClustersServiceSource {
 
     fn poll(&mut self, kind: PollKind) -> impl Future<Output = bool> + Send {
         ClustersServiceSource::poll(self, kind)
+    }
+
+    fn woken(&self) -> impl Future<Output = ()> + Send + 'static {
+        let hints = self.pools.as_ref().and_then(|p| p.hints()).cloned();
+        async move {
+            match hints {
+                Some(h) => h.woken(false).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// The pools of the clusters hinted since the last poll, read now: a
+    /// pool's move reaches the model a second after it, not a fast poll
+    /// later (docs/design.md §15.11).
+    async fn between_polls(&mut self) {
+        let observed_at = self.ctx.clock.now();
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        self.read_pools(false, &mut out, &mut unknown).await;
+        if !out.is_empty() || !unknown.is_empty() {
+            http::deliver(&self.ctx, !self.synced, observed_at, out, &unknown);
+        }
     }
 }
 

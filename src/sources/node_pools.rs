@@ -27,6 +27,10 @@ use crate::sources::http;
 #[derive(Clone, Default)]
 pub struct PoolHints {
     inner: Arc<Mutex<HintSets>>,
+    /// Wake each source when a hint for it arrives (one stored permit: a
+    /// hint while it reads wakes it again once).
+    rp_wake: Arc<tokio::sync::Notify>,
+    cs_wake: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Default)]
@@ -46,12 +50,24 @@ impl PoolHints {
         let mut sets = self.inner.lock();
         if sets.cs.len() < MAX_HINTS {
             sets.cs.insert(cluster_id.to_string());
+            self.cs_wake.notify_one();
         }
         if let Some(rid) = resource_id.filter(|r| !r.is_empty())
             && sets.rp.len() < MAX_HINTS
         {
             sets.rp.insert(rid.to_ascii_lowercase());
+            self.rp_wake.notify_one();
         }
+    }
+
+    /// Resolves when a hint for the RP (`rp`) or Clusters Service arrives.
+    pub fn woken(&self, rp: bool) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let wake = if rp {
+            self.rp_wake.clone()
+        } else {
+            self.cs_wake.clone()
+        };
+        async move { wake.notified().await }
     }
 
     pub fn take_rp(&self) -> Vec<String> {
@@ -103,20 +119,33 @@ impl PoolFollow {
     /// Service's), those with a pool not settled, and the rotation's bucket
     /// of `known` for this turn.
     pub fn due<'a>(&mut self, rp: bool, known: impl Iterator<Item = &'a str>) -> Vec<String> {
+        self.due_at(rp, true, known)
+    }
+
+    /// [`PoolFollow::due`] between two polls (`rotate` false): what was
+    /// hinted and what is not settled, with no turn of the rotation.
+    pub fn due_at<'a>(
+        &mut self,
+        rp: bool,
+        rotate: bool,
+        known: impl Iterator<Item = &'a str>,
+    ) -> Vec<String> {
         let mut due: BTreeSet<String> = match &self.hints {
             Some(h) if rp => h.take_rp().into_iter().collect(),
             Some(h) => h.take_cs().into_iter().collect(),
             None => BTreeSet::new(),
         };
         due.extend(self.unsettled.keys().cloned());
-        let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
-        let turn = self.turn % buckets;
-        self.turn = self.turn.wrapping_add(1);
-        due.extend(
-            known
-                .filter(|key| bucket(key, buckets) == turn)
-                .map(str::to_string),
-        );
+        if rotate {
+            let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
+            let turn = self.turn % buckets;
+            self.turn = self.turn.wrapping_add(1);
+            due.extend(
+                known
+                    .filter(|key| bucket(key, buckets) == turn)
+                    .map(str::to_string),
+            );
+        }
         due.into_iter().collect()
     }
 
@@ -171,6 +200,11 @@ impl PoolFollow {
         }
     }
 
+    /// The store's hints this follows, if any.
+    pub fn hints(&self) -> Option<&PoolHints> {
+        self.hints.as_ref()
+    }
+
     /// Clusters with a pool not settled.
     pub fn unsettled(&self) -> usize {
         self.unsettled.len()
@@ -216,9 +250,16 @@ pub struct ArmNodePool {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
-    pub system_data: Option<crate::sources::rp_frontend::SystemData>,
+    pub system_data: Option<ArmSystemData>,
     #[serde(default)]
     pub properties: Option<ArmNodePoolProperties>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArmSystemData {
+    #[serde(default)]
+    pub created_at: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

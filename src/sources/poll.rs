@@ -110,6 +110,18 @@ pub trait Polled: Send {
 
     /// Run one poll; says whether it succeeded.
     fn poll(&mut self, kind: PollKind) -> impl Future<Output = bool> + Send;
+
+    /// Resolves when the source has something to read before its next poll
+    /// is due (a cluster's node pools moved, docs/design.md §15.11); never,
+    /// by default.
+    fn woken(&self) -> impl Future<Output = ()> + Send + 'static {
+        std::future::pending()
+    }
+
+    /// What the source reads when [`Polled::woken`] resolved.
+    fn between_polls(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// When each poll of one collection is next due.
@@ -190,7 +202,17 @@ pub async fn run(source: &mut impl Polled, cadence: Cadence) {
         } else {
             schedule.failed()
         };
-        tokio::time::sleep(wait).await;
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let woke = tokio::select! {
+                () = tokio::time::sleep_until(until) => false,
+                () = source.woken() => true,
+            };
+            if !woke {
+                break;
+            }
+            source.between_polls().await;
+        }
     }
 }
 

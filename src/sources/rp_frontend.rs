@@ -347,14 +347,45 @@ impl RpFrontendSource {
     pub async fn run(mut self) {
         self.ctx.health.declare(&self.ctx.name, &[KIND]);
         loop {
-            self.poll().await;
+            let now = Instant::now();
+            if self.pools.is_none() || self.targets.iter().any(|t| t.schedule.is_due(now)) {
+                self.poll().await;
+            } else {
+                // Only the rotation's turn is due: no cluster is read.
+                self.read_pools_between(true).await;
+            }
             let next = self
                 .targets
                 .iter()
                 .map(|t| t.schedule.next_due())
                 .min()
                 .unwrap_or_else(|| http::after(Instant::now(), self.cfg.http.slow_poll_interval));
-            tokio::time::sleep_until(next.into()).await;
+            // The rotation turns once per fast interval, whatever the
+            // clusters' cadence (docs/design.md §15.11).
+            let next = match &self.pools {
+                Some(_) => next.min(http::after(
+                    Instant::now(),
+                    self.cfg.http.fast_poll_interval,
+                )),
+                None => next,
+            };
+            let hints = self.pools.as_ref().and_then(|p| p.hints()).cloned();
+            loop {
+                let woken = async {
+                    match &hints {
+                        Some(h) => h.woken(true).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let woke = tokio::select! {
+                    () = tokio::time::sleep_until(next.into()) => false,
+                    () = woken => true,
+                };
+                if !woke {
+                    break;
+                }
+                self.read_pools_between(false).await;
+            }
         }
     }
 
@@ -425,7 +456,7 @@ impl RpFrontendSource {
                 }
             }
         }
-        self.read_pools(&mut out, &mut unknown).await;
+        self.read_pools(true, &mut out, &mut unknown).await;
         // A poll where nothing was read delivers nothing: an empty initial
         // batch would claim a first sync that did not happen.
         let initial = initial && (ok || delivered || !out.is_empty());
@@ -595,7 +626,26 @@ impl RpFrontendSource {
     /// failed read keeps what was read before and is counted with the
     /// source's requests; it does not take the source down, whose clusters
     /// were read.
-    async fn read_pools(&mut self, out: &mut Vec<Observation>, unknown: &mut Vec<UnknownValue>) {
+    /// Node pools read between two polls of the clusters: those hinted
+    /// (a pool's move reaches the model a second after it, not a poll
+    /// later), those not settled, and (`rotate`) the rotation's turn.
+    async fn read_pools_between(&mut self, rotate: bool) {
+        let observed_at = self.ctx.clock.now();
+        let initial = !self.targets.iter().all(|t| t.schedule.succeeded_once());
+        let mut out = Vec::new();
+        let mut unknown = Vec::new();
+        self.read_pools(rotate, &mut out, &mut unknown).await;
+        if !out.is_empty() || !unknown.is_empty() {
+            http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+        }
+    }
+
+    async fn read_pools(
+        &mut self,
+        rotate: bool,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) {
         let Some(mut pools) = self.pools.take() else {
             return;
         };
@@ -607,7 +657,7 @@ impl RpFrontendSource {
             .flatten()
             .chain(self.explicit_owners.iter())
             .map(String::as_str);
-        let due = pools.due(true, known);
+        let due = pools.due_at(true, rotate, known);
         for rid in due {
             match self.read_cluster_pools(&rid, unknown).await {
                 // Not a list: what was read before stands.

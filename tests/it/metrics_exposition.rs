@@ -237,6 +237,7 @@ hcpflow_operation_in_flight{cluster_id="c-two",operation="create",node_pool="",t
 hcpflow_operation_in_flight{cluster_id="c-two",operation="node_pool_create",node_pool="pool-1",target_version=""} 1
 hcpflow_operation_started_timestamp_seconds{cluster_id="c-two",operation="create",node_pool=""} 1800000000
 hcpflow_operation_started_timestamp_seconds{cluster_id="c-two",operation="node_pool_create",node_pool="pool-1"} 1800000060
+hcpflow_operation_waiting_since_timestamp_seconds{cluster_id="c-two",operation="node_pool_create",node_pool="pool-1",hop="node_pool",phase="unknown",state="feedback_unreadable",via="maestro"} 1800000060
 "#,
         },
         Case {
@@ -639,8 +640,8 @@ fn hop_budgets_are_published_as_configured() {
         .count();
     assert_eq!(
         published,
-        2 * Hop::ALL.len() + 4,
-        "one series per hop of each operation kind's flow (a node pool's: its NodePool; an upgrade's: its one hop)"
+        2 * Hop::ALL.len() + 8,
+        "one series per hop of each operation kind's flow (a node pool's creation and removal: its RP resource, Clusters Service node pool and NodePool; an upgrade's: its one hop)"
     );
     for (operation, hop, seconds) in [
         ("upgrade", "hosted_cluster", "4500.0"),

@@ -427,6 +427,8 @@ fn assert_some_time_is_observed(view: &View) {
 
 #[test]
 fn a_restart_with_a_state_dir_moves_no_published_time() {
+    // The TLS provider the blocking client needs, when run alone.
+    crate::common::init();
     let _machine = crate::common::load::share();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = scratch("with");

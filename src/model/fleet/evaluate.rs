@@ -551,17 +551,6 @@ pub(super) fn pool_operation_mut<'a>(
         .find(|op| op.node_pool().is_some_and(|p| related_pools(p, name)))
 }
 
-/// Whether some hop still shows pool `pool`: its NodePool, or a reading of
-/// the RP or Clusters Service.
-fn pool_shown(timeline: &Timeline, pool: &str) -> bool {
-    pool_reading(timeline, pool).is_some()
-        || timeline
-            .pool_readings
-            .iter()
-            .flat_map(|r| r.iter())
-            .any(|r| related_pools(pool, &r.name))
-}
-
 /// Start, end and fail the cluster's node pool operations after its
 /// NodePools changed (docs/design.md §15.9). `appeared`: a pool first seen
 /// in this run; `vanished`: a pool whose last object went in this change
@@ -615,7 +604,7 @@ pub(super) fn evaluate_pools(
         // witnessed.
         let mut op =
             Operation::of_pool(kind, pool, start).first_seen(initial, late_at, observed_at);
-        op.reached(Hop::NodePool, start.at);
+        op.reached_at(Hop::NodePool, start);
         op
     };
     // One creation per pool in flight: a pool restored in flight and read
@@ -630,7 +619,7 @@ pub(super) fn evaluate_pools(
             .created_at
             .map_or(TimeMark::observed(observed_at), TimeMark::upstream);
         match pool_operation_mut(&mut ops, OperationKind::NodePoolCreate, pool) {
-            Some(op) => op.reached(Hop::NodePool, start.at),
+            Some(op) => op.reached_at(Hop::NodePool, start),
             None => started.push(follow(OperationKind::NodePoolCreate, pool, start)),
         }
     }
@@ -640,7 +629,7 @@ pub(super) fn evaluate_pools(
                 continue;
             }
             match pool_operation_mut(&mut ops, OperationKind::NodePoolDelete, name) {
-                Some(op) => op.reached(Hop::NodePool, reading.since.at),
+                Some(op) => op.reached_at(Hop::NodePool, reading.since),
                 None => started.push(follow(OperationKind::NodePoolDelete, name, reading.since)),
             }
         }
@@ -723,25 +712,12 @@ pub(super) fn evaluate_pools(
     // its trace), and keeping the last few of every cluster cost some
     // 2.6 MB at 10,000 clusters, past the memory target (docs/design.md
     // §15.9).
-    ops.retain(|op| keep_day2(timeline, op));
+    ops.retain(|op| super::keep_day2(timeline, op));
     if !ops.is_empty() {
         timeline.day2_operations = Some(Box::new(ops));
     }
-    if timeline.pool_readings.is_some() {
-        super::pool_hops::keep_reading_as_is(timeline);
-    }
+    timeline.forget_settled_pool_readings();
     deadlines
-}
-
-/// What stays on the timeline: an operation in flight, an upgrade that
-/// failed while its object still reports its target, and a pool's failed
-/// operation while some hop still shows the pool (so the JSON, the UI and
-/// the trace name where it failed).
-pub(super) fn keep_day2(timeline: &Timeline, op: &Operation) -> bool {
-    super::upgrades::kept(op)
-        || (op.kind.of_node_pool()
-            && op.outcome == OperationOutcome::Failed
-            && op.node_pool().is_some_and(|p| pool_shown(timeline, p)))
 }
 
 /// A pool's creation or removal in flight ends when every hop that read the
@@ -759,7 +735,7 @@ pub(super) fn complete_pool_operation(
         return;
     }
     let pool = op.node_pool().unwrap_or_default().to_string();
-    if op.kind == OperationKind::NodePoolDelete && pool_shown(timeline, &pool) {
+    if op.kind == OperationKind::NodePoolDelete && timeline.pool_shown(&pool) {
         return;
     }
     let Some(at) = op.hops.iter().filter_map(|h| h.done_at).max() else {

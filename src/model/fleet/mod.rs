@@ -47,6 +47,17 @@ use join::RpReading;
 use recall::Recall;
 use upgrades::{Reported, UpgradeCheck, evaluate_upgrades, upgrade_in_flight};
 
+/// What stays on the timeline: an operation in flight, an upgrade that
+/// failed while its object still reports its target, and a pool's failed
+/// operation while some hop still shows the pool (so the JSON, the UI and
+/// the trace name where it failed).
+fn keep_day2(timeline: &Timeline, op: &Operation) -> bool {
+    upgrades::kept(op)
+        || (op.kind.of_node_pool()
+            && op.outcome == OperationOutcome::Failed
+            && op.node_pool().is_some_and(|p| timeline.pool_shown(p)))
+}
+
 /// Something histograms, counters or spans must hear about. Produced only for
 /// transitions witnessed after a source's first sync.
 #[derive(Clone, Debug, PartialEq)]
@@ -599,6 +610,7 @@ impl Fleet {
                             hop: h.hop,
                             started_at: h.started_at.into(),
                             done_at: h.done_at.map(Into::into),
+                            with_operation: false,
                         })
                         .collect();
                     if deletion.slo.is_none() {

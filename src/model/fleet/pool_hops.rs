@@ -8,30 +8,18 @@
 //! object of one of these hops: the cluster's own object there has no name.
 
 use super::evaluate::{
-    after, complete_pool_operation, day2_hop_done, end_day2, keep_day2, pool_operation_mut, queue,
+    after, complete_pool_operation, day2_hop_done, end_day2, pool_operation_mut, queue,
     related_pools,
 };
 use super::upgrades::Day2Deadline;
 use super::*;
+use crate::model::timeline::provisioned_update;
 
 /// Whether an observation is a node pool's reading at the RP or Clusters
 /// Service (those hops' own object, the cluster's, has no name).
 pub(super) fn is_pool_reading(observation: &Observation) -> bool {
     matches!(observation.hop, Hop::RpFrontend | Hop::ClustersService)
         && !observation.object.is_empty()
-}
-
-/// A pool's state at the RP or Clusters Service that says it was
-/// provisioned before and is being changed (a pool upgrade or resize):
-/// ARM takes an update only on a resource that succeeded.
-fn provisioned_update(hop: Hop, state: &str) -> bool {
-    match hop {
-        Hop::RpFrontend => state == "Updating",
-        Hop::ClustersService => {
-            matches!(state, "updating" | "validating_update" | "pending_update")
-        }
-        _ => false,
-    }
 }
 
 impl Fleet {
@@ -100,10 +88,18 @@ impl Fleet {
             &self.config,
             &mut events,
         );
+        // A pool in flight at one of these hops is worth reading at the
+        // other: Clusters Service's reading tells the RP (whose hints need
+        // the resource id Clusters Service joins) and the other way round.
+        if reading.as_ref().is_some_and(|r| {
+            r.view.phase != Phase::Ready && !provisioned_update(hop, &r.view.state)
+        }) {
+            result.pool_hints.insert(cluster_id.clone());
+        }
         keep_reading(timeline, hop, &name, reading);
         complete_pool_operations(timeline, &name, &self.config, &mut events);
         // What the operations that just ended followed is settled now.
-        keep_reading_as_is(timeline);
+        timeline.forget_settled_pool_readings();
         for d in deadlines {
             queue(&mut self.deadlines, d.at, &cluster_id, d.due());
         }
@@ -120,12 +116,6 @@ fn pool_followed(timeline: &Timeline, name: &str) -> bool {
     timeline
         .day2_in_flight()
         .any(|op| op.node_pool().is_some_and(|p| related_pools(p, name)))
-}
-
-/// A reading that says the pool is provisioned: nothing to wait for there.
-fn settled(reading: &PoolReading) -> bool {
-    reading.state.view.phase == Phase::Ready
-        || provisioned_update(reading.hop, &reading.state.view.state)
 }
 
 /// Store the reading (`None`: the pool is gone from that hop), and keep the
@@ -146,17 +136,8 @@ fn keep_reading(timeline: &mut Timeline, hop: Hop, name: &str, reading: Option<O
             state,
         });
     }
-    readings.retain(|r| !settled(r) || pool_followed(timeline, &r.name));
     timeline.pool_readings = (!readings.is_empty()).then(|| Box::new(readings));
-}
-
-/// Drop the readings that no longer matter (see [`keep_reading`]).
-pub(super) fn keep_reading_as_is(timeline: &mut Timeline) {
-    let Some(mut readings) = timeline.pool_readings.take().map(|b| *b) else {
-        return;
-    };
-    readings.retain(|r| !settled(r) || pool_followed(timeline, &r.name));
-    timeline.pool_readings = (!readings.is_empty()).then(|| Box::new(readings));
+    timeline.forget_settled_pool_readings();
 }
 
 /// After the reading is stored: a pool's operation done at every hop that
@@ -260,6 +241,22 @@ fn evaluate_pool_reading(
             let at = r.since.at;
             let created = r.view.created_at.map_or(r.since, TimeMark::upstream);
             let phase = r.view.phase;
+            // The request came before the NodePool: a creation starts at the
+            // earliest upstream time any hop gives it, whatever the hop reads
+            // now. A verdict already given stays given; the start is a fact.
+            if let Some(op) = pool_operation_mut(&mut ops, create, name)
+                && !created.observed
+                && created.at < op.started_at.at
+            {
+                op.start_earlier(created);
+                if op.slo.is_none() {
+                    deadlines.push(Day2Deadline {
+                        at: after(created.at, config.target(op.kind)),
+                        kind: op.kind,
+                        subject: op.subject.clone().unwrap_or_default(),
+                    });
+                }
+            }
             if phase == Phase::Deleting {
                 if let Some(op) = pool_operation_mut(&mut ops, create, name) {
                     // Removed before it was ready: neither late nor failed.
@@ -270,7 +267,7 @@ fn evaluate_pool_reading(
                     ops.push(follow_new(delete, r.since, &mut deadlines));
                 }
                 if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
-                    op.reached(hop, at);
+                    op.reached_at(hop, r.since);
                 }
             } else if phase == Phase::Failed {
                 let failed_before = ops.iter().any(|op| {
@@ -295,7 +292,12 @@ fn evaluate_pool_reading(
                 if let Some(op) = pool_operation_mut(&mut ops, kind, name) {
                     // First seen failed: when the hop got the pool is not
                     // known, so from the operation's start.
-                    op.reached(hop, r.view.created_at.unwrap_or(op.started_at.at));
+                    op.reached_at(
+                        hop,
+                        r.view
+                            .created_at
+                            .map_or(TimeMark::observed(observed_at), TimeMark::upstream),
+                    );
                     let counted = owned && !op.uncounted;
                     let at = at.max(op.started_at.at);
                     let outcome = Outcome::Failed;
@@ -317,7 +319,12 @@ fn evaluate_pool_reading(
                 // update of a pool provisioned before starts none.
                 if let Some(op) = pool_operation_mut(&mut ops, create, name) {
                     let counted = owned && !op.uncounted;
-                    op.reached(hop, r.view.created_at.unwrap_or(op.started_at.at));
+                    op.reached_at(
+                        hop,
+                        r.view
+                            .created_at
+                            .map_or(TimeMark::observed(observed_at), TimeMark::upstream),
+                    );
                     let at = at.max(op.started_at.at);
                     let outcome = Outcome::Succeeded;
                     day2_hop_done(
@@ -336,23 +343,10 @@ fn evaluate_pool_reading(
                 // Being removed: a hop still reading what it read before
                 // starts no creation.
             } else if let Some(op) = pool_operation_mut(&mut ops, create, name) {
-                // The request came before the NodePool: the creation starts
-                // at the earliest upstream time any hop gives it.
-                // A verdict already given stays given; the start is a fact.
-                if !created.observed && created.at < op.started_at.at {
-                    op.started_at = created;
-                    if op.slo.is_none() {
-                        deadlines.push(Day2Deadline {
-                            at: after(created.at, config.target(op.kind)),
-                            kind: op.kind,
-                            subject: op.subject.clone().unwrap_or_default(),
-                        });
-                    }
-                }
-                op.reached(hop, created.at);
+                op.reached_at(hop, created);
             } else {
                 let mut op = follow_new(create, created, &mut deadlines);
-                op.reached(hop, created.at);
+                op.reached_at(hop, created);
                 ops.push(op);
             }
         }
@@ -360,7 +354,7 @@ fn evaluate_pool_reading(
             let at = Stamp::from(observed_at);
             if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
                 let counted = owned && !op.uncounted;
-                op.reached(hop, op.started_at.at);
+                op.reached_at(hop, TimeMark::observed(observed_at));
                 let at = at.max(op.started_at.at);
                 let outcome = Outcome::Succeeded;
                 day2_hop_done(

@@ -125,7 +125,7 @@ pub(super) fn evaluate_upgrades(
         );
     }
     forget_failed(&mut ops, &check);
-    ops.retain(|op| super::evaluate::keep_day2(timeline, op));
+    ops.retain(|op| super::keep_day2(timeline, op));
     if !ops.is_empty() {
         timeline.day2_operations = Some(ops);
     }
