@@ -503,11 +503,10 @@ pub struct Day2Config {
     pub rp_updating: bool,
     /// Draw [`FaultKind::CsNodePoolError`]: a pool added after the creation
     /// that Clusters Service fails (`error`; the ARM nodePool `Failed`; no
-    /// NodePool). Off by default: the exporter does not read Clusters
-    /// Service node pools or ARM nodePools yet, so it cannot see the fault
-    /// and the fidelity tests would count it missed. Turn it on once it
-    /// reads them. Healthy clusters only take it, so turning it on changes
-    /// no other cluster's draw.
+    /// NodePool). On by default, as the exporter reads both
+    /// (docs/design.md §15.11); off reproduces a world without it. Healthy
+    /// clusters only take it, so turning it off changes no other cluster's
+    /// draw.
     pub cs_node_pool_error: bool,
 }
 
@@ -516,7 +515,7 @@ impl Default for Day2Config {
         Day2Config {
             enabled: true,
             rp_updating: true,
-            cs_node_pool_error: false,
+            cs_node_pool_error: true,
         }
     }
 }

@@ -376,9 +376,11 @@ impl FaultKind {
             | FaultKind::NodePoolStuckUpdating
             | FaultKind::AddedPoolVmUnschedulable
             | FaultKind::AddedPoolNoFreeAgent => "HCPOperationStuckAtHop",
-            // The uninstall error fails the clusters_service hop; so does
-            // Clusters Service failing an added pool.
-            FaultKind::ClustersServiceUninstallError | FaultKind::CsNodePoolError => "HCPHopFailed",
+            // The uninstall error fails the clusters_service hop.
+            FaultKind::ClustersServiceUninstallError => "HCPHopFailed",
+            // Clusters Service failing an added pool fails that pool's
+            // creation there, which no hop of the cluster shows.
+            FaultKind::CsNodePoolError => "HCPOperationFailed",
         }
     }
 }

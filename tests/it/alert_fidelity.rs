@@ -46,7 +46,7 @@ const SLACK: Duration = Duration::from_secs(
 );
 
 /// Every fault the world injects; each must be judged at least once.
-const FAULTS: [&str; 18] = [
+const FAULTS: [&str; 19] = [
     "clusters_service_error",
     "bundle_never_applied",
     "maestro_status_not_updated",
@@ -69,6 +69,8 @@ const FAULTS: [&str; 18] = [
     "node_pool_never_reaches_ignition",
     "upgrade_stuck_partial",
     "node_pool_stuck_updating",
+    // An added pool Clusters Service fails before any NodePool exists.
+    "cs_node_pool_error",
 ];
 
 /// The world, the exporter and a Prometheus with every rule of `alerts/`,
@@ -360,10 +362,16 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
             // the cluster's own operations are fine is no creation stuck.
             let operation = item["operation"].as_str();
             let pool = item["node_pool"].as_str();
+            // The pool by either of its names: the truth knows the NodePool's
+            // (`<HostedCluster>-<pool>`), a pool that never got one is named
+            // as the RP and Clusters Service name it.
             let names_it = |l: &BTreeMap<String, String>| {
-                alert != "HCPOperationStuckAtHop"
+                !matches!(alert, "HCPOperationStuckAtHop" | "HCPOperationFailed")
                     || (operation.is_none_or(|o| l.get("operation").map(String::as_str) == Some(o))
-                        && pool.is_none_or(|p| l.get("node_pool").map(String::as_str) == Some(p)))
+                        && pool.is_none_or(|p| {
+                            l.get("node_pool")
+                                .is_some_and(|n| hcp_flow::model::same_pool(p, n))
+                        }))
             };
             first_firing(alert, &|l| l.get("cluster_id") == Some(id) && names_it(l))
         } else {

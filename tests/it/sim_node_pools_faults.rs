@@ -21,12 +21,17 @@ use crate::sim_node_pools::{
 async fn a_pool_clusters_service_fails_is_failed_on_both_and_nowhere_else() {
     let _machine = crate::common::load::share();
     let config = cfg(300, 5);
-    let on = Day2Config {
-        cs_node_pool_error: true,
-        ..Day2Config::default()
-    };
+    let on = Day2Config::default();
+    assert!(on.cs_node_pool_error, "on by default");
     let hour = std::time::Duration::from_secs(3600);
-    let off = World::new(config.clone(), SimClock::manual(t0()));
+    let off = World::with_day2(
+        config.clone(),
+        SimClock::manual(t0()),
+        Day2Config {
+            cs_node_pool_error: false,
+            ..Day2Config::default()
+        },
+    );
     off.clock().advance(hour);
     let probe = World::with_day2(config.clone(), SimClock::manual(t0()), on);
     probe.clock().advance(hour);
@@ -35,7 +40,7 @@ async fn a_pool_clusters_service_fails_is_failed_on_both_and_nowhere_else() {
         off_items
             .iter()
             .all(|i| i.fault != Some("cs_node_pool_error")),
-        "off by default"
+        "off when asked"
     );
     // Turning it on changes only the clusters it takes.
     assert_eq!(off_items.len(), on_items.len());
@@ -52,7 +57,7 @@ async fn a_pool_clusters_service_fails_is_failed_on_both_and_nowhere_else() {
         .expect("a cs_node_pool_error in 300 clusters");
     assert_eq!(item.operation, Some("node_pool_create"));
     assert_eq!(item.failed_hop, Some("clusters_service"));
-    assert_eq!(item.expected_alert, Some("HCPHopFailed"));
+    assert_eq!(item.expected_alert, Some("HCPOperationFailed"));
     let name = item.node_pool.clone().unwrap();
     let pool = short(&name).to_string();
     let (at, due) = (item.fault_at.unwrap(), item.alert_due_at.unwrap());
