@@ -75,6 +75,9 @@ struct Reading {
     world_ms: i64,
     requests: Vec<(String, f64)>,
     maestro_served: u64,
+    /// Node pool requests the world answered, by source (docs/design.md
+    /// §15.11): the part of `requests` that reads pools.
+    pool_requests: std::collections::BTreeMap<String, u64>,
 }
 
 /// Readings after each scrape of the watch, the first and the last taken
@@ -107,6 +110,7 @@ impl RequestWindow {
             world_ms: world.now_ms(),
             requests: by_source(body, REQUESTS),
             maestro_served: world.items_served().get("maestro").copied().unwrap_or(0),
+            pool_requests: world.node_pool_requests(),
         };
         match self.first {
             None => self.first = Some(reading),
@@ -131,11 +135,19 @@ impl RequestWindow {
                 .find(|(s, _)| s == source)
                 .map_or(0.0, |(_, v)| *v)
         };
-        let per_cycle = last
+        let mut per_cycle: Vec<(String, f64)> = last
             .requests
             .iter()
             .map(|(source, after)| (source.clone(), (after - before(source)) / cycles))
             .collect();
+        // Of those, the node pool reads (docs/design.md §15.11).
+        per_cycle.extend(last.pool_requests.iter().map(|(source, after)| {
+            let before = first.pool_requests.get(source).copied().unwrap_or(0);
+            (
+                format!("{source} node pools"),
+                after.saturating_sub(before) as f64 / cycles,
+            )
+        }));
         let maestro = last
             .requests
             .iter()

@@ -137,6 +137,12 @@ impl Known {
     }
 }
 
+/// A walk reads the node pools of what it walks (the hints its NodePools
+/// give, and the pools in flight it saw), not a rotation through the
+/// resource group's other clusters: a rotation this long never turns within
+/// a walk of seconds (docs/design.md §15.11).
+const WALK_POOL_ROTATION: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
 /// `config` narrowed to what `known` selects. A source nothing known can
 /// narrow is turned off: it would list the fleet.
 pub fn scoped(config: &Config, known: &Known) -> Config {
@@ -150,6 +156,7 @@ pub fn scoped(config: &Config, known: &Known) -> Config {
         (Some(mut rp), Some(id)) => {
             rp.resource_ids = vec![id.clone()];
             rp.subscriptions.clear();
+            rp.node_pool_rotation = WALK_POOL_ROTATION;
             Some(rp)
         }
         _ => None,
@@ -170,6 +177,7 @@ pub fn scoped(config: &Config, known: &Known) -> Config {
     sources.clusters_service = match (sources.clusters_service.take(), cs_scope) {
         (Some(mut cs), Some(scope)) => {
             cs.search_scope = Some(scope);
+            cs.node_pool_rotation = WALK_POOL_ROTATION;
             Some(cs)
         }
         _ => None,

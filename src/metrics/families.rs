@@ -198,14 +198,14 @@ pub const OPERATION_WAITING: Family<6> = Family::gauge(
     &["operation", "node_pool", "hop", "phase", "state", "via"],
 );
 
-/// A day-2 operation that failed, while the model keeps it: a pool's while
+/// When a day-2 operation failed, while the model keeps it: a pool's while
 /// some hop still shows the pool, an upgrade's while its object still
 /// reports the target (docs/design.md §15.11). Where it failed and why
 /// (the pool's own error code, else the hop's raw state).
 pub const OPERATION_FAILED: Family<5> = Family::gauge(
     14,
-    "hcpflow_operation_failed_info",
-    "A day-2 operation (node_pool_create, node_pool_delete, node_pool_upgrade, upgrade) that failed, value 1 while what it followed is still shown: the hop that failed it and its code. Cached state refreshed in the background",
+    "hcpflow_operation_failed_timestamp_seconds",
+    "Unix time a day-2 operation (node_pool_create, node_pool_delete, node_pool_upgrade, upgrade) failed, while what it followed is still shown: the hop that failed it and its code. Cached state refreshed in the background",
     &["operation", "node_pool", "target_version", "hop", "code"],
 );
 

@@ -460,7 +460,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 hop.as_str(),
                 bounded_code(code.unwrap_or("unknown")),
             ],
-            "1",
+            &seconds(op.ended_at.unwrap_or(op.started_at.at)),
         );
     }
 

@@ -33,6 +33,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use serde::Deserialize;
 use tracing::Instrument;
 
@@ -459,8 +460,19 @@ impl ClustersServiceSource {
             return;
         };
         let due = pools.due_at(false, rotate, self.tracker.owners());
-        for id in due {
-            match self.read_cluster_pools(&id, unknown).await {
+        let this = &*self;
+        let reads: Vec<_> = futures::stream::iter(due)
+            .map(|id| async move {
+                let mut unknown = Vec::new();
+                let read = this.read_cluster_pools(&id, &mut unknown).await;
+                (id, read, unknown)
+            })
+            .buffer_unordered(crate::sources::node_pools::CONCURRENT_READS)
+            .collect()
+            .await;
+        for (id, read, mut read_unknown) in reads {
+            unknown.append(&mut read_unknown);
+            match read {
                 Ok(read) => {
                     let key = ClusterKey::Id(id.clone());
                     pools.record(&id, &key, Hop::ClustersService, read, out);

@@ -83,6 +83,19 @@ impl PoolHints {
     }
 }
 
+/// At most this many clusters with a pool in flight are read again per
+/// poll (more wait for the next turn).
+const MAX_FOLLOWED_PER_POLL: usize = 100;
+
+/// A cluster with a pool in flight is read again every this many polls,
+/// and at once when a hint names it: what moves a pool at the RP or
+/// Clusters Service mostly follows its NodePool, which hints it.
+const FOLLOW_EVERY: u64 = 4;
+
+/// How many clusters' pools a source reads at once: the reads are small,
+/// and one at a time would hold the source's next poll behind them.
+pub const CONCURRENT_READS: usize = 8;
+
 /// Which clusters' pools one source reads on a fast poll, and what it sent
 /// of the pools not settled.
 pub struct PoolFollow {
@@ -95,6 +108,8 @@ pub struct PoolFollow {
     /// falls in its bucket, so the rotation holds no copy of the fleet's
     /// keys (they are long-lived memory at 10,000 clusters).
     turn: u64,
+    /// Where the next poll's share of the followed clusters begins.
+    followed_turn: u64,
     rotation_period: Duration,
     fast_interval: Duration,
 }
@@ -109,6 +124,7 @@ impl PoolFollow {
             hints,
             unsettled: HashMap::new(),
             turn: 0,
+            followed_turn: 0,
             rotation_period,
             fast_interval,
         }
@@ -122,8 +138,9 @@ impl PoolFollow {
         self.due_at(rp, true, known)
     }
 
-    /// [`PoolFollow::due`] between two polls (`rotate` false): what was
-    /// hinted and what is not settled, with no turn of the rotation.
+    /// [`PoolFollow::due`], or between two polls (`rotate` false): only
+    /// what was hinted, with no turn of the rotation and none of the
+    /// followed clusters (the next poll reads those).
     pub fn due_at<'a>(
         &mut self,
         rp: bool,
@@ -135,17 +152,31 @@ impl PoolFollow {
             Some(h) => h.take_cs().into_iter().collect(),
             None => BTreeSet::new(),
         };
-        due.extend(self.unsettled.keys().cloned());
-        if rotate {
-            let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
-            let turn = self.turn % buckets;
-            self.turn = self.turn.wrapping_add(1);
-            due.extend(
-                known
-                    .filter(|key| bucket(key, buckets) == turn)
-                    .map(str::to_string),
-            );
+        if !rotate {
+            return due.into_iter().collect();
         }
+        // Followed pools: a quarter of them each poll (each read every
+        // `FOLLOW_EVERY` polls; a hint reads one at once), at most
+        // `MAX_FOLLOWED_PER_POLL`, so a fleet with many pools in flight still
+        // has its clusters read on time.
+        let turn = self.followed_turn % FOLLOW_EVERY;
+        self.followed_turn = self.followed_turn.wrapping_add(1);
+        let mut followed: Vec<&String> = self
+            .unsettled
+            .keys()
+            .filter(|key| bucket(key, FOLLOW_EVERY) == turn)
+            .collect();
+        followed.sort();
+        followed.truncate(MAX_FOLLOWED_PER_POLL);
+        due.extend(followed.into_iter().cloned());
+        let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
+        let turn = self.turn % buckets;
+        self.turn = self.turn.wrapping_add(1);
+        due.extend(
+            known
+                .filter(|key| bucket(key, buckets) == turn)
+                .map(str::to_string),
+        );
         due.into_iter().collect()
     }
 
@@ -466,10 +497,13 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.len(), 1);
+        let polls: Vec<Vec<String>> = (0..FOLLOW_EVERY)
+            .map(|_| follow.due(false, std::iter::empty()))
+            .collect();
         assert_eq!(
-            follow.due(false, std::iter::empty()),
-            ["c1"],
-            "followed while not settled"
+            polls.iter().filter(|p| p.as_slice() == ["c1"]).count(),
+            1,
+            "followed while not settled, once every {FOLLOW_EVERY} polls: {polls:?}"
         );
         out.clear();
         follow.record(

@@ -27,6 +27,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use futures::StreamExt;
 use serde::Deserialize;
 use tracing::Instrument;
 
@@ -658,8 +659,19 @@ impl RpFrontendSource {
             .chain(self.explicit_owners.iter())
             .map(String::as_str);
         let due = pools.due_at(true, rotate, known);
-        for rid in due {
-            match self.read_cluster_pools(&rid, unknown).await {
+        let this = &*self;
+        let reads: Vec<_> = futures::stream::iter(due)
+            .map(|rid| async move {
+                let mut unknown = Vec::new();
+                let read = this.read_cluster_pools(&rid, &mut unknown).await;
+                (rid, read, unknown)
+            })
+            .buffer_unordered(crate::sources::node_pools::CONCURRENT_READS)
+            .collect()
+            .await;
+        for (rid, read, mut read_unknown) in reads {
+            unknown.append(&mut read_unknown);
+            match read {
                 // Not a list: what was read before stands.
                 Ok(Some(None)) => {}
                 Ok(read) => {

@@ -497,7 +497,8 @@ async fn a_walk_reads_one_creation_from_each_upstream_not_the_fleet() {
         for (source, n) in &cost {
             let bound = match source.as_str() {
                 // Each cluster of the group is listed, and its provision
-                // shard read once; then the target by id.
+                // shard read once; then the target by id, and its node
+                // pools (a walk has no rotation through the group's).
                 "clusters_service" => 2 * in_group + 10,
                 // The target's management cluster: its objects and the
                 // events about them while the walk watches.
