@@ -705,10 +705,7 @@ impl Fleet {
                         }
                         (None, _, _) => TimeMark::observed(observed_at),
                     };
-                    // Kept until the object changes: without the growth
-                    // slack the parsed list was pushed into.
-                    let mut view = *view;
-                    view.conditions.shrink_to_fit();
+                    let view = *view;
                     // Queued when the stored view changes, never for a view
                     // read again unchanged: its deadline already waits (or
                     // has failed it), and every relist of a fleet in flight

@@ -170,14 +170,18 @@ pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView)
     }
     let since: crate::model::Stamp = at.0.into();
     view.since = Some(since);
-    for name in meta.finalizers.iter().flatten().filter(|f| !f.is_empty()) {
-        view.conditions.push(crate::model::Condition {
+    let finalizers = meta.finalizers.iter().flatten().filter(|f| !f.is_empty());
+    let held: Vec<crate::model::Condition> = finalizers
+        .map(|name| crate::model::Condition {
             kind: crate::model::Condition::FINALIZER.into(),
             status: crate::model::ConditionStatus::True,
             reason: name.as_str().into(),
             message: crate::model::Text::default(),
             last_transition: Some(since),
-        });
+        })
+        .collect();
+    if !held.is_empty() {
+        view.conditions = view.conditions.iter().cloned().chain(held).collect();
     }
 }
 
