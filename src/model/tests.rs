@@ -696,6 +696,31 @@ fn a_stored_view_shares_its_conditions_with_the_view_sent() {
     );
 }
 
+#[test]
+fn a_drained_deadline_queue_gives_its_room_back() {
+    let mut f = fleet();
+    let many: Vec<Obs> = (0..2000)
+        .map(|i| {
+            obs(&format!("c{i}"), Hop::ClustersService)
+                .state("installing", Phase::Progressing)
+                .created(t(0))
+        })
+        .collect();
+    f.apply(batch(false, t(0), many), t(0));
+    assert!(f.deadline_room() >= 2000);
+    f.tick(t(30));
+    assert_eq!(f.pending_deadlines(), 0);
+    assert!(f.deadline_room() < 2000, "room {}", f.deadline_room());
+    // Little room is kept as it is.
+    f.apply(
+        batch(false, t(31), vec![obs("d", Hop::ClustersService)]),
+        t(31),
+    );
+    let room = f.deadline_room();
+    f.tick(t(32));
+    assert_eq!(f.deadline_room(), room);
+}
+
 /// With the RP and Clusters Service read, `rp_frontend` is a terminal hop;
 /// a HostedCluster of a self-managed hub read by the same exporter completes
 /// on its own terminal hops, while an ARO creation still waits for the RP,

@@ -124,6 +124,9 @@ enum Due {
 /// A point in time the model must look at again, earliest first.
 type Deadline = Reverse<(Timestamp, String, Due)>;
 
+/// Below this many deadlines' room the queue is never shrunk.
+const DEADLINES_KEPT_ROOM: usize = 256;
+
 #[derive(Debug, Default)]
 pub struct Fleet {
     config: ModelConfig,
@@ -292,6 +295,12 @@ impl Fleet {
         self.deadlines.len()
     }
 
+    /// How many deadlines the queue has room for without growing.
+    #[cfg(test)]
+    pub(crate) fn deadline_room(&self) -> usize {
+        self.deadlines.capacity()
+    }
+
     fn settle_due(&mut self, now: Timestamp, silent: &BTreeSet<String>, result: &mut ApplyResult) {
         self.settle_due_with(now, silent, None, result);
     }
@@ -331,6 +340,15 @@ impl Fleet {
                     result.events.extend(events);
                 }
             }
+        }
+        // A first sync queues a creation deadline for every cluster, most of
+        // them due at once: the room they took is given back rather than
+        // kept for a load that does not come again (docs/performance.md).
+        // Only well below capacity, so a queue that grows and drains
+        // around one size does not move each time.
+        let len = self.deadlines.len();
+        if self.deadlines.capacity() > 4 * len.max(DEADLINES_KEPT_ROOM) {
+            self.deadlines.shrink_to(2 * len);
         }
     }
 
