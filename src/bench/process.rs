@@ -265,8 +265,17 @@ pub fn ready_deadline(clusters: usize) -> Duration {
 /// another holds an arena an arena of its own, up to eight per core, and
 /// each keeps what was freed in it; two arenas hold the management side's
 /// memory some 2 MB lower and steadier at 10,000 clusters, at no cost to a
-/// scrape (docs/performance.md).
-pub const SHIPPED_ALLOCATOR_ENV: &[(&str, &str)] = &[("MALLOC_ARENA_MAX", "2")];
+/// scrape (docs/performance.md). A fixed mmap threshold of 512 KiB: left
+/// to itself glibc raises it to the largest block freed so far (up to
+/// 32 MiB), after which a sync's large buffers are carved from the arenas
+/// and their room stays resident; fixed, they are mapped and given back,
+/// while a scrape's 256 KiB chunks stay below it (some 5 MiB less at
+/// 10,000 clusters on each side, and a slower service-side scrape p50:
+/// docs/performance.md).
+pub const SHIPPED_ALLOCATOR_ENV: &[(&str, &str)] = &[
+    ("MALLOC_ARENA_MAX", "2"),
+    ("MALLOC_MMAP_THRESHOLD_", "524288"),
+];
 
 /// The exporter's log filter under the bench: warnings only, so its
 /// logging costs nothing measurable, unless `HCPFLOW_BENCH_CHILD_LOG` sets

@@ -32,7 +32,7 @@ pub use memory::{
 };
 pub use observation::{
     Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
-    MAX_STATE_LEN, Observation, PodCounts, Replicas, Rollout, bounded_state,
+    MAX_STATE_LEN, Observation, PodCounts, Replicas, Rollout, bounded_state, shared_conditions,
 };
 pub use operation::{
     CREATE, DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, NODE_POOL_UPGRADE,

@@ -3,6 +3,7 @@
 //! through [`Via`].
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use serde::Serialize;
@@ -70,7 +71,11 @@ pub struct HopView {
     pub created_at: Option<Stamp>,
     /// Upstream time of the last status update (Maestro `updated_at`).
     pub updated_at: Option<Stamp>,
-    pub conditions: Vec<Condition>,
+    /// Shared, never changed in place: a source that keeps the view it
+    /// sent (the kube mapper's facts) and the model that stores it hold
+    /// one copy, and a view read again unchanged costs a reference count
+    /// (docs/performance.md).
+    pub conditions: Arc<[Condition]>,
     /// What this object says of the cluster's identity; `None` when it says
     /// nothing. Boxed: the model takes it into the timeline and keeps the
     /// view without it, so a stored view costs one pointer, not eight
@@ -127,7 +132,7 @@ impl HopView {
         since.hash(&mut h);
         created_at.hash(&mut h);
         updated_at.hash(&mut h);
-        for c in conditions {
+        for c in conditions.iter() {
             let Condition {
                 kind,
                 status,
@@ -168,6 +173,16 @@ pub fn bounded_state(s: &str) -> Text {
         end -= 1;
     }
     Text::intern(&s[..end])
+}
+
+/// `conditions` as a view keeps them. None costs no allocation (the
+/// empty shared slice is static), as an empty `Vec` did not: most views
+/// of a fleet's RP and Clusters Service objects have none.
+pub fn shared_conditions(conditions: Vec<Condition>) -> Arc<[Condition]> {
+    if conditions.is_empty() {
+        return Arc::default();
+    }
+    conditions.into()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

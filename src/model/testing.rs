@@ -93,13 +93,15 @@ impl Obs {
         reason: &str,
         at: Timestamp,
     ) -> Obs {
-        self.view().conditions.push(Condition {
+        let view = self.view();
+        let added = Condition {
             kind: kind.into(),
             status,
             reason: reason.into(),
             message: Text::default(),
             last_transition: Some(at.into()),
-        });
+        };
+        view.conditions = view.conditions.iter().cloned().chain([added]).collect();
         self
     }
     pub fn error(mut self, code: &str, message: &str) -> Obs {

@@ -671,6 +671,56 @@ fn a_tick_settles_only_what_is_due() {
     assert_eq!(f.next_deadline(), Some(t(30)));
 }
 
+#[test]
+fn a_stored_view_shares_its_conditions_with_the_view_sent() {
+    let mut f = fleet();
+    let sent = obs("c1", Hop::HostedCluster)
+        .state("Available", Phase::Ready)
+        .condition("Available", ConditionStatus::True, "AsExpected", t(1));
+    let Change::Upsert(view) = &sent.observation.change else {
+        panic!("an upsert");
+    };
+    let kept_by_the_source = view.conditions.clone();
+    f.apply(batch(false, t(2), vec![sent]), t(2));
+    let hop = f.get("c1").and_then(|c| c.hop(Hop::HostedCluster));
+    let stored = hop
+        .and_then(|h| h.effective_objects().next())
+        .map(|(_, o)| &o.view.conditions);
+    assert!(stored.is_some_and(|c| std::sync::Arc::ptr_eq(c, &kept_by_the_source)));
+    assert!(
+        std::sync::Arc::ptr_eq(
+            &crate::model::shared_conditions(Vec::new()),
+            &crate::model::shared_conditions(Vec::new())
+        ),
+        "none is the one static empty slice"
+    );
+}
+
+#[test]
+fn a_drained_deadline_queue_gives_its_room_back() {
+    let mut f = fleet();
+    let many: Vec<Obs> = (0..2000)
+        .map(|i| {
+            obs(&format!("c{i}"), Hop::ClustersService)
+                .state("installing", Phase::Progressing)
+                .created(t(0))
+        })
+        .collect();
+    f.apply(batch(false, t(0), many), t(0));
+    assert!(f.deadline_room() >= 2000);
+    f.tick(t(30));
+    assert_eq!(f.pending_deadlines(), 0);
+    assert!(f.deadline_room() < 2000, "room {}", f.deadline_room());
+    // Little room is kept as it is.
+    f.apply(
+        batch(false, t(31), vec![obs("d", Hop::ClustersService)]),
+        t(31),
+    );
+    let room = f.deadline_room();
+    f.tick(t(32));
+    assert_eq!(f.deadline_room(), room);
+}
+
 /// With the RP and Clusters Service read, `rp_frontend` is a terminal hop;
 /// a HostedCluster of a self-managed hub read by the same exporter completes
 /// on its own terminal hops, while an ARO creation still waits for the RP,
@@ -727,12 +777,12 @@ fn a_views_fingerprint_sees_every_change() {
     assert_ne!(base.fingerprint(), other.fingerprint());
     assert_eq!(base.fingerprint(), base.clone().fingerprint());
     let mut condition = base.clone();
-    condition.conditions.push(Condition {
+    condition.conditions = std::sync::Arc::new([Condition {
         kind: "Available".into(),
         status: ConditionStatus::False,
         reason: "WaitingForNodes".into(),
         message: "".into(),
         last_transition: None,
-    });
+    }]);
     assert_ne!(base.fingerprint(), condition.fingerprint());
 }

@@ -189,17 +189,14 @@ impl SavedObject {
         view.since = self.since.map(Stamp::new);
         view.created_at = self.created_at.map(Stamp::new);
         view.updated_at = self.updated_at.map(Stamp::new);
-        view.conditions = self
-            .conditions
-            .into_iter()
-            .map(|c| Condition {
-                kind: Text::intern(&c.kind),
-                status: c.status,
-                reason: Text::intern(&c.reason),
-                message: Text::from(c.message),
-                last_transition: c.last_transition.map(Stamp::new),
-            })
-            .collect();
+        let conditions = self.conditions.into_iter().map(|c| Condition {
+            kind: Text::intern(&c.kind),
+            status: c.status,
+            reason: Text::intern(&c.reason),
+            message: Text::from(c.message),
+            last_transition: c.last_transition.map(Stamp::new),
+        });
+        view.conditions = crate::model::shared_conditions(conditions.collect());
         view.error = self.error.map(|e| Box::new(hop_error(e)));
         view.replicas = self.replicas.map(|[desired, current, ready]| Replicas {
             desired,

@@ -2,6 +2,8 @@
 //! ManagedCluster, ManifestWork and ARM variants share these fields), and the
 //! few questions the phase tables ask of them.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use super::{UnknownValue, null_default, parse_time};
@@ -27,9 +29,12 @@ pub struct WireCondition {
 /// Every condition, in upstream order. A condition without a type carries
 /// nothing and is dropped; an unreadable transition time is counted and
 /// reads as absent. Nothing is allow-listed here: the JSON API shows every
-/// condition, and only the metrics keep an allow-list.
-pub fn read(wire: &[WireCondition], unknown: &mut Vec<UnknownValue>) -> Vec<Condition> {
-    wire.iter()
+/// condition, and only the metrics keep an allow-list. In one exact-size
+/// shared allocation: the view and what a source keeps of it hold the
+/// same copy (docs/performance.md).
+pub fn read(wire: &[WireCondition], unknown: &mut Vec<UnknownValue>) -> Arc<[Condition]> {
+    let read: Vec<Condition> = wire
+        .iter()
         .filter(|c| !c.kind.is_empty())
         .map(|c| Condition {
             kind: Text::intern(&c.kind),
@@ -42,7 +47,8 @@ pub fn read(wire: &[WireCondition], unknown: &mut Vec<UnknownValue>) -> Vec<Cond
                 unknown,
             ),
         })
-        .collect()
+        .collect();
+    crate::model::shared_conditions(read)
 }
 
 /// The condition of this type, if present (the first one: upstream lists each

@@ -1,6 +1,8 @@
 //! Hop `control_plane`: a HostedControlPlane and the pods of its namespace,
 //! read from kube watches only (no Maestro feedback carries them).
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use super::conditions::{self, WireCondition, transition_of};
@@ -23,7 +25,8 @@ pub struct HostedControlPlaneReading {
     /// Its deletionTimestamp: the control plane is going from then on.
     pub deleting: Option<Stamp>,
     pub ready: bool,
-    pub conditions: Vec<Condition>,
+    /// Shared with every view read from it.
+    pub conditions: Arc<[Condition]>,
 }
 
 pub fn read_hosted_control_plane(
@@ -90,7 +93,7 @@ mod tests {
             created_at: None,
             deleting: deleting.then(|| Stamp::from(jiff::Timestamp::UNIX_EPOCH)),
             ready,
-            conditions: Vec::new(),
+            conditions: Arc::default(),
         }
     }
 

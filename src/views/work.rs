@@ -162,7 +162,7 @@ pub fn state(conditions: &[Condition], deleting: bool) -> &'static str {
 
 /// The hop facts of one work (a ManifestWork, or a bundle's own status).
 /// `since` is the transition of the condition that explains the phase.
-pub fn read(conditions: Vec<Condition>, deleting: bool) -> HopView {
+pub fn read(conditions: std::sync::Arc<[Condition]>, deleting: bool) -> HopView {
     let phase = phase(&conditions, deleting);
     let state = state(&conditions, deleting);
     let error = match phase {

@@ -142,6 +142,9 @@ enum Due {
 /// A point in time the model must look at again, earliest first.
 type Deadline = Reverse<(Timestamp, String, Due)>;
 
+/// Below this many deadlines' room the queue is never shrunk.
+const DEADLINES_KEPT_ROOM: usize = 256;
+
 #[derive(Debug, Default)]
 pub struct Fleet {
     config: ModelConfig,
@@ -310,6 +313,12 @@ impl Fleet {
         self.deadlines.len()
     }
 
+    /// How many deadlines the queue has room for without growing.
+    #[cfg(test)]
+    pub(crate) fn deadline_room(&self) -> usize {
+        self.deadlines.capacity()
+    }
+
     fn settle_due(&mut self, now: Timestamp, silent: &BTreeSet<String>, result: &mut ApplyResult) {
         self.settle_due_with(now, silent, None, result);
     }
@@ -349,6 +358,15 @@ impl Fleet {
                     result.events.extend(events);
                 }
             }
+        }
+        // A first sync queues a creation deadline for every cluster, most of
+        // them due at once: the room they took is given back rather than
+        // kept for a load that does not come again (docs/performance.md).
+        // Only well below capacity, so a queue that grows and drains
+        // around one size does not move each time.
+        let len = self.deadlines.len();
+        if self.deadlines.capacity() > 4 * len.max(DEADLINES_KEPT_ROOM) {
+            self.deadlines.shrink_to(2 * len);
         }
     }
 
@@ -737,10 +755,7 @@ impl Fleet {
                         }
                         (None, _, _) => TimeMark::observed(observed_at),
                     };
-                    // Kept until the object changes: without the growth
-                    // slack the parsed list was pushed into.
-                    let mut view = *view;
-                    view.conditions.shrink_to_fit();
+                    let view = *view;
                     // Queued when the stored view changes, never for a view
                     // read again unchanged: its deadline already waits (or
                     // has failed it), and every relist of a fleet in flight

@@ -195,6 +195,11 @@ impl Tracker {
             }
         }
         if !current.is_empty() {
+            // Kept until the owner's next reading: without the room of the
+            // fallbacks a real reading made unneeded (a bundle's, nearly
+            // always), half of what a Maestro owner's record took
+            // (docs/performance.md).
+            current.shrink_to_fit();
             self.owners.insert(owner_key, current);
         }
     }
@@ -484,6 +489,23 @@ mod tests {
         t.remove("bundle", &mut out);
         assert_eq!(summary(&out), vec![("a".to_string(), true)]);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn an_owners_record_keeps_no_room_for_the_fallbacks_it_did_not_need() {
+        let mut t = Tracker::default();
+        let mut out = Vec::new();
+        let real = |object: &str| upsert("c", Hop::NodePool, object, "Ready");
+        let unknown = |object: &str| upsert("c", Hop::NodePool, object, "no_status");
+        t.update_with_fallbacks(
+            "b",
+            vec![real("a"), real("b")],
+            vec![unknown("a"), unknown("b")],
+            UpdateMode::default(),
+            &mut out,
+        );
+        let kept = &t.owners["b"];
+        assert_eq!((kept.len(), kept.capacity()), (2, 2));
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod managed_cluster;
 mod manifestwork;
 mod node_pool;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -170,14 +170,18 @@ pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView)
     }
     let since: crate::model::Stamp = at.0.into();
     view.since = Some(since);
-    for name in meta.finalizers.iter().flatten().filter(|f| !f.is_empty()) {
-        view.conditions.push(crate::model::Condition {
+    let finalizers = meta.finalizers.iter().flatten().filter(|f| !f.is_empty());
+    let held: Vec<crate::model::Condition> = finalizers
+        .map(|name| crate::model::Condition {
             kind: crate::model::Condition::FINALIZER.into(),
             status: crate::model::ConditionStatus::True,
             reason: name.as_str().into(),
             message: crate::model::Text::default(),
             last_transition: Some(since),
-        });
+        })
+        .collect();
+    if !held.is_empty() {
+        view.conditions = view.conditions.iter().cloned().chain(held).collect();
     }
 }
 
@@ -217,15 +221,16 @@ pub trait ToFacts {
     fn facts(&self, cfg: &MapperConfig, unknown: &mut Vec<UnknownValue>) -> Facts;
 }
 
-/// Which emitted view an object feeds.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// Which emitted view an object feeds. Every variant one boxed string:
+/// the mapper keeps one key per emitted view (docs/performance.md).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum EmitKey {
     ManifestWork(ObjRef),
     HostedCluster(ObjRef),
     NodePool(ObjRef),
     /// A control-plane namespace: its HostedControlPlane and pods together.
-    ControlPlane(String),
-    ManagedCluster(String),
+    ControlPlane(Box<str>),
+    ManagedCluster(Box<str>),
 }
 
 /// One observation's worth: the view of one object of one cluster's hop.
@@ -240,12 +245,13 @@ pub(super) struct Emitted {
 /// What was emitted for one key: where it went and a fingerprint of the
 /// view, not the view. The model holds the view itself; a second copy of
 /// every object's conditions here cost a third of the management side's
-/// memory at 10,000 clusters (docs/performance.md).
+/// memory at 10,000 clusters (docs/performance.md). Boxed strings, as
+/// kept for every object the mapper emitted and never grown.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Sent {
-    pub(super) cluster_id: String,
+    pub(super) cluster_id: Box<str>,
     pub(super) hop: Hop,
-    pub(super) object: String,
+    pub(super) object: Box<str>,
     pub(super) fingerprint: u64,
 }
 
@@ -254,9 +260,9 @@ impl Emitted {
     /// fingerprint (`HopView::fingerprint`, as the pollers').
     fn sent(&self) -> Sent {
         Sent {
-            cluster_id: self.cluster_id.clone(),
+            cluster_id: self.cluster_id.as_str().into(),
             hop: self.hop,
-            object: self.object.clone(),
+            object: self.object.as_str().into(),
             fingerprint: self.view.fingerprint(),
         }
     }
@@ -281,7 +287,11 @@ pub struct Mapper {
     managed_clusters: BTreeMap<String, Box<ManagedClusterFacts>>,
     engines: BTreeMap<ObjRef, Option<String>>,
     agents: BTreeMap<ObjRef, AgentFacts>,
-    emitted: BTreeMap<EmitKey, Sent>,
+    /// Hashed, not a B-tree: only ever looked up by key (a flush walks
+    /// `dirty`, in order), and a B-tree filled in key order by a list
+    /// leaves its nodes half empty, some 200 bytes per emitted view
+    /// (docs/performance.md).
+    emitted: HashMap<EmitKey, Sent>,
     dirty: BTreeSet<EmitKey>,
 }
 
@@ -298,7 +308,7 @@ impl Mapper {
             managed_clusters: BTreeMap::new(),
             engines: BTreeMap::new(),
             agents: BTreeMap::new(),
-            emitted: BTreeMap::new(),
+            emitted: HashMap::new(),
             dirty: BTreeSet::new(),
         }
     }
@@ -352,18 +362,17 @@ impl Mapper {
             }
             Facts::HostedControlPlane(f) => {
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
+                    .insert(EmitKey::ControlPlane(at.namespace().into()));
                 self.control_planes.insert(at, Box::new(f));
             }
             Facts::ManagedCluster(f) => {
-                self.dirty
-                    .insert(EmitKey::ManagedCluster(at.name().to_string()));
+                self.dirty.insert(EmitKey::ManagedCluster(at.name().into()));
                 self.managed_clusters
                     .insert(at.name().to_string(), Box::new(f));
             }
             Facts::Pod(ready) => {
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
+                    .insert(EmitKey::ControlPlane(at.namespace().into()));
                 self.pods.insert(at, ready);
             }
             Facts::MultiClusterEngine(phase) => {
@@ -401,17 +410,16 @@ impl Mapper {
             WatchKind::HostedControlPlane => {
                 self.control_planes.remove(at);
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
+                    .insert(EmitKey::ControlPlane(at.namespace().into()));
             }
             WatchKind::ControlPlanePod => {
                 self.pods.remove(at);
                 self.dirty
-                    .insert(EmitKey::ControlPlane(at.namespace().to_string()));
+                    .insert(EmitKey::ControlPlane(at.namespace().into()));
             }
             WatchKind::ManagedCluster => {
                 self.managed_clusters.remove(at.name());
-                self.dirty
-                    .insert(EmitKey::ManagedCluster(at.name().to_string()));
+                self.dirty.insert(EmitKey::ManagedCluster(at.name().into()));
             }
             WatchKind::MultiClusterEngine => {
                 self.engines.remove(at);
@@ -426,13 +434,12 @@ impl Mapper {
     fn hosted_cluster_touched(&mut self, at: &ObjRef) {
         self.dirty.insert(EmitKey::HostedCluster(at.clone()));
         self.dirty
-            .insert(EmitKey::ControlPlane(control_plane_namespace(at)));
-        self.dirty
-            .insert(EmitKey::ManagedCluster(at.name().to_string()));
+            .insert(EmitKey::ControlPlane(control_plane_namespace(at).into()));
+        self.dirty.insert(EmitKey::ManagedCluster(at.name().into()));
         if let Some(old) = self.hosted_clusters.get(at)
             && let Some(id) = self.hosted_cluster_id(at, old)
         {
-            self.dirty.insert(EmitKey::ManagedCluster(id));
+            self.dirty.insert(EmitKey::ManagedCluster(id.into()));
         }
         let pools: Vec<ObjRef> = self
             .node_pools
@@ -471,10 +478,10 @@ impl Mapper {
                 });
                 if moved {
                     out.push(Observation {
-                        key: ClusterKey::Id(prev.cluster_id.clone()),
+                        key: ClusterKey::Id(prev.cluster_id.to_string()),
                         hop: prev.hop,
                         via: Via::Direct,
-                        object: prev.object.clone(),
+                        object: prev.object.to_string(),
                         change: Change::Gone,
                     });
                 }
@@ -560,6 +567,14 @@ pub fn control_plane_namespace(hosted_cluster: &ObjRef) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_mapper_keeps_of_each_emitted_view_stays_small() {
+        // One of each per emitted view: some 50,000 at 10,000 clusters.
+        let word = std::mem::size_of::<usize>();
+        assert_eq!(std::mem::size_of::<EmitKey>(), 3 * word);
+        assert_eq!(std::mem::size_of::<Sent>(), 6 * word);
+    }
 
     #[test]
     fn an_object_ref_is_one_allocation_that_splits_back_and_groups_a_namespace() {
