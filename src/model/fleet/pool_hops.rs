@@ -71,7 +71,6 @@ impl Fleet {
                     (None, Some(p)) if p.view.phase == view.phase => p.since,
                     (None, _) => TimeMark::observed(observed_at),
                 };
-                view.conditions.shrink_to_fit();
                 Some(ObjectState { view, since })
             }
             Change::Gone if previous.is_none() && !pool_followed(timeline, &name) => return,
