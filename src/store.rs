@@ -460,9 +460,14 @@ impl Store {
                 state.remembered.update(id, memory);
             }
         }
-        for id in &result.pool_hints {
-            let rid = state.fleet.get(id).map(|t| t.identity.resource_id.as_str());
-            self.pool_hints.hint(id, rid);
+        for (id, hint) in &result.pool_hints {
+            let rid = state
+                .fleet
+                .get(id)
+                .map(|t| t.identity.resource_id.as_str())
+                .filter(|_| hint.rp);
+            self.pool_hints
+                .hint(hint.clusters_service.then_some(id.as_str()), rid);
         }
         if state.remembered.unconfirmed() && self.health.synced() {
             let State {

@@ -46,10 +46,14 @@ struct HintSets {
 const MAX_HINTS: usize = 10_000;
 
 impl PoolHints {
-    pub fn hint(&self, cluster_id: &str, resource_id: Option<&str>) {
+    /// Read these pools now: Clusters Service's of `cluster_id`, the RP's
+    /// of `resource_id`.
+    pub fn hint(&self, cluster_id: Option<&str>, resource_id: Option<&str>) {
         let mut sets = self.inner.lock();
-        if sets.cs.len() < MAX_HINTS {
-            sets.cs.insert(cluster_id.to_string());
+        if let Some(id) = cluster_id
+            && sets.cs.len() < MAX_HINTS
+        {
+            sets.cs.insert(id.to_string());
             self.cs_wake.notify_one();
         }
         if let Some(rid) = resource_id.filter(|r| !r.is_empty())
@@ -90,7 +94,7 @@ const MAX_FOLLOWED_PER_POLL: usize = 100;
 /// A cluster with a pool in flight is read again every this many polls,
 /// and at once when a hint names it: what moves a pool at the RP or
 /// Clusters Service mostly follows its NodePool, which hints it.
-const FOLLOW_EVERY: u64 = 4;
+const FOLLOW_EVERY: u64 = 8;
 
 /// How many clusters' pools a source reads at once: the reads are small,
 /// and one at a time would hold the source's next poll behind them.
@@ -110,6 +114,8 @@ pub struct PoolFollow {
     turn: u64,
     /// Where the next poll's share of the followed clusters begins.
     followed_turn: u64,
+    /// When the last turn (of the rotation and the followed) was taken.
+    last_turn: Option<std::time::Instant>,
     rotation_period: Duration,
     fast_interval: Duration,
 }
@@ -125,6 +131,7 @@ impl PoolFollow {
             unsettled: HashMap::new(),
             turn: 0,
             followed_turn: 0,
+            last_turn: None,
             rotation_period,
             fast_interval,
         }
@@ -147,15 +154,32 @@ impl PoolFollow {
         rotate: bool,
         known: impl Iterator<Item = &'a str>,
     ) -> Vec<String> {
+        self.due_when(rp, rotate, known, std::time::Instant::now())
+    }
+
+    /// [`PoolFollow::due_at`] at `now`.
+    pub fn due_when<'a>(
+        &mut self,
+        rp: bool,
+        rotate: bool,
+        known: impl Iterator<Item = &'a str>,
+        now: std::time::Instant,
+    ) -> Vec<String> {
         let mut due: BTreeSet<String> = match &self.hints {
             Some(h) if rp => h.take_rp().into_iter().collect(),
             Some(h) => h.take_cs().into_iter().collect(),
             None => BTreeSet::new(),
         };
-        if !rotate {
+        // One turn per fast interval, however often the source polls (the
+        // RP polls each subscription on its own schedule).
+        let turn_due = self
+            .last_turn
+            .is_none_or(|t| now.duration_since(t) >= self.fast_interval);
+        if !rotate || !turn_due {
             return due.into_iter().collect();
         }
-        // Followed pools: a quarter of them each poll (each read every
+        self.last_turn = Some(now);
+        // Followed pools: an eighth of them each poll (each read every
         // `FOLLOW_EVERY` polls; a hint reads one at once), at most
         // `MAX_FOLLOWED_PER_POLL`, so a fleet with many pools in flight still
         // has its clusters read on time.
@@ -448,8 +472,23 @@ mod tests {
         let mut follow = PoolFollow::new(None, Duration::from_secs(100), fast);
         let known: Vec<String> = (0..500).map(|i| format!("c{i}")).collect();
         let mut reads = BTreeMap::new();
-        for _ in 0..20 {
-            for key in follow.due(false, known.iter().map(String::as_str)) {
+        let start = std::time::Instant::now();
+        let at = |i: u32| start + fast * i;
+        assert!(
+            follow
+                .due_when(false, true, known.iter().map(String::as_str), at(0))
+                .len()
+                > 0
+        );
+        assert!(
+            follow
+                .due_when(false, true, known.iter().map(String::as_str), at(0))
+                .is_empty(),
+            "one turn per fast interval, however often it is asked"
+        );
+        let mut follow = PoolFollow::new(None, Duration::from_secs(100), fast);
+        for i in 0..20 {
+            for key in follow.due_when(false, true, known.iter().map(String::as_str), at(i)) {
                 *reads.entry(key).or_insert(0) += 1;
             }
         }
@@ -479,7 +518,7 @@ mod tests {
             Duration::from_secs(3600),
             Duration::from_secs(10),
         );
-        hints.hint("c1", Some("/SUBSCRIPTIONS/S/x"));
+        hints.hint(Some("c1"), Some("/SUBSCRIPTIONS/S/x"));
         assert_eq!(follow.due(false, std::iter::empty()), ["c1"]);
         assert_eq!(
             follow.due(false, std::iter::empty()),
@@ -497,8 +536,12 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.len(), 1);
-        let polls: Vec<Vec<String>> = (0..FOLLOW_EVERY)
-            .map(|_| follow.due(false, std::iter::empty()))
+        let start = std::time::Instant::now();
+        let polls: Vec<Vec<String>> = (0..FOLLOW_EVERY as u32)
+            .map(|i| {
+                let at = start + Duration::from_secs(10) * (i + 1);
+                follow.due_when(false, true, std::iter::empty(), at)
+            })
             .collect();
         assert_eq!(
             polls.iter().filter(|p| p.as_slice() == ["c1"]).count(),

@@ -116,7 +116,8 @@ struct Setup {
 
 fn http(base: &Url) -> HttpSourceConfig {
     let mut http = HttpSourceConfig::new(base.clone());
-    http.fast_poll_interval = std::time::Duration::from_secs(10);
+    // A turn of the pool rotation every poll of the test.
+    http.fast_poll_interval = std::time::Duration::from_millis(1);
     http
 }
 
@@ -168,7 +169,7 @@ async fn setup(with_hints: bool) -> Setup {
             resource_ids: vec![],
             // One poll's rotation: every poll reads the one cluster's pools
             // (nothing here moves a NodePool to hint them).
-            node_pool_rotation: std::time::Duration::from_secs(10),
+            node_pool_rotation: std::time::Duration::from_millis(1),
         },
         ctx("rp_frontend"),
     )
@@ -180,7 +181,7 @@ async fn setup(with_hints: bool) -> Setup {
             search_scope: None,
             // One poll's rotation: every poll reads the one cluster's pools
             // (nothing here moves a NodePool to hint them).
-            node_pool_rotation: std::time::Duration::from_secs(10),
+            node_pool_rotation: std::time::Duration::from_millis(1),
         },
         ctx("clusters_service"),
     )

@@ -124,9 +124,26 @@ pub struct ApplyResult {
     /// Clusters that no longer exist (drop their rendering).
     pub removed: BTreeSet<String>,
     /// Clusters whose node pools may have changed (a NodePool appeared,
-    /// went, or changed its phase): the RP's and Clusters Service's pools
-    /// of these are worth reading now (docs/design.md §15.11).
-    pub pool_hints: BTreeSet<String>,
+    /// went, or changed its phase; a pool moved at the RP or Clusters
+    /// Service), with the hops worth reading them at now (docs/design.md
+    /// §15.11).
+    pub pool_hints: BTreeMap<String, PoolHint>,
+}
+
+/// Where a cluster's pools are worth reading now: a NodePool's move tells
+/// both, a pool's move at one of them the other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolHint {
+    pub rp: bool,
+    pub clusters_service: bool,
+}
+
+impl ApplyResult {
+    fn hint_pools(&mut self, cluster_id: &str, hint: PoolHint) {
+        let entry = self.pool_hints.entry(cluster_id.to_string()).or_default();
+        entry.rp |= hint.rp;
+        entry.clusters_service |= hint.clusters_service;
+    }
 }
 
 /// What a deadline waits for.
@@ -742,7 +759,13 @@ impl Fleet {
                     && previous.map(|p| p.view.phase) != Some(view.phase)
                     && (!initial || view.phase != Phase::Ready)
                 {
-                    result.pool_hints.insert(cluster_id.to_string());
+                    result.hint_pools(
+                        cluster_id,
+                        PoolHint {
+                            rp: true,
+                            clusters_service: true,
+                        },
+                    );
                 }
                 if previous.map(|p| &p.view) != Some(&*view) {
                     let since = match (view.since, previous, remembered) {
@@ -784,7 +807,13 @@ impl Fleet {
                     if hop == Hop::NodePool
                         && !hop_state.objects.keys().any(|(_, name)| *name == object)
                     {
-                        result.pool_hints.insert(cluster_id.to_string());
+                        result.hint_pools(
+                            cluster_id,
+                            PoolHint {
+                                rp: true,
+                                clusters_service: true,
+                            },
+                        );
                         vanished = Some(object);
                         reported = Some(Reported::Gone);
                     }

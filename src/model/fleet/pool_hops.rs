@@ -93,7 +93,11 @@ impl Fleet {
         if reading.as_ref().is_some_and(|r| {
             r.view.phase != Phase::Ready && !provisioned_update(hop, &r.view.state)
         }) {
-            result.pool_hints.insert(cluster_id.clone());
+            let hint = PoolHint {
+                rp: hop == Hop::ClustersService,
+                clusters_service: hop == Hop::RpFrontend,
+            };
+            result.hint_pools(&cluster_id, hint);
         }
         keep_reading(timeline, hop, &name, reading);
         complete_pool_operations(timeline, &name, &self.config, &mut events);
