@@ -755,10 +755,16 @@ impl Fleet {
                 // A pool that moved is worth reading at the RP and Clusters
                 // Service; a first sync's settled pools are not (they are
                 // read by the sources' slow rotation).
-                if hop == Hop::NodePool
-                    && previous.map(|p| p.view.phase) != Some(view.phase)
-                    && (!initial || view.phase != Phase::Ready)
-                {
+                // Only the moves the RP and Clusters Service follow: a pool
+                // that appears (not ready), turns ready, or begins its
+                // removal; not every flip of a pool in flight (a bundle's
+                // feedback turns a NodePool unknown and back many times).
+                let before = previous.map(|p| p.view.phase);
+                let moved = match view.phase {
+                    Phase::Ready | Phase::Deleting => before != Some(view.phase),
+                    _ => before.is_none(),
+                };
+                if hop == Hop::NodePool && moved && (!initial || view.phase != Phase::Ready) {
                     result.hint_pools(
                         cluster_id,
                         PoolHint {
