@@ -428,7 +428,10 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
 }
 
 /// A cluster's day-2 operations as a management cluster shows them (both
-/// worlds): times in whole seconds, pools by their short names.
+/// worlds): pools by their short names, times the instants the world
+/// changes at (the same as the Maestro view and the ground truth); the
+/// objects show them in whole seconds once reached
+/// ([`KubeExtras::as_served`], docs/design.md §11.10).
 pub(crate) fn kube_extras(
     d: &Day2,
     hosted_cluster_name: Option<String>,
@@ -436,11 +439,7 @@ pub(crate) fn kube_extras(
     pending: Option<MachinesPending>,
     name: impl Fn(usize) -> String,
 ) -> KubeExtras {
-    // Kubernetes times are whole seconds.
-    let at = |ms: Ms| {
-        jiff::Timestamp::from_millisecond(ms.div_euclid(1000) * 1000)
-            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-    };
+    let at = |ms: Ms| jiff::Timestamp::from_millisecond(ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     let opt = |ms: Option<Ms>| ms.map(at);
     KubeExtras {
         hosted_cluster_name,
@@ -553,6 +552,149 @@ mod tests {
                 assert!(a.requested < a.cs_pending && a.cs_pending < a.created - 2_000);
             }
         }
+    }
+
+    /// The management cluster's objects of a cluster upgrading (control
+    /// plane and pool) and adding a pool, every change half a second into
+    /// its second, drawn at `t` (ms).
+    fn drawn_at(t: Ms) -> Vec<serde_json::Value> {
+        let (spec, x) = half_second_day2();
+        super::super::kube::objects_with(&spec, &x, jiff::Timestamp::from_millisecond(t).unwrap())
+    }
+
+    /// The day 2 [`drawn_at`] draws: created at 0, completed at 20 min.
+    fn half_second_day2() -> (super::super::kube::KubeClusterSpec, KubeExtras) {
+        let spec = super::super::kube::KubeClusterSpec::healthy(
+            "c1",
+            crate::sources::kube::KubeMode::Aro,
+            jiff::Timestamp::UNIX_EPOCH,
+        );
+        let s = |sec: i64| sec * 1000 + 500;
+        let d = Day2 {
+            added: Some(AddedPool {
+                pool: 1,
+                short: "np-2".to_string(),
+                replicas: 2,
+                requested: s(1300),
+                cs_pending: s(1305),
+                created: s(1330),
+                ignition: Some(s(1400)),
+                machines: Some(s(1450)),
+                nodes: Some(s(1480)),
+                ready: Some(s(1500)),
+            }),
+            upgrade: Some(Upgrade {
+                from: "4.19.7",
+                to: "4.19.9",
+                requested: s(1600),
+                cs_updating: s(1605),
+                started: s(1620),
+                completed: Some(s(2200)),
+                cs_ready: Some(s(2230)),
+                rp_succeeded: Some(s(2250)),
+                rp_reports_updating: true,
+            }),
+            pool_upgrades: vec![PoolUpgrade {
+                pool: 0,
+                to: "4.19.9",
+                started: s(2300),
+                done: Some(s(2700)),
+            }],
+            ..Day2::default()
+        };
+        let x = kube_extras(&d, None, Some("4.19.7"), None, |_| "workers".to_string());
+        (spec, x)
+    }
+
+    fn of_kind<'a>(
+        objects: &'a [serde_json::Value],
+        kind: &str,
+        name: &str,
+    ) -> &'a serde_json::Value {
+        objects
+            .iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name}"))
+    }
+
+    #[test]
+    fn the_management_cluster_shows_each_day2_change_at_its_instant_in_whole_seconds() {
+        let hc = |t: Ms| of_kind(&drawn_at(t), "HostedCluster", "name-c1").clone();
+        let desired = |t: Ms| hc(t)["status"]["version"]["desired"]["version"].clone();
+        let newest = |t: Ms| hc(t)["status"]["version"]["history"][0].clone();
+        // The request: not before its instant, though its second began.
+        assert_eq!(desired(1_600_499), "4.19.7");
+        assert_eq!(desired(1_600_500), "4.19.9");
+        // The history entry: started at its instant, dated in whole seconds.
+        assert_eq!(newest(1_620_499)["version"], "4.19.7");
+        assert_eq!(newest(1_620_500)["state"], "Partial");
+        assert_eq!(newest(1_620_500)["startedTime"], "1970-01-01T00:27:00Z");
+        // Completed at its instant, not half a second before (what the
+        // Maestro view and the ground truth say).
+        assert_eq!(newest(2_200_499)["state"], "Partial");
+        assert_eq!(newest(2_200_500)["state"], "Completed");
+        assert_eq!(newest(2_200_500)["completionTime"], "1970-01-01T00:36:40Z");
+        // The pool's upgrade and the added pool likewise.
+        let pool = |t: Ms, name: &str| of_kind(&drawn_at(t), "NodePool", name).clone();
+        let updating = |t: Ms| {
+            pool(t, "name-c1-workers")["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["type"] == "UpdatingVersion")
+        };
+        assert!(!updating(2_300_499));
+        assert!(updating(2_300_500));
+        assert!(updating(2_700_499));
+        assert!(!updating(2_700_500));
+        assert!(
+            !drawn_at(1_330_499)
+                .iter()
+                .any(|o| o["metadata"]["name"] == "name-c1-np-2")
+        );
+        let added = pool(1_330_500, "name-c1-np-2");
+        assert_eq!(
+            added["metadata"]["creationTimestamp"],
+            "1970-01-01T00:22:10Z"
+        );
+        let ready = |t: Ms| {
+            pool(t, "name-c1-np-2")["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Ready")
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(ready(1_500_499)["status"], "False");
+        assert_eq!(ready(1_500_500)["status"], "True");
+        assert_eq!(
+            ready(1_500_500)["lastTransitionTime"],
+            "1970-01-01T00:25:00Z"
+        );
+    }
+
+    #[test]
+    fn the_management_truth_follows_the_objects_day2_instants() {
+        use crate::model::{Hop, Phase};
+        let (spec, x) = half_second_day2();
+        let truth = |t: Ms| {
+            crate::sim::truth::management(
+                &spec,
+                &x,
+                jiff::Timestamp::from_millisecond(t).unwrap(),
+                std::time::Duration::from_secs(900),
+            )
+        };
+        // The added pool: Ready, with every pool's nodes, at its instant,
+        // dated as its Ready condition is.
+        assert_eq!(truth(1_500_499)[&Hop::NodePool].phase, Phase::Progressing);
+        let ready = &truth(1_500_500)[&Hop::NodePool];
+        assert_eq!(ready.phase, Phase::Ready);
+        assert_eq!(
+            ready.ready_at,
+            Some("1970-01-01T00:25:00Z".parse().unwrap())
+        );
     }
 
     #[test]

@@ -334,10 +334,11 @@ pub(crate) fn kube_extras(p: &Plan) -> KubeExtras {
         pending,
         name,
     );
-    // The removed pool's ManifestWork goes with its bundle's deletion.
+    // The removed pool's ManifestWork goes with its bundle's deletion, at
+    // the bundle's instants (shown in whole seconds, `KubeExtras::as_served`).
     if let (Some(removal), Some(r)) = (x.removal.as_mut(), p.day2.removal.as_ref()) {
-        removal.work_deleting = Some(ts(trunc_s(r.requested)));
-        removal.work_gone = Some(ts(trunc_s(r.work_gone)));
+        removal.work_deleting = Some(ts(r.requested));
+        removal.work_gone = Some(ts(r.work_gone));
     }
     x
 }

@@ -398,6 +398,8 @@ pub(crate) fn management(
     degraded_budget: std::time::Duration,
 ) -> BTreeMap<Hop, TruthHop> {
     use crate::sources::kube::KubeMode;
+    // The day-2 times as the objects show them: each change at its instant.
+    let x = &x.as_served(now);
     let reached = |t: Option<Timestamp>| t.filter(|t| *t <= now);
     let hop = |phase: Phase, state: &str, ready_at: Option<Timestamp>| TruthHop {
         phase,

@@ -360,6 +360,9 @@ pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> V
     if now < spec.created_at {
         return out;
     }
+    // Each day-2 change from its instant on, dated in whole seconds
+    // (docs/design.md §11.10).
+    let x = &x.as_served(now);
     let labels = spec.aro_labels();
     if spec.mode == KubeMode::Aro {
         let applied = reached(spec.started_at(), now);

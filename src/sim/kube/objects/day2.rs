@@ -10,7 +10,9 @@ use super::*;
 
 /// What a simulated world adds to a [`KubeClusterSpec`] beyond what the
 /// fixtures draw (the default adds nothing): ARO's internal HostedCluster
-/// name, which names its control plane and NodePools as in ARO HCP.
+/// name, which names its control plane and NodePools as in ARO HCP. Its
+/// times are the instants the changes happen; the objects show them in
+/// whole seconds ([`KubeExtras::as_served`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KubeExtras {
     /// ARO: the HostedCluster's internal name (not the ARM/CS name): the
@@ -86,7 +88,61 @@ pub(super) fn release_image(version: &str) -> String {
     format!("release.example.com/ocp-release:{version}-multi")
 }
 
+/// `at` in whole seconds, as Kubernetes serialises its times.
+fn whole_seconds(at: Timestamp) -> Timestamp {
+    Timestamp::from_second(at.as_second()).unwrap_or(at)
+}
+
 impl KubeExtras {
+    /// These times as the objects show them at `now` (docs/design.md
+    /// §11.10): each change happens at its own instant, and an instant
+    /// reached is shown in whole seconds, as Kubernetes serialises times;
+    /// one still ahead is kept as it is, so nothing is reached before its
+    /// instant. Dating a change by its whole second instead showed it up
+    /// to a second before the world (its ground truth and the Maestro
+    /// view) made it.
+    pub fn as_served(&self, now: Timestamp) -> KubeExtras {
+        let at = |t: Timestamp| if t <= now { whole_seconds(t) } else { t };
+        let opt = |t: Option<Timestamp>| t.map(at);
+        KubeExtras {
+            hosted_cluster_name: self.hosted_cluster_name.clone(),
+            version: self.version.clone(),
+            upgrade: self.upgrade.as_ref().map(|u| KubeUpgrade {
+                to: u.to.clone(),
+                requested: at(u.requested),
+                started: at(u.started),
+                completed: opt(u.completed),
+            }),
+            added_pool: self.added_pool.as_ref().map(|a| KubeAddedPool {
+                pool: a.pool.clone(),
+                replicas: a.replicas,
+                created: at(a.created),
+                ignition: opt(a.ignition),
+                machines: opt(a.machines),
+                nodes: opt(a.nodes),
+                ready: opt(a.ready),
+                pending: a.pending,
+            }),
+            removal: self.removal.as_ref().map(|r| KubePoolRemoval {
+                pool: r.pool.clone(),
+                deleting: at(r.deleting),
+                gone: at(r.gone),
+                work_deleting: opt(r.work_deleting),
+                work_gone: opt(r.work_gone),
+            }),
+            pool_upgrades: self
+                .pool_upgrades
+                .iter()
+                .map(|u| KubePoolUpgrade {
+                    pool: u.pool.clone(),
+                    to: u.to.clone(),
+                    started: at(u.started),
+                    done: opt(u.done),
+                })
+                .collect(),
+        }
+    }
+
     /// The release the cluster was created with.
     pub fn base_version(&self) -> &str {
         self.version.as_deref().unwrap_or(SIM_VERSION)
