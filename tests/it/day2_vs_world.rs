@@ -36,10 +36,6 @@ fn label(name: &str, value: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "a known miss: seed 5's cluster ebr46… upgrades (world truth: history Partial) while the \
-exporter's HostedCluster stays Available/Completed for 15 s and more, on both views; found \
-at the end of the session that wrote this test, not yet diagnosed (sim rendering or the \
-sources' change detection). Run it with --ignored."]
 async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
     let world = testworld::start(WorldConfig {
         faults: false,
