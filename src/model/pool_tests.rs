@@ -593,3 +593,79 @@ fn a_pool_removed_is_done_once_gone_from_every_hop_that_showed_it() {
         ]
     );
 }
+
+/// The hints `apply` gave for cluster `c1`, as (rp, clusters_service).
+fn hinted(r: &ApplyResult) -> Option<(bool, bool)> {
+    r.pool_hints.get("c1").map(|h| (h.rp, h.clusters_service))
+}
+
+#[test]
+fn a_pools_reading_hints_the_other_hop_only_with_news_for_it() {
+    let mut f = fleet();
+    ready_cluster(&mut f);
+
+    // A NodePool appears: both the RP and Clusters Service are told.
+    let r = f.apply(
+        batch(false, t(31), vec![waiting("hc1-np2", t(30)).since(t(30))]),
+        t(31),
+    );
+    assert_eq!(hinted(&r), Some((true, true)));
+
+    // The RP reads it for the first time because of that hint: nothing new
+    // for Clusters Service, told by the same NodePool already.
+    let r = f.apply(
+        batch(
+            false,
+            t(32),
+            vec![rp_pool("np2", "Provisioning", Phase::Progressing, t(29))],
+        ),
+        t(32),
+    );
+    assert_eq!(hinted(&r), None);
+
+    // Clusters Service reads it in the same phase: nothing new for the RP.
+    let r = f.apply(
+        batch(
+            false,
+            t(33),
+            vec![cs_pool("np2", "installing", Phase::Progressing, t(29))],
+        ),
+        t(33),
+    );
+    assert_eq!(hinted(&r), None);
+
+    // A pool no hop showed, taken by the RP before Clusters Service made a
+    // bundle for it: news for Clusters Service.
+    let r = f.apply(
+        batch(
+            false,
+            t(34),
+            vec![rp_pool("np3", "Accepted", Phase::Pending, t(34))],
+        ),
+        t(34),
+    );
+    assert_eq!(hinted(&r), Some((false, true)));
+
+    // Clusters Service reads np3 installing while the RP still says
+    // Accepted: news for the RP.
+    let r = f.apply(
+        batch(
+            false,
+            t(35),
+            vec![cs_pool("np3", "installing", Phase::Progressing, t(35))],
+        ),
+        t(35),
+    );
+    assert_eq!(hinted(&r), Some((true, false)));
+
+    // A pool settled at one hop tells the other nothing.
+    let r = f.apply(
+        batch(
+            false,
+            t(36),
+            vec![cs_pool("np2", "ready", Phase::Ready, t(36))],
+        ),
+        t(36),
+    );
+    assert_eq!(hinted(&r), None);
+}

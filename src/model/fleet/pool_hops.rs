@@ -87,16 +87,7 @@ impl Fleet {
             &self.config,
             &mut events,
         );
-        // A pool in flight at one of these hops is worth reading at the
-        // other: Clusters Service's reading tells the RP (whose hints need
-        // the resource id Clusters Service joins) and the other way round.
-        if reading.as_ref().is_some_and(|r| {
-            r.view.phase != Phase::Ready && !provisioned_update(hop, &r.view.state)
-        }) {
-            let hint = PoolHint {
-                rp: hop == Hop::ClustersService,
-                clusters_service: hop == Hop::RpFrontend,
-            };
+        if let Some(hint) = cross_hint(timeline, hop, &name, previous.as_ref(), reading.as_ref()) {
             result.hint_pools(&cluster_id, hint);
         }
         keep_reading(timeline, hop, &name, reading);
@@ -111,6 +102,39 @@ impl Fleet {
             result.events.extend(events);
         }
     }
+}
+
+/// Whether a pool's reading at the RP or Clusters Service is news to the
+/// other of the two, and the hint that tells it (docs/design.md §15.11).
+/// Clusters Service's reading tells the RP (whose hints need the resource
+/// id Clusters Service joins) and the other way round, but only what the
+/// other cannot know yet: a pool in flight whose phase the other reads
+/// differently, or one no hop showed before. A pool read for the first time
+/// because its NodePool appeared is not news: the NodePool hinted both, and
+/// telling the other again would read every new pool twice there.
+fn cross_hint(
+    timeline: &Timeline,
+    hop: Hop,
+    name: &str,
+    previous: Option<&ObjectState>,
+    reading: Option<&ObjectState>,
+) -> Option<PoolHint> {
+    let view = &reading?.view;
+    if view.phase == Phase::Ready || provisioned_update(hop, &view.state) {
+        return None;
+    }
+    let other = match hop {
+        Hop::RpFrontend => Hop::ClustersService,
+        _ => Hop::RpFrontend,
+    };
+    let news = match timeline.pool_reading_of(other, name) {
+        Some(theirs) => theirs.state.view.phase != view.phase,
+        None => previous.is_some() || timeline.node_pool_object(name).is_none(),
+    };
+    news.then_some(PoolHint {
+        rp: other == Hop::RpFrontend,
+        clusters_service: other == Hop::ClustersService,
+    })
 }
 
 /// Whether an operation in flight follows the pool the RP or Clusters
