@@ -130,6 +130,7 @@ pub struct ExporterMetrics {
     pub source_kind_info: Family<KindInfoLabels, Gauge>,
     pub source_restarts: Family<SourceLabels, Counter>,
     pub source_mass_deletions: Family<SourceLabels, Counter>,
+    pub node_pool_reads_queued: Family<SourceLabels, Gauge>,
 }
 
 impl ExporterMetrics {
@@ -147,6 +148,7 @@ impl ExporterMetrics {
             source_kind_info: Family::default(),
             source_restarts: Family::default(),
             source_mass_deletions: Family::default(),
+            node_pool_reads_queued: Family::default(),
         };
         registry.register(
             "hcpflow_source_up",
@@ -198,7 +200,19 @@ impl ExporterMetrics {
             "Relists that would have deleted more than half of at least 10 known objects of the source at once; each is held back until the next full relist confirms it",
             AlwaysDescribed(metrics.source_mass_deletions.clone()),
         );
+        registry.register(
+            "hcpflow_node_pool_reads_queued",
+            "Clusters whose node pools the RP or Clusters Service source was told to read (a NodePool appeared, turned ready or began its removal) and has not read yet, with those it is reading",
+            AlwaysDescribed(metrics.node_pool_reads_queued.clone()),
+        );
         metrics
+    }
+
+    /// How many clusters' node pools `source` has yet to read.
+    pub fn node_pool_reads_queued(&self, source: &str, queued: usize) {
+        self.node_pool_reads_queued
+            .get_or_create(&Self::source(source))
+            .set(i64::try_from(queued).unwrap_or(i64::MAX));
     }
 
     pub fn source_restarted(&self, source: &str) {

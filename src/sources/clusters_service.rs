@@ -460,6 +460,11 @@ impl ClustersServiceSource {
             return;
         };
         let due = pools.due_at(false, rotate, self.tracker.owners());
+        let hints = pools.hints().cloned();
+        let waiting = move || hints.as_ref().map_or(0, |h| h.waiting(false));
+        self.ctx
+            .metrics
+            .node_pool_reads_queued(&self.ctx.name, due.len() + waiting());
         let this = &*self;
         let reads: Vec<_> = futures::stream::iter(due)
             .map(|id| async move {
@@ -482,6 +487,9 @@ impl ClustersServiceSource {
                 }
             }
         }
+        self.ctx
+            .metrics
+            .node_pool_reads_queued(&self.ctx.name, waiting());
         self.pools = Some(pools);
     }
 

@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use indexmap::IndexSet;
 use parking_lot::Mutex;
 use serde::Deserialize;
 
@@ -33,12 +34,15 @@ pub struct PoolHints {
     cs_wake: Arc<tokio::sync::Notify>,
 }
 
+/// First hinted, first read: a burst (the pools in flight at start) is read
+/// in batches, and a cluster hinted while one is read waits behind the
+/// burst, not behind every name that sorts before it.
 #[derive(Default)]
 struct HintSets {
     /// Lower-cased ARM resource ids.
-    rp: BTreeSet<String>,
+    rp: IndexSet<String>,
     /// Clusters Service cluster ids.
-    cs: BTreeSet<String>,
+    cs: IndexSet<String>,
 }
 
 /// At most this many hints wait per source: a burst (a management cluster
@@ -75,15 +79,34 @@ impl PoolHints {
     }
 
     pub fn take_rp(&self) -> Vec<String> {
-        std::mem::take(&mut self.inner.lock().rp)
-            .into_iter()
-            .collect()
+        self.take(true, usize::MAX)
     }
 
     pub fn take_cs(&self) -> Vec<String> {
-        std::mem::take(&mut self.inner.lock().cs)
-            .into_iter()
-            .collect()
+        self.take(false, usize::MAX)
+    }
+
+    /// The `limit` oldest hints for the RP (`rp`) or Clusters Service. What
+    /// is left wakes the source again, so a burst is read batch after
+    /// batch, each delivered as it ends.
+    pub fn take(&self, rp: bool, limit: usize) -> Vec<String> {
+        let mut sets = self.inner.lock();
+        let (set, wake) = if rp {
+            (&mut sets.rp, &self.rp_wake)
+        } else {
+            (&mut sets.cs, &self.cs_wake)
+        };
+        let taken: Vec<String> = set.drain(..limit.min(set.len())).collect();
+        if !set.is_empty() {
+            wake.notify_one();
+        }
+        taken
+    }
+
+    /// Hints waiting for the RP (`rp`) or Clusters Service.
+    pub fn waiting(&self, rp: bool) -> usize {
+        let sets = self.inner.lock();
+        if rp { sets.rp.len() } else { sets.cs.len() }
     }
 }
 
@@ -95,6 +118,12 @@ const MAX_FOLLOWED_PER_POLL: usize = 100;
 /// and at once when a hint names it: what moves a pool at the RP or
 /// Clusters Service mostly follows its NodePool, which hints it.
 const FOLLOW_EVERY: u64 = 8;
+
+/// At most this many hinted clusters are read in one batch: the batch is
+/// delivered when its last read ends, so a burst of hints (every pool in
+/// flight at start) reaches the model batch by batch rather than minutes
+/// later all at once, and the reads' results are held for one batch only.
+pub const MAX_HINTED_PER_BATCH: usize = 256;
 
 /// How many clusters' pools a source reads at once: the reads are small,
 /// and one at a time would hold the source's next poll behind them.
@@ -166,8 +195,7 @@ impl PoolFollow {
         now: std::time::Instant,
     ) -> Vec<String> {
         let mut due: BTreeSet<String> = match &self.hints {
-            Some(h) if rp => h.take_rp().into_iter().collect(),
-            Some(h) => h.take_cs().into_iter().collect(),
+            Some(h) => h.take(rp, MAX_HINTED_PER_BATCH).into_iter().collect(),
             None => BTreeSet::new(),
         };
         // One turn per fast interval, however often the source polls (the
@@ -562,6 +590,39 @@ mod tests {
         );
         assert_eq!(follow.unsettled(), 0);
         assert_eq!(hints.take_rp(), ["/subscriptions/s/x"]);
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_hints_is_read_in_batches_first_hinted_first() {
+        let hints = PoolHints::default();
+        let total = MAX_HINTED_PER_BATCH + 10;
+        // Hinted in an order their names do not sort in.
+        let ids: Vec<String> = (0..total).rev().map(|i| format!("c{i:04}")).collect();
+        for id in &ids {
+            hints.hint(Some(id), None);
+        }
+        hints.hint(Some(&ids[0]), None);
+        assert_eq!(hints.waiting(false), total, "a hint already waiting is one");
+        let mut follow = PoolFollow::new(Some(hints.clone()), Duration::ZERO, Duration::ZERO);
+        let first = follow.due_at(false, false, std::iter::empty());
+        assert_eq!(first.len(), MAX_HINTED_PER_BATCH);
+        let mut expected: Vec<String> = ids[..MAX_HINTED_PER_BATCH].to_vec();
+        expected.sort();
+        assert_eq!(first, expected, "the oldest hints first");
+        assert_eq!(hints.waiting(false), 10);
+        // What is left wakes the source again at once.
+        tokio::time::timeout(Duration::from_secs(1), hints.woken(false))
+            .await
+            .expect("the rest of a burst wakes the source");
+        let rest = follow.due_at(false, false, std::iter::empty());
+        assert_eq!(rest.len(), 10);
+        assert_eq!(hints.waiting(false), 0);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), hints.woken(false))
+                .await
+                .is_err(),
+            "nothing left, nothing wakes it"
+        );
     }
 
     #[test]

@@ -659,6 +659,11 @@ impl RpFrontendSource {
             .chain(self.explicit_owners.iter())
             .map(String::as_str);
         let due = pools.due_at(true, rotate, known);
+        let hints = pools.hints().cloned();
+        let waiting = move || hints.as_ref().map_or(0, |h| h.waiting(true));
+        self.ctx
+            .metrics
+            .node_pool_reads_queued(&self.ctx.name, due.len() + waiting());
         let this = &*self;
         let reads: Vec<_> = futures::stream::iter(due)
             .map(|rid| async move {
@@ -684,6 +689,9 @@ impl RpFrontendSource {
                 }
             }
         }
+        self.ctx
+            .metrics
+            .node_pool_reads_queued(&self.ctx.name, waiting());
         self.pools = Some(pools);
     }
 
