@@ -32,6 +32,8 @@ pub struct EndToEndFigures {
     pub rss_at_ready: Option<u64>,
     /// What the exporter asked its upstreams once ready.
     pub requests: Requests,
+    /// The same once it had read the node pools in flight at start.
+    pub steady: SteadyRequests,
     pub cycle: Duration,
     /// The sources' `full_relist_interval` (the shortest of them).
     pub full_relist: Duration,
@@ -67,6 +69,33 @@ pub struct Requests {
     /// Bundles of the followed clusters the world created per minute: in
     /// stream mode each is read by id once, when first heard on the stream.
     pub bundles_created_per_minute: Option<f64>,
+    /// How the world's node pools moved at the RP and Clusters Service over
+    /// the same window, per fast-poll cycle (clusters with a pool that
+    /// moved, pool state changes), and the pool operations in flight at its
+    /// end: what the node pool reads above are to be O(docs/design.md §15.11).
+    pub pool_changes: Option<PoolChangesPerCycle>,
+}
+
+/// [`crate::sim::PoolChanges`] per fast-poll cycle.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PoolChangesPerCycle {
+    pub rp_clusters: f64,
+    pub cs_clusters: f64,
+    pub rp_changes: f64,
+    pub cs_changes: f64,
+    pub in_flight: u64,
+}
+
+/// Upstream requests in steady state: from the first scrape that shows the
+/// RP and Clusters Service sources caught up on the node pools in flight
+/// at start (`hcpflow_node_pool_reads_queued` below one batch each) over a
+/// minute, still before any first relist (docs/design.md §15.11).
+#[derive(Clone, Debug, Default)]
+pub struct SteadyRequests {
+    /// From /readyz to that scrape; `None` when it did not come in time
+    /// for a minute's window before the first relist.
+    pub caught_up_after: Option<Duration>,
+    pub requests: Requests,
 }
 
 /// The counters one scrape showed, and the world's beside them.
@@ -162,9 +191,18 @@ impl RequestWindow {
             .flat_map(|p| p.bundles.iter())
             .filter(|b| (first.world_ms + 1..=last.world_ms).contains(&b.created))
             .count();
+        let changes = world.node_pool_changes(first.world_ms, last.world_ms, followed);
+        let pool_changes = PoolChangesPerCycle {
+            rp_clusters: changes.rp_clusters as f64 / cycles,
+            cs_clusters: changes.cs_clusters as f64 / cycles,
+            rp_changes: changes.rp_changes as f64 / cycles,
+            cs_changes: changes.cs_changes as f64 / cycles,
+            in_flight: changes.in_flight,
+        };
         Requests {
             window: Some(window),
             per_cycle,
+            pool_changes: Some(pool_changes),
             maestro_per_minute: maestro,
             maestro_bundles_served_per_minute: Some(served),
             bundles_created_per_minute: Some(created as f64 / minutes),
@@ -214,15 +252,15 @@ pub async fn end_to_end(
         first_lists_ended_after,
     } = serve_child(&config, &path, pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
+    let ready_at = Instant::now();
 
     let mut scraper = Scraper::new(client, format!("{base}/metrics"));
     // Counters are compared up to the last scrape that ended before any
     // source's first relist could begin (a second to spare).
-    let mut requests = RequestWindow::new(
-        (first_lists_ended_after + full_relist)
-            .checked_sub(Duration::from_secs(1))
-            .unwrap_or(first_lists_ended_after),
-    );
+    let requests_until = (first_lists_ended_after + full_relist)
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or(first_lists_ended_after);
+    let mut requests = RequestWindow::new(requests_until);
     scraper.scrape().await?;
     let tracked = cluster_ids(scraper.text()?).len();
     requests.observe(scraper.text()?, &world);
@@ -242,6 +280,15 @@ pub async fn end_to_end(
     )
     .await?;
     let requests = requests.figures(&world, cycle, shards.max(1));
+    let steady = steady_requests(
+        &world,
+        &mut scraper,
+        ready_at,
+        requests_until,
+        cycle,
+        shards.max(1),
+    )
+    .await?;
     let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
     let (bytes, series) = (last.len(), series_in(last));
@@ -263,6 +310,7 @@ pub async fn end_to_end(
         rss,
         rss_at_ready,
         requests,
+        steady,
         cycle,
         full_relist,
         maestro_to_metrics,
@@ -270,6 +318,42 @@ pub async fn end_to_end(
         shards: shards.max(1),
         tracked,
         pinning: pinning.describe(),
+    })
+}
+
+/// [`SteadyRequests`]: scrape every few seconds until the node pool reads
+/// queued at start are read, then count a minute's requests.
+async fn steady_requests(
+    world: &crate::sim::World,
+    scraper: &mut Scraper,
+    ready_at: Instant,
+    until: Instant,
+    cycle: Duration,
+    shards: u32,
+) -> Result<SteadyRequests, BenchError> {
+    const QUEUED: &str = "hcpflow_node_pool_reads_queued";
+    let window = (cycle * 4).max(Duration::from_secs(60));
+    loop {
+        if Instant::now() + window >= until {
+            return Ok(SteadyRequests::default());
+        }
+        scraper.scrape().await?;
+        let queued = by_source(scraper.text()?, QUEUED);
+        let batch = crate::sources::node_pools::MAX_HINTED_PER_BATCH as f64;
+        if !queued.is_empty() && queued.iter().all(|(_, n)| *n < batch) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    let caught_up_after = ready_at.elapsed();
+    let mut counted = RequestWindow::new(until);
+    counted.observe(scraper.text()?, world);
+    tokio::time::sleep(window).await;
+    scraper.scrape().await?;
+    counted.observe(scraper.text()?, world);
+    Ok(SteadyRequests {
+        caught_up_after: Some(caught_up_after),
+        requests: counted.figures(world, cycle, shards),
     })
 }
 

@@ -164,11 +164,24 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
     );
     let mut sources: Vec<&str> = runs
         .iter()
-        .flat_map(|r| r.requests.per_cycle.iter().map(|(s, _)| s.as_str()))
+        .flat_map(|r| {
+            r.requests
+                .per_cycle
+                .iter()
+                .chain(r.steady.requests.per_cycle.iter())
+                .map(|(s, _)| s.as_str())
+        })
         .collect();
     sources.sort_unstable();
     sources.dedup();
-    for source in sources {
+    let pool_changes = |requests: &super::end_to_end::Requests| match requests.pool_changes {
+        Some(c) => format!(
+            "{:.1} / {:.1} ({:.1} / {:.1}); {}",
+            c.rp_clusters, c.cs_clusters, c.rp_changes, c.cs_changes, c.in_flight
+        ),
+        None => "n/a".to_string(),
+    };
+    for source in &sources {
         row(
             &format!(
                 "upstream requests per fast-poll cycle ({}), `{source}`, same window",
@@ -180,6 +193,42 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             },
         );
     }
+    row(
+        "node pools in the world per fast-poll cycle, same window: clusters with a pool that moved at the RP / Clusters Service (pool state changes); pool operations in flight at its end",
+        &|r| pool_changes(&r.requests),
+    );
+    row(
+        "steady state: /readyz → the RP and Clusters Service caught up on the node pools in flight at start (`hcpflow_node_pool_reads_queued` below one batch, looked for from the end of the Maestro watch on)",
+        &|r| match r.steady.caught_up_after {
+            Some(after) => format!(
+                "{:.0} s; then a window of {:.0} s",
+                after.as_secs_f64(),
+                r.steady.requests.window.map_or(0.0, |w| w.as_secs_f64())
+            ),
+            None => "n/a (not before the first relist)".to_string(),
+        },
+    );
+    for source in &sources {
+        row(
+            &format!(
+                "steady state: upstream requests per fast-poll cycle ({}), `{source}`",
+                interval(first.cycle)
+            ),
+            &|r| {
+                let per_cycle = r
+                    .steady
+                    .requests
+                    .per_cycle
+                    .iter()
+                    .find(|(s, _)| s == source);
+                optional(per_cycle.map(|(_, v)| *v), 1)
+            },
+        );
+    }
+    row(
+        "steady state: node pools in the world per fast-poll cycle (as above)",
+        &|r| pool_changes(&r.steady.requests),
+    );
     row("series", &|r| r.series.to_string());
     row("series budget (without `cluster_id`: fleet-level)", &|r| {
         series_budget(r.series, r.fleet_series, r.clusters)

@@ -59,6 +59,7 @@ mod truth;
 mod wire;
 
 pub use crate::clock::ManualClock;
+pub use pools::PoolChanges;
 pub use server::maestro_grpc::{SOURCE_ID as MAESTRO_SOURCE_ID, StreamControl};
 
 /// The world's clock (the crate's [`Clock`](crate::clock::Clock)).
@@ -713,6 +714,18 @@ impl World {
                 )
             })
             .collect()
+    }
+
+    /// How the RP's and Clusters Service's node pools of the clusters
+    /// `followed` keeps moved between two world times (ms), sampled each
+    /// second (docs/design.md §15.11).
+    pub fn node_pool_changes(
+        &self,
+        from: i64,
+        to: i64,
+        followed: impl Fn(&str) -> bool,
+    ) -> PoolChanges {
+        pools::pool_changes(&self.plans(to), from, to, 1000, followed)
     }
 
     /// The Maestro bundles some reader read by a search on their id.

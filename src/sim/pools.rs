@@ -409,3 +409,69 @@ pub(crate) fn cs_node_pool(p: &Plan, sp: &ServicePool<'_>, t: Ms, prefix: &str) 
         "status": status,
     }))
 }
+
+/// How the RP's and Clusters Service's node pools moved in a window of world
+/// time, as the bench compares the exporter's pool reads with them
+/// (docs/design.md §15.11): reads are worth their cost only where a pool
+/// changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolChanges {
+    /// Clusters with at least one pool whose ARM `provisioningState` changed
+    /// (or that appeared or went).
+    pub rp_clusters: u64,
+    /// The same at Clusters Service (`state.value`).
+    pub cs_clusters: u64,
+    /// Pool state changes at the RP, every pool's counted.
+    pub rp_changes: u64,
+    /// The same at Clusters Service.
+    pub cs_changes: u64,
+    /// Pools not settled (Clusters Service neither `ready` nor gone) at the
+    /// window's end: the pool operations in flight.
+    pub in_flight: u64,
+}
+
+/// The world's pool changes between `from` and `to` (world ms) of the
+/// clusters `followed` keeps, sampled every `step` ms: a state that lasts
+/// less than a step between two samples is not counted, as a poller would
+/// not see it either.
+pub(crate) fn pool_changes(
+    plans: &[std::sync::Arc<Plan>],
+    from: Ms,
+    to: Ms,
+    step: Ms,
+    followed: impl Fn(&str) -> bool,
+) -> PoolChanges {
+    let mut out = PoolChanges::default();
+    let step = step.max(1);
+    for plan in plans.iter().filter(|p| followed(&p.cluster_id)) {
+        let (mut rp_moved, mut cs_moved) = (false, false);
+        for sp in plan.service_pools() {
+            let mut rp = plan.rp_pool_state(&sp, from);
+            let mut cs = plan.cs_pool_state(&sp, from).map(|(s, _)| s);
+            let mut t = from;
+            while t < to {
+                t = (t + step).min(to);
+                let (rp_now, cs_now) = (
+                    plan.rp_pool_state(&sp, t),
+                    plan.cs_pool_state(&sp, t).map(|(s, _)| s),
+                );
+                if rp_now != rp {
+                    out.rp_changes += 1;
+                    rp_moved = true;
+                    rp = rp_now;
+                }
+                if cs_now != cs {
+                    out.cs_changes += 1;
+                    cs_moved = true;
+                    cs = cs_now;
+                }
+            }
+            if cs.is_some_and(|s| !matches!(s, "ready" | "error")) {
+                out.in_flight += 1;
+            }
+        }
+        out.rp_clusters += u64::from(rp_moved);
+        out.cs_clusters += u64::from(cs_moved);
+    }
+    out
+}
