@@ -310,16 +310,9 @@ fn bucket(key: &str, buckets: u64) -> u64 {
 }
 
 /// Provisioned, nothing to wait for: ready, or being changed after it was
-/// (ARM takes an update only on a resource that succeeded).
+/// (the model's own rule, so what a source follows is what the model keeps).
 fn settled(hop: Hop, view: &HopView) -> bool {
-    view.phase == Phase::Ready
-        || match hop {
-            Hop::RpFrontend => &*view.state == "Updating",
-            _ => matches!(
-                &*view.state,
-                "updating" | "validating_update" | "pending_update"
-            ),
-        }
+    view.phase == Phase::Ready || crate::model::provisioned_update(hop, &view.state)
 }
 
 // ---- ARM `nodePools` ---------------------------------------------------
