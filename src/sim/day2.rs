@@ -482,7 +482,7 @@ pub(crate) fn kube_extras(
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn draw_of(seed: u64, index: u64, pools: usize) -> (Day2, Option<FaultKind>) {
@@ -563,7 +563,7 @@ mod tests {
     }
 
     /// The day 2 [`drawn_at`] draws: created at 0, completed at 20 min.
-    fn half_second_day2() -> (super::super::kube::KubeClusterSpec, KubeExtras) {
+    pub(crate) fn half_second_day2() -> (super::super::kube::KubeClusterSpec, KubeExtras) {
         let spec = super::super::kube::KubeClusterSpec::healthy(
             "c1",
             crate::sources::kube::KubeMode::Aro,
@@ -671,29 +671,6 @@ mod tests {
         assert_eq!(
             ready(1_500_500)["lastTransitionTime"],
             "1970-01-01T00:25:00Z"
-        );
-    }
-
-    #[test]
-    fn the_management_truth_follows_the_objects_day2_instants() {
-        use crate::model::{Hop, Phase};
-        let (spec, x) = half_second_day2();
-        let truth = |t: Ms| {
-            crate::sim::truth::management(
-                &spec,
-                &x,
-                jiff::Timestamp::from_millisecond(t).unwrap(),
-                std::time::Duration::from_secs(900),
-            )
-        };
-        // The added pool: Ready, with every pool's nodes, at its instant,
-        // dated as its Ready condition is.
-        assert_eq!(truth(1_500_499)[&Hop::NodePool].phase, Phase::Progressing);
-        let ready = &truth(1_500_500)[&Hop::NodePool];
-        assert_eq!(ready.phase, Phase::Ready);
-        assert_eq!(
-            ready.ready_at,
-            Some("1970-01-01T00:25:00Z".parse().unwrap())
         );
     }
 

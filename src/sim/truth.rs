@@ -583,3 +583,34 @@ pub(crate) fn management(
     }
     hops
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    // The management side's truth and its objects agree on each day-2
+    // change's instant (docs/design.md §11.10); here, not beside the day-2
+    // plans, so the plans never name the truth built from them.
+    #[test]
+    fn the_management_truth_follows_the_objects_day2_instants() {
+        let (spec, x) = crate::sim::day2::tests::half_second_day2();
+        let truth = |t: Ms| {
+            super::management(
+                &spec,
+                &x,
+                jiff::Timestamp::from_millisecond(t).unwrap(),
+                std::time::Duration::from_secs(900),
+            )
+        };
+        // The added pool: Ready, with every pool's nodes, at its instant,
+        // dated as its Ready condition is.
+        assert_eq!(truth(1_500_499)[&Hop::NodePool].phase, Phase::Progressing);
+        let ready = &truth(1_500_500)[&Hop::NodePool];
+        assert_eq!(ready.phase, Phase::Ready);
+        assert_eq!(
+            ready.ready_at,
+            Some("1970-01-01T00:25:00Z".parse().unwrap())
+        );
+    }
+}
