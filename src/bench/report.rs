@@ -205,7 +205,9 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
                 after.as_secs_f64(),
                 r.steady.requests.window.map_or(0.0, |w| w.as_secs_f64())
             ),
-            None => "n/a (not before the first relist)".to_string(),
+            None => {
+                "n/a (not before the first relist, or a fleet under 1,000 clusters)".to_string()
+            }
         },
     );
     for source in &sources {
