@@ -36,10 +36,10 @@ fn label(name: &str, value: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "heavy (80 clusters, four workers, over a minute): in the parallel suite it delayed the \
-alert fidelity and world_kube tests past their slack in two clean-clone runs. It passes on its \
-own; run it with --ignored."]
 async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
+    // Its verdict is "ended on time": a heavy share keeps it to the latency
+    // pass, beside the other latency tests only (docs/development.md).
+    let _machine = crate::common::load::heavy();
     let world = testworld::start(WorldConfig {
         faults: false,
         ..testworld::demo(80, 5)

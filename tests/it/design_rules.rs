@@ -173,3 +173,34 @@ fn the_citation_check_catches_what_it_should() {
         assert!(!cites_outside(good), "{good}");
     }
 }
+
+/// `.ci/test` runs the latency tests in a pass of their own, named in
+/// `.ci/latency-tests`; a test that takes a heavy share of the machine is one
+/// (docs/development.md). A new one missing from the list would run beside
+/// the benches in CI, and a listed module that no longer takes a heavy
+/// share would hold up the second pass for nothing.
+#[test]
+fn the_latency_pass_lists_exactly_the_modules_that_take_a_heavy_share() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed_text = std::fs::read_to_string(root.join(".ci/latency-tests")).unwrap();
+    let listed: std::collections::BTreeSet<String> = listed_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    let heavy: std::collections::BTreeSet<String> = files_under(&["tests/it"])
+        .into_iter()
+        .filter(|(path, _)| !path.components().any(|c| c.as_os_str() == "common"))
+        .filter(|(_, text)| {
+            text.lines()
+                .any(|l| code_of(l).contains(concat!("load::", "heavy()")))
+        })
+        .filter_map(|(path, _)| Some(path.file_stem()?.to_str()?.to_string()))
+        .collect();
+    assert!(!heavy.is_empty(), "no test takes a heavy share");
+    assert_eq!(
+        listed, heavy,
+        ".ci/latency-tests (left) must name every tests/it module that takes a heavy share (right)"
+    );
+}
