@@ -186,52 +186,69 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
         wrong.join("\n")
     );
 
-    // Every fault as the exporter shows it, through the direct view.
-    let truth = world.truth();
-    let faulted = |f: fn(&hcp_flow::sim::TruthCluster) -> bool, hop: Hop, phase: Phase| {
-        let ids: Vec<&str> = truth
-            .clusters
-            .iter()
-            .filter(|c| f(c) && c.management.get(&hop).map(|h| h.phase) == Some(phase))
-            .map(|c| c.cluster_id.as_str())
-            .collect();
-        assert!(!ids.is_empty(), "no cluster shows {hop} {phase:?} in truth");
-        let shown = ids
-            .iter()
-            .filter(|id| exported(&store, id, hop) == Some((phase, Via::Direct)))
-            .count();
-        assert!(
-            shown > 0,
-            "no faulted cluster shows {hop} {phase:?} directly"
-        );
+    // Every fault as the exporter shows it, through the direct view. The
+    // world churns meanwhile (a faulted cluster may be replaced, a pool
+    // state move on), so each is looked for in the truth and the exporter
+    // together until one cluster shows it in both.
+    let faulted = async |f: fn(&hcp_flow::sim::TruthCluster) -> bool, hop: Hop, phase: Phase| {
+        let started = Instant::now();
+        let limit = Duration::from_secs(30);
+        loop {
+            let truth = world.truth();
+            let ids: Vec<&str> = truth
+                .clusters
+                .iter()
+                .filter(|c| f(c) && c.management.get(&hop).map(|h| h.phase) == Some(phase))
+                .map(|c| c.cluster_id.as_str())
+                .collect();
+            let shown = ids
+                .iter()
+                .any(|id| exported(&store, id, hop) == Some((phase, Via::Direct)));
+            if shown {
+                return;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "no faulted cluster shows {hop} {phase:?} directly within {limit:?} \
+                 ({} show it in the truth now)",
+                ids.len()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     };
     faulted(
         |c| c.management_faults.hosted_cluster_degraded,
         Hop::HostedCluster,
         Phase::Failed,
-    );
+    )
+    .await;
     faulted(
         |c| c.management_faults.manifestwork_never_applied,
         Hop::Manifestwork,
         Phase::Pending,
-    );
+    )
+    .await;
     faulted(
         |c| c.management_faults.managed_cluster_never_joins,
         Hop::ManagedCluster,
         Phase::Progressing,
-    );
+    )
+    .await;
     faulted(
         |c| c.management_faults.node_pool_stuck_at_zero,
         Hop::NodePool,
         Phase::Progressing,
-    );
+    )
+    .await;
     // One pool's work never applied, the HostedCluster's was: neither.
     faulted(
         |c| c.management_faults.node_pool_work_never_applied,
         Hop::Manifestwork,
         Phase::Progressing,
-    );
+    )
+    .await;
 
+    let truth = world.truth();
     let body = scrape(&store);
     let mgmt_values: BTreeSet<&str> = body
         .lines()
