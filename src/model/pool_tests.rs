@@ -669,3 +669,75 @@ fn a_pools_reading_hints_the_other_hop_only_with_news_for_it() {
     );
     assert_eq!(hinted(&r), None);
 }
+
+#[test]
+fn pools_in_flight_before_the_rp_id_is_known_are_hinted_to_the_rp_when_it_arrives() {
+    let mut f = fleet();
+    // Maestro's feedback shows the NodePool before any source named the
+    // cluster's ARM resource: the hint for the RP has nowhere to go.
+    let r = f.apply(
+        batch(true, t(2), vec![waiting("hc1-np1", t(1)).since(t(1))]),
+        t(2),
+    );
+    assert_eq!(hinted(&r), Some((true, true)));
+    assert!(f.get("c1").unwrap().identity.resource_id.is_empty());
+    // Clusters Service names the ARM resource: the RP is told now.
+    let rid = "/subscriptions/s/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/hc1";
+    let r = f.apply(
+        batch(
+            true,
+            t(3),
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("installing", Phase::Progressing)
+                    .resource_id(rid),
+            ],
+        ),
+        t(3),
+    );
+    assert_eq!(hinted(&r), Some((true, false)));
+    // Named again: nothing new.
+    let r = f.apply(
+        batch(
+            false,
+            t(4),
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("ready", Phase::Ready)
+                    .resource_id(rid),
+            ],
+        ),
+        t(4),
+    );
+    assert_eq!(hinted(&r), None);
+}
+
+#[test]
+fn a_pool_the_rp_read_before_its_node_pool_appeared_starts_at_the_rps_time() {
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    // The RP reads the request at 31 (requested at 29) before any NodePool.
+    f.apply(
+        batch(
+            false,
+            t(31),
+            vec![rp_pool("np2", "Provisioning", Phase::Progressing, t(29))],
+        ),
+        t(31),
+    );
+    // The NodePool appears at 33, created at 32.
+    f.apply(
+        batch(false, t(33), vec![waiting("hc1-np2", t(32)).since(t(32))]),
+        t(33),
+    );
+    let timeline = f.get("c1").unwrap();
+    let op = timeline
+        .day2_operations()
+        .find(|op| op.kind == OperationKind::NodePoolCreate)
+        .unwrap();
+    assert_eq!(op.started_at.at, t(29));
+    assert_eq!(
+        op.hop(Hop::NodePool).map(|h| h.started_at),
+        Some(Stamp::from(t(32)))
+    );
+}

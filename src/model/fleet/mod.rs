@@ -701,7 +701,26 @@ impl Fleet {
                     let rollout = view.identity.as_mut().and_then(|i| i.rollout.take());
                     reported = Some(Reported::Upsert(rollout.map(Box::new)));
                 }
+                let unjoined = timeline.identity.resource_id.is_empty();
                 changed |= timeline.identity.merge(view.identity());
+                // The RP reads a cluster's pools by its ARM id: a NodePool
+                // that hinted them before the id was known hinted Clusters
+                // Service only, so the RP hears of the pools in flight when
+                // the id arrives (docs/design.md §15.11).
+                if unjoined
+                    && !timeline.identity.resource_id.is_empty()
+                    && timeline
+                        .day2_in_flight()
+                        .any(|op| op.kind.of_node_pool() && !op.kind.of_version())
+                {
+                    result.hint_pools(
+                        cluster_id,
+                        PoolHint {
+                            rp: true,
+                            clusters_service: false,
+                        },
+                    );
+                }
                 // What a watched object's annotations say; the same object
                 // seen through Maestro's feedback carries no annotations.
                 if via == Via::Direct {
