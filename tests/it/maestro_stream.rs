@@ -481,6 +481,74 @@ async fn a_status_event_reads_as_the_list_would_and_deleted_removes_the_bundle()
     task.abort();
 }
 
+/// A bundle first heard over the stream is read by id; when that read
+/// fails (Maestro answers 500 a moment), it is read again a window later,
+/// not left to a list that on the stream may be a relist interval away
+/// (docs/design.md §9.10).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_heard_bundle_whose_read_failed_is_read_again() {
+    let by_id = list(vec![rest_bundle(true, 20, "2025-01-01T00:10:00Z")]);
+    let empty = list(Vec::new());
+    let id_reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = id_reads.clone();
+    let stand = StandIn::start(move |seen| {
+        // The list shows no bundle (it was created after): only a read by
+        // id can name it.
+        if !seen.target.contains("search=") {
+            return Behaviour::Answer(200, empty.clone());
+        }
+        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Behaviour::Answer(500, r#"{"kind":"Error","reason":"injected"}"#.to_string())
+        } else {
+            Behaviour::Answer(200, by_id.clone())
+        }
+    })
+    .await;
+    let (grpc, address) = StandInServer::start().await;
+    let events = grpc.next_subscription();
+    let h = harness("maestro");
+    let mut http = HttpSourceConfig::new(stand.base.clone());
+    http.full_relist_interval = Duration::from_secs(3600);
+    let mut g = MaestroGrpcConfig::new(url::Url::parse(&address).unwrap(), "cs-source");
+    g.heartbeat_timeout = Duration::from_secs(30);
+    let cfg = MaestroConfig {
+        http,
+        search_scope: None,
+        grpc: Some(Box::new(g)),
+    };
+    let source = MaestroSource::new(cfg, h.ctx.clone()).unwrap();
+    let task = tokio::spawn(maestro::stream::run_configured(source));
+    until("the first list", Duration::from_secs(10), || h.up() == 1).await;
+
+    let t = "2025-01-01T00:10:00Z".parse::<jiff::Timestamp>().unwrap();
+    events
+        .send(Ok(status_event(
+            BUNDLE_ID,
+            20,
+            t.as_second(),
+            &payload(true, 20),
+        )))
+        .await
+        .unwrap();
+    let mut streamed = Vec::new();
+    until(
+        "the bundle read again after its failed read",
+        Duration::from_secs(10),
+        || {
+            streamed.extend(h.sink.take());
+            readings(&streamed)
+                .iter()
+                .any(|(hop, _, p)| *hop == Hop::HostedCluster && p == "Ready")
+        },
+    )
+    .await;
+    assert!(
+        id_reads.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "read by id once only"
+    );
+    task.abort();
+}
+
 /// What the last run's stream knew of a bundle (its bundle-ids file)
 /// lets this run apply the bundle's events while the first list is still
 /// paging: named as the list names it, older statuses skipped, and never

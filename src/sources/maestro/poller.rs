@@ -344,8 +344,15 @@ impl MaestroSource {
         if ids.is_empty() {
             return;
         }
-        // A failed read leaves them to the next list.
-        let _ = self.read_by_id(ids, mode, out, unknown).await;
+        // A failed read (Maestro down a moment, a 5xx) is tried again a
+        // window later: on the stream the next list comes only with the
+        // next resubscription or relist, minutes away, and the bundle would
+        // stay unseen until then (docs/design.md §9.10). Absent ids of a
+        // failed read are tried again too; the next read that answers
+        // drops those that are gone.
+        if let Err(not_read) = self.read_by_id(ids, mode, out, unknown).await {
+            self.unread.extend(not_read);
+        }
     }
 
     /// The newest bundle `updated_at` seen (the incremental query's start).
