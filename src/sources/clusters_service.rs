@@ -484,6 +484,9 @@ impl ClustersServiceSource {
                 }
                 Err(err) => {
                     tracing::debug!(source = %self.ctx.name, cluster_id = %id, error = %err, "reading a cluster's node_pools failed");
+                    if let Some(hints) = pools.hints() {
+                        hints.retry(false, &id);
+                    }
                 }
             }
         }

@@ -68,6 +68,18 @@ impl PoolHints {
         }
     }
 
+    /// A hinted read that failed (a 5xx, a timeout): read again at the
+    /// source's next poll, not at once, so a server that keeps failing is
+    /// not asked in a loop. Dropped, the pool's move would go unread until
+    /// the rotation's turn, an hour later (docs/design.md §15.11).
+    pub fn retry(&self, rp: bool, key: &str) {
+        let mut sets = self.inner.lock();
+        let set = if rp { &mut sets.rp } else { &mut sets.cs };
+        if set.len() < MAX_HINTS {
+            set.insert(key.to_string());
+        }
+    }
+
     /// Resolves when a hint for the RP (`rp`) or Clusters Service arrives.
     pub fn woken(&self, rp: bool) -> impl std::future::Future<Output = ()> + Send + 'static {
         let wake = if rp {
@@ -583,6 +595,31 @@ mod tests {
         );
         assert_eq!(follow.unsettled(), 0);
         assert_eq!(hints.take_rp(), ["/subscriptions/s/x"]);
+    }
+
+    #[tokio::test]
+    async fn a_hinted_read_that_failed_is_read_at_the_next_turn_without_waking_the_source() {
+        let hints = PoolHints::default();
+        hints.hint(None, Some("/subscriptions/s/x"));
+        let mut follow = PoolFollow::new(Some(hints.clone()), Duration::ZERO, Duration::ZERO);
+        // Taken for a read, which fails.
+        let first = follow.due_at(true, false, std::iter::empty());
+        assert_eq!(first, ["/subscriptions/s/x"]);
+        let _ = tokio::time::timeout(Duration::from_millis(10), hints.woken(true)).await;
+        hints.retry(true, &first[0]);
+        assert_eq!(hints.waiting(true), 1);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), hints.woken(true))
+                .await
+                .is_err(),
+            "a retry waits for the next poll: a failing server is not asked in a loop"
+        );
+        assert_eq!(
+            follow.due_at(true, false, std::iter::empty()),
+            ["/subscriptions/s/x"],
+            "read again at the next turn"
+        );
+        assert_eq!(hints.waiting(true), 0);
     }
 
     #[tokio::test]

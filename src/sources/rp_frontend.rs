@@ -686,6 +686,9 @@ impl RpFrontendSource {
                 }
                 Err(err) => {
                     tracing::debug!(source = %self.ctx.name, resource_id = %rid, error = %err, "reading a cluster's nodePools failed");
+                    if let Some(hints) = pools.hints() {
+                        hints.retry(true, &rid);
+                    }
                 }
             }
         }

@@ -426,10 +426,6 @@ fn assert_some_time_is_observed(view: &View) {
 }
 
 #[test]
-#[ignore = "known bug, open: on some first syncs the RP's reading of a creation's node pools \
-never reaches the pools' operations (the RP reads them, two of thirty clusters keep the start \
-Clusters Service gave), so a restart that does read them moves the start earlier. Run with \
---ignored to see it; docs/design.md section 14 lists it."]
 fn a_restart_with_a_state_dir_moves_no_published_time() {
     // The TLS provider the blocking client needs, when run alone.
     crate::common::init();
