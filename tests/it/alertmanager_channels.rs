@@ -346,15 +346,7 @@ impl Slack {
 /// `*summary*` line on) that are still firing: a group's message also lists
 /// its alerts resolved since the last one, marked "resolved:".
 fn firing_alerts(text: &str) -> Vec<String> {
-    let mut alerts: Vec<String> = Vec::new();
-    for line in text.lines() {
-        if line.starts_with('*') || alerts.is_empty() {
-            alerts.push(String::new());
-        }
-        let alert = alerts.last_mut().unwrap();
-        alert.push_str(line);
-        alert.push('\n');
-    }
+    let mut alerts = alert_parts(text);
     alerts.retain(|a| !a.contains("• resolved: "));
     alerts
 }
@@ -404,34 +396,97 @@ fn assert_since(channel: &str, text: &str, start: f64) {
 /// What the world says about a cluster: its name and injected fault.
 type Known = BTreeMap<String, (String, Option<FaultKind>)>;
 
-/// HCPOperationStuckAtHop alerts Alertmanager holds inhibited: (cluster, hop).
-async fn inhibited_stuck(client: &reqwest::Client, am: &str) -> BTreeSet<(String, String)> {
-    let Ok(r) = client
-        .get(format!("{am}/api/v2/alerts"))
-        .query(&[("filter", "alertname=\"HCPOperationStuckAtHop\"")])
-        .send()
-        .await
-    else {
+/// An alert as its Slack lines name it: cluster, hop and node pool, and for
+/// a stuck alert its operation.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Named {
+    alertname: String,
+    cluster: String,
+    hop: String,
+    node_pool: Option<String>,
+    operation: Option<String>,
+}
+
+impl Named {
+    fn of(labels: &Value) -> Option<Named> {
+        let label = |k: &str| labels[k].as_str().map(str::to_string);
+        Some(Named {
+            alertname: label("alertname")?,
+            cluster: label("cluster_id")?,
+            hop: label("hop")?,
+            node_pool: label("node_pool").filter(|p| !p.is_empty()),
+            operation: label("operation").filter(|o| !o.is_empty()),
+        })
+    }
+
+    /// Whether one alert's part of a Slack message is this alert.
+    fn is(&self, part: &str) -> bool {
+        clusters_named(part).contains(&self.cluster)
+            && part.contains(&format!("hop: `{}`", self.hop))
+            && match &self.node_pool {
+                Some(pool) => part.contains(&format!("node pool: `{pool}`")),
+                None => !part.contains("node pool: `"),
+            }
+            && self
+                .operation
+                .as_ref()
+                .is_none_or(|op| part.contains(&format!("The {op} operation ")))
+    }
+}
+
+/// HCPOperationStuckAtHop alerts Alertmanager holds inhibited, each with the
+/// alert inhibiting it, from Alertmanager's own `inhibitedBy` fingerprints.
+async fn inhibited_stuck(client: &reqwest::Client, am: &str) -> BTreeSet<(Named, Named)> {
+    let Ok(r) = client.get(format!("{am}/api/v2/alerts")).send().await else {
         return BTreeSet::new();
     };
     let alerts: Value = r.json().await.unwrap_or_default();
-    alerts
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|a| {
-            a["status"]["state"] == "suppressed"
-                && a["status"]["inhibitedBy"]
-                    .as_array()
-                    .is_some_and(|i| !i.is_empty())
-        })
-        .filter_map(|a| {
-            Some((
-                a["labels"]["cluster_id"].as_str()?.to_string(),
-                a["labels"]["hop"].as_str()?.to_string(),
-            ))
-        })
-        .collect()
+    let alerts = alerts.as_array().cloned().unwrap_or_default();
+    let by_fingerprint: BTreeMap<&str, &Value> = alerts
+        .iter()
+        .filter_map(|a| Some((a["fingerprint"].as_str()?, &a["labels"])))
+        .collect();
+    let mut pairs = BTreeSet::new();
+    for alert in &alerts {
+        if alert["labels"]["alertname"] != "HCPOperationStuckAtHop"
+            || alert["status"]["state"] != "suppressed"
+        {
+            continue;
+        }
+        let Some(stuck) = Named::of(&alert["labels"]) else {
+            continue;
+        };
+        for by in alert["status"]["inhibitedBy"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(inhibitor) = by
+                .as_str()
+                .and_then(|f| by_fingerprint.get(f))
+                .and_then(|labels| Named::of(labels))
+                .filter(|i| SPECIFIC.contains(&i.alertname.as_str()))
+            {
+                pairs.insert((stuck.clone(), inhibitor));
+            }
+        }
+    }
+    pairs
+}
+
+/// The parts of a Slack message, one per alert (the template writes each
+/// from its `*summary*` line on), firing or resolved.
+fn alert_parts(text: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('*') || parts.is_empty() {
+            parts.push(String::new());
+        }
+        let part = parts.last_mut().unwrap();
+        part.push_str(line);
+        part.push('\n');
+    }
+    parts
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -527,11 +582,10 @@ async fn slack_and_telegram_get_firing_and_resolved_messages_grouped_and_inhibit
                 .flat_map(|m| clusters_named(&m.text))
                 .collect();
             let inhibitor_seen = slack.iter().any(|m| {
-                m.firing()
-                    && SPECIFIC.contains(&m.alertname())
-                    && clusters_named(&m.text)
-                        .iter()
-                        .any(|c| inhibited.iter().any(|(i, _)| i == c))
+                inhibited.iter().any(|(_, by)| {
+                    m.alertname() == by.alertname
+                        && firing_alerts(&m.text).iter().any(|part| by.is(part))
+                })
             });
             // Only a Clusters Service error fails the clusters_service hop
             // (a degraded HostedCluster fails its own hop too).
@@ -784,44 +838,44 @@ async fn slack_and_telegram_get_firing_and_resolved_messages_grouped_and_inhibit
         );
     }
 
-    // Inhibition: while a specific alert on a cluster surely fires in
-    // Alertmanager, no message carries that cluster's stuck alert on the
-    // same hop as firing, and Alertmanager holds it inhibited. Surely: from
-    // the specific alert's first firing message to a group interval before
-    // its resolved message (its resolution reached Alertmanager at most that
-    // long before; a stuck alert still firing then is no longer inhibited).
+    // Inhibition: while the alert Alertmanager named as inhibiting a stuck
+    // alert surely fires, no message carries that stuck alert as firing.
+    // Surely: from the inhibitor's first firing message to a group interval
+    // before the first message that lists it resolved (its resolution
+    // reached Alertmanager at most that long before; the stuck alert still
+    // firing then is no longer inhibited). The pairs are Alertmanager's
+    // own, so a pool's stuck alert is held only against its own pool's.
     let mut checked = 0;
-    for (cluster, hop) in &inhibited {
-        let specific: Vec<&Slack> = slack
-            .iter()
-            .filter(|m| {
-                SPECIFIC.contains(&m.alertname())
-                    && clusters_named(&m.text).contains(cluster)
-                    && m.text.contains(&format!("hop: `{hop}`"))
-            })
-            .collect();
-        let Some(from) = specific.iter().find(|m| m.firing()).map(|m| m.at) else {
+    for (stuck, by) in &inhibited {
+        let parts = |firing: bool| {
+            slack
+                .iter()
+                .filter(|m| m.alertname() == by.alertname)
+                .flat_map(|m| alert_parts(&m.text).into_iter().map(|p| (m.at, p)))
+                .filter(move |(_, part)| by.is(part) && part.contains("• resolved: ") != firing)
+                .map(|(at, _)| at)
+                .collect::<Vec<f64>>()
+        };
+        let Some(from) = parts(true).into_iter().reduce(f64::min) else {
             continue;
         };
-        let until = specific
-            .iter()
-            .find(|m| m.resolved() && m.at > from)
-            .map_or(f64::INFINITY, |m| m.at - GROUP_INTERVAL);
+        let until = parts(false)
+            .into_iter()
+            .filter(|at| *at > from)
+            .reduce(f64::min)
+            .map_or(f64::INFINITY, |at| at - GROUP_INTERVAL);
         checked += 1;
         let leaked: Vec<&Slack> = slack
             .iter()
             .filter(|m| {
                 m.alertname() == "HCPOperationStuckAtHop"
                     && (from..until).contains(&m.at)
-                    && firing_alerts(&m.text).iter().any(|a| {
-                        clusters_named(a).contains(cluster) && a.contains(&format!("hop: `{hop}`"))
-                    })
+                    && firing_alerts(&m.text).iter().any(|part| stuck.is(part))
             })
             .collect();
         assert!(
             leaked.is_empty(),
-            "HCPOperationStuckAtHop on {cluster} hop {hop} was sent while {} fired: {leaked:#?}",
-            specific[0].alertname()
+            "{stuck:?} was sent while {by:?} fired: {leaked:#?}"
         );
     }
     assert!(

@@ -90,7 +90,7 @@ async fn start(seed: u64) -> Running {
     let started = Instant::now();
     while !exporter.store.ready() {
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(60),
             "sources never synced"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -133,6 +133,45 @@ fn sample(body: &str, family: &str, labels: &[&str]) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Each source's `hcpflow_source_last_success_timestamp_seconds`.
+async fn last_successes(base: &str) -> BTreeMap<String, f64> {
+    let body = scrape(base).await;
+    body.lines()
+        .filter_map(|l| l.strip_prefix("hcpflow_source_last_success_timestamp_seconds{source=\""))
+        .filter_map(|rest| {
+            let (source, value) = rest.split_once("\"} ")?;
+            Some((source.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Waits until every source in `since` has completed two more polls: the
+/// second began after the first ended, so after `since` was read. A source
+/// moves its last success once per completed poll (or stream event).
+async fn polled_twice_since(base: &str, since: &BTreeMap<String, f64>) {
+    assert!(!since.is_empty(), "no source reports a last success");
+    let mut moves: BTreeMap<&str, (f64, u32)> =
+        since.iter().map(|(s, v)| (s.as_str(), (*v, 0))).collect();
+    let started = Instant::now();
+    loop {
+        let now = last_successes(base).await;
+        for (source, (last, count)) in moves.iter_mut() {
+            if let Some(value) = now.get(*source).filter(|v| **v != *last) {
+                *last = *value;
+                *count += 1;
+            }
+        }
+        if moves.values().all(|(_, count)| *count >= 2) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "sources did not complete two polls in 120 s: {moves:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn phase_of(truth: &Truth, cluster: &str, hop: Hop) -> Option<Phase> {
     truth
         .cluster(cluster)
@@ -151,7 +190,12 @@ async fn every_hop_matches_ground_truth_within_one_poll() {
     let mut mismatches = Vec::new();
     for _round in 0..2 {
         let before = running.world.truth();
+        let polled = last_successes(&running.base).await;
         tokio::time::sleep(window).await;
+        // "Within one poll" counts the exporter's polls, not seconds: on a
+        // loaded machine a poll can outlast the window, so wait until every
+        // source has finished a poll that began after `before` was read.
+        polled_twice_since(&running.base, &polled).await;
         let seen = exporter_phases(&running.exporter);
         let after = running.world.truth();
         for cluster in &after.clusters {
