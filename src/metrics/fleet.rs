@@ -433,7 +433,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
         .day2_operations()
         .filter(|op| op.outcome == crate::model::OperationOutcome::Failed)
     {
-        let hop = op.failed_hop.unwrap_or(op.kind.flow().hops[0]);
+        let hop = op.failed_hop.unwrap_or(op.kind.first_hop());
         let pool = op.node_pool().unwrap_or_default();
         let code = match (op.node_pool(), hop) {
             (Some(pool), Hop::RpFrontend | Hop::ClustersService) => {

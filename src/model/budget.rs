@@ -87,19 +87,24 @@ impl HopBudgets {
         }
     }
 
-    /// An upgrade's budgets (docs/design.md §15.10), each from the
-    /// upgrade's start at its one hop:
+    /// An upgrade's budgets (docs/design.md §15.10), each from when the
+    /// hop began its part:
     /// - 75m for `hosted_cluster`: HyperShift rolls the control plane out in
     ///   minutes, but the history entry completes only when the cluster
     ///   version operator has applied the whole payload, some 30–60 minutes;
     /// - 60m for `node_pool`: a replace upgrade rolls every machine, one or
-    ///   a few at a time, each booted, ignited and drained.
+    ///   a few at a time, each booted, ignited and drained;
+    /// - 90m for `rp_frontend` and `clusters_service`: they update from the
+    ///   request until after the rollout, the HostedCluster's 75m and a
+    ///   quarter of an hour for the backend to see it done.
     ///
     /// The other hops are on no upgrade's flow (their budgets are the
     /// creation's and are not published for upgrades).
     pub fn upgrade_defaults() -> HopBudgets {
         const MIN: u64 = 60;
         HopBudgets {
+            rp_frontend: Duration::from_secs(90 * MIN),
+            clusters_service: Duration::from_secs(90 * MIN),
             hosted_cluster: Duration::from_secs(75 * MIN),
             node_pool: Duration::from_secs(60 * MIN),
             ..HopBudgets::default()

@@ -118,6 +118,17 @@ impl OperationKind {
             OperationKind::NodePoolUpgrade => &NODE_POOL_UPGRADE,
         }
     }
+
+    /// The hop an operation waits at from its start, before any other hop
+    /// read it: an upgrade's at the object that reports its rollout (the
+    /// HostedCluster, the NodePool), the others' at their flow's first hop.
+    pub fn first_hop(self) -> Hop {
+        match self {
+            OperationKind::Upgrade => Hop::HostedCluster,
+            OperationKind::NodePoolUpgrade => Hop::NodePool,
+            kind => kind.flow().hops[0],
+        }
+    }
 }
 
 impl std::fmt::Display for OperationKind {
@@ -227,11 +238,14 @@ pub static NODE_POOL_DELETE: Flow = Flow {
 /// plane out, the cluster version operator the payload. Whatever the
 /// HostedCluster's phase (it stays Available throughout), it waits; a
 /// failed one (`ValidReleaseImage` False) fails the upgrade. The RP's
-/// `Updating` and Clusters Service's `updating` are not read as upgrade
-/// hops yet (docs/design.md §15.10).
+/// `Updating` and Clusters Service's `updating` during it are its hops
+/// too: each from the time it began updating (which may date the upgrade's
+/// start) to its return to `Succeeded` / `ready` (docs/design.md §15.10).
+/// Like a creation, it names the deepest hop not done: the RP waits for
+/// Clusters Service, which waits for the rollout.
 pub static UPGRADE: Flow = Flow {
     kind: OperationKind::Upgrade,
-    hops: &[Hop::HostedCluster],
+    hops: &[Hop::RpFrontend, Hop::ClustersService, Hop::HostedCluster],
     done: HopDone::RolledOut,
     waiting: &[
         Phase::Pending,
@@ -397,12 +411,12 @@ impl Operation {
     pub fn waiting_hop(&self) -> Hop {
         let flow = self.kind.flow();
         let pending = |h: &&Hop| self.hop(**h).is_some_and(|e| e.done_at.is_none());
-        // A creation names the deepest hop not done (the RP and Clusters
-        // Service wait for what is beneath them), a removal the first (it
-        // takes the pool apart from the inside out).
+        // A creation or an upgrade names the deepest hop not done (the RP
+        // and Clusters Service wait for what is beneath them), a removal the
+        // first (it takes the pool apart from the inside out).
         let found = match flow.done {
-            HopDone::Ready => flow.hops.iter().rev().find(pending),
-            _ => flow.hops.iter().find(pending),
+            HopDone::Ready | HopDone::RolledOut => flow.hops.iter().rev().find(pending),
+            HopDone::Gone => flow.hops.iter().find(pending),
         };
         found
             .or_else(|| flow.hops.last())
@@ -512,7 +526,12 @@ mod tests {
                 );
                 assert!(flow.root_span.starts_with("hcp.node_pool."));
             } else if kind == OperationKind::Upgrade {
-                assert_eq!(hops, vec![Hop::HostedCluster], "{kind}");
+                assert_eq!(
+                    hops,
+                    vec![Hop::RpFrontend, Hop::ClustersService, Hop::HostedCluster],
+                    "{kind}"
+                );
+                assert_eq!(kind.first_hop(), Hop::HostedCluster);
                 assert_eq!(flow.root_span, "hcp.cluster.upgrade");
             } else {
                 assert_eq!(hops, Hop::ALL.to_vec(), "{kind}");

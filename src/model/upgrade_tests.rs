@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use super::operation_tests::{operation_events, ready_cluster};
-use super::testing::{Obs, batch, obs};
+use super::testing::{Obs, batch, obs, rp};
 use super::tests::{fleet, t};
 use super::*;
 
@@ -462,4 +462,228 @@ fn the_clusters_deletion_takes_its_upgrades_along() {
             ..
         }
     )));
+}
+
+const RID: &str = "/subscriptions/s1/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/c1";
+
+/// Clusters Service's cluster, joined to its ARM resource.
+fn cs(state: &str, phase: Phase) -> Obs {
+    obs("c1", Hop::ClustersService)
+        .state(state, phase)
+        .created(t(0))
+        .resource_id(RID)
+}
+
+/// A cluster ready at the RP and Clusters Service too.
+fn ready_at_the_service(f: &mut Fleet) {
+    ready_with_pool(f);
+    f.apply(
+        batch(
+            false,
+            t(11),
+            vec![
+                cs("ready", Phase::Ready).since(t(9)),
+                rp(RID).state("Succeeded", Phase::Ready).since(t(9)),
+            ],
+        ),
+        t(11),
+    );
+}
+
+fn upgrade(f: &Fleet) -> Option<&Operation> {
+    f.get("c1")
+        .unwrap()
+        .day2_operation(OperationKind::Upgrade, Some("4.20.2"))
+}
+
+#[test]
+fn an_upgrade_starts_when_the_rp_began_updating_and_times_the_rp_and_clusters_service() {
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+
+    // The ARM update (RP `Updating` since 20) reaches Clusters Service at
+    // 22; neither names a version: no upgrade yet.
+    f.apply(
+        batch(
+            false,
+            t(22),
+            vec![
+                rp(RID).state("Updating", Phase::Progressing).since(t(20)),
+                cs("updating", Phase::Progressing),
+            ],
+        ),
+        t(22),
+    );
+    assert!(keys(&f).is_empty());
+
+    // The HostedCluster names the target at 25: the upgrade began when the
+    // RP began updating, and waits at the rollout.
+    f.apply(
+        batch(
+            false,
+            t(25),
+            vec![hosted_cluster().upgrading("4.20.2", None)],
+        ),
+        t(25),
+    );
+    assert_eq!(keys(&f), ["c1/upgrade/4.20.2"]);
+    let op = upgrade(&f).unwrap();
+    assert_eq!(op.started_at, TimeMark::upstream(t(20)));
+    let reached: Vec<Hop> = op.hops.iter().map(|h| h.hop).collect();
+    assert_eq!(
+        reached,
+        [Hop::HostedCluster, Hop::RpFrontend, Hop::ClustersService]
+    );
+    assert_eq!(op.hop(Hop::RpFrontend).unwrap().started_at, t(20));
+    assert_eq!(op.waiting_hop(), Hop::HostedCluster);
+
+    // HyperShift's later `startedTime` does not move the earlier start; it
+    // starts the HostedCluster's part.
+    f.apply(
+        batch(
+            false,
+            t(27),
+            vec![hosted_cluster().upgrading("4.20.2", Some(t(26)))],
+        ),
+        t(27),
+    );
+    let op = upgrade(&f).unwrap();
+    assert_eq!(op.started_at, TimeMark::upstream(t(20)));
+    assert_eq!(op.hop(Hop::HostedCluster).unwrap().started_at, t(26));
+
+    // Rolled out at 70: the upgrade ends there, 50 minutes from the RP's
+    // start; the RP and Clusters Service still update.
+    let r = f.apply(
+        batch(
+            false,
+            t(71),
+            vec![
+                hosted_cluster()
+                    .state("Available/Completed", Phase::Ready)
+                    .upgraded("4.20.2", t(26), t(70)),
+            ],
+        ),
+        t(71),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "upgrade hop hosted_cluster succeeded 2640s",
+            "upgrade ended succeeded 3000s",
+            "upgrade slo good",
+        ]
+    );
+    assert!(keys(&f).is_empty(), "no longer in flight");
+    assert_eq!(
+        upgrade(&f).unwrap().outcome,
+        OperationOutcome::Succeeded,
+        "kept while the RP and Clusters Service settle"
+    );
+
+    // Clusters Service is ready again at 72, the RP at 74: each part timed
+    // from when it began, and the upgrade is let go.
+    let r = f.apply(
+        batch(false, t(73), vec![cs("ready", Phase::Ready).since(t(72))]),
+        t(73),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        ["upgrade hop clusters_service succeeded 3120s"]
+    );
+    assert!(upgrade(&f).is_some());
+    let r = f.apply(
+        batch(
+            false,
+            t(75),
+            vec![rp(RID).state("Succeeded", Phase::Ready).since(t(74))],
+        ),
+        t(75),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        ["upgrade hop rp_frontend succeeded 3240s"]
+    );
+    assert!(upgrade(&f).is_none());
+}
+
+#[test]
+fn an_rp_update_that_fails_during_an_upgrade_fails_it_at_the_rp() {
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    f.apply(
+        batch(
+            false,
+            t(25),
+            vec![
+                rp(RID).state("Updating", Phase::Progressing).since(t(20)),
+                hosted_cluster().upgrading("4.20.2", Some(t(24))),
+            ],
+        ),
+        t(25),
+    );
+    assert_eq!(upgrade(&f).unwrap().started_at, TimeMark::upstream(t(20)));
+
+    let r = f.apply(
+        batch(
+            false,
+            t(41),
+            vec![
+                rp(RID)
+                    .state("Failed", Phase::Failed)
+                    .since(t(40))
+                    .error("InternalServerError", "the update failed"),
+            ],
+        ),
+        t(41),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "upgrade hop rp_frontend failed 1200s",
+            "upgrade ended failed 1200s",
+            "upgrade slo failed",
+        ]
+    );
+    let op = upgrade(&f).unwrap();
+    assert_eq!(op.failed_hop, Some(Hop::RpFrontend));
+}
+
+#[test]
+fn an_rp_that_stays_succeeded_leaves_the_upgrade_to_the_hosted_cluster() {
+    // The RP of an older API version never says `Updating` (the world's
+    // `rp_updating` off): the upgrade is the HostedCluster's alone.
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    f.apply(
+        batch(
+            false,
+            t(25),
+            vec![hosted_cluster().upgrading("4.20.2", Some(t(24)))],
+        ),
+        t(25),
+    );
+    let op = upgrade(&f).unwrap();
+    assert_eq!(op.started_at, TimeMark::upstream(t(24)));
+    assert_eq!(op.hops.len(), 1);
+    let r = f.apply(
+        batch(
+            false,
+            t(71),
+            vec![
+                hosted_cluster()
+                    .state("Available/Completed", Phase::Ready)
+                    .upgraded("4.20.2", t(24), t(70)),
+            ],
+        ),
+        t(71),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "upgrade hop hosted_cluster succeeded 2760s",
+            "upgrade ended succeeded 2760s",
+            "upgrade slo good",
+        ]
+    );
+    assert!(upgrade(&f).is_none(), "nothing left to settle");
 }

@@ -316,7 +316,7 @@ pub fn root_span(
             .day2_operations()
             .filter(|op| op.kind == operation && op.subject() == subject)
             .find_map(|op| op.failed_hop)
-            .unwrap_or(operation.flow().hops[0]);
+            .unwrap_or(operation.first_hop());
         status = Status::error(format!("{hop}: failed"));
         attributes.push(KeyValue::new("hcp.failed_hop", hop.as_str()));
     } else if end == CreationEnd::Failed {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::common::exporter;
 use crate::common::world as testworld;
-use hcp_flow::model::{OperationKind, Phase};
+use hcp_flow::model::{Hop, OperationKind, Phase};
 use hcp_flow::sim::WorldConfig;
 use jiff::{SignedDuration, Timestamp};
 
@@ -80,6 +80,7 @@ async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
     let mut problems = Vec::new();
     let mut in_flight: BTreeMap<&str, usize> = BTreeMap::new();
     let mut ended: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut upgrades_from_the_rp = 0;
     for op in &truth.day2_operations {
         if !settled(&op.cluster_id) {
             continue;
@@ -153,6 +154,30 @@ async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
                     "in flight in the world, {shown} series: {op:?}\n  the exporter holds: {held}\n  the world's truth at {now}: {world_hops:?}"
                 ));
             }
+            // A control-plane upgrade begins when the RP began updating for
+            // it (its `Progressing` condition dates the request), never
+            // before (docs/design.md §15.10).
+            if op.operation == "upgrade"
+                && let Some(requested) = op.requested
+            {
+                let held = served.store.with_timeline(&op.cluster_id, |t| {
+                    t.day2_operation(OperationKind::Upgrade, op.target_version.as_deref())
+                        .filter(|o| o.in_flight())
+                        .map(|o| (o.started_at, o.hop(Hop::RpFrontend).is_some()))
+                });
+                if let Some(Some((started, at_rp))) = held {
+                    let off = started.at.timestamp().duration_since(requested).abs();
+                    if started.at.timestamp() < requested - SignedDuration::from_secs(1) {
+                        problems.push(format!(
+                            "upgrade begins at {} before its request at {requested}: {op:?}",
+                            started.at.timestamp()
+                        ));
+                    }
+                    upgrades_from_the_rp += usize::from(
+                        at_rp && !started.observed && off <= SignedDuration::from_secs(1),
+                    );
+                }
+            }
         }
         if op.ended.is_some_and(|e| e < now - SLACK) && shown != 0 {
             problems.push(format!("ended in the world, still in flight: {op:?}"));
@@ -210,4 +235,8 @@ async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
         assert!(seen > 0, "no {kind} judged: {in_flight:?} {ended:?}");
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        upgrades_from_the_rp > 0,
+        "no upgrade in flight began at the RP's request: {in_flight:?}"
+    );
 }

@@ -138,7 +138,7 @@ pub(super) fn day2_operation_of(m: Day2OperationMemory) -> Operation {
     // A pool's operation reaches its hops again as they are read; an
     // upgrade waits at its one hop from its start.
     if !m.operation.of_node_pool() || m.operation == OperationKind::NodePoolUpgrade {
-        op.reached(m.operation.flow().hops[0], m.started_at.into());
+        op.reached(m.operation.first_hop(), m.started_at.into());
     }
     op.slo = m.slo;
     op.uncounted = m.uncounted;

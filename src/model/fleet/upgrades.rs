@@ -8,6 +8,7 @@ use super::*;
 use crate::model::ConditionStatus;
 use crate::model::observation::Rollout;
 use crate::model::operation::{node_pool_of, target_version_of};
+use crate::model::provisioned_update;
 
 /// What one reading told of a rollout, taken from the view before the view
 /// is stored without it.
@@ -92,8 +93,22 @@ pub(super) fn evaluate_upgrades(
             continue;
         };
         let pool = op.node_pool().map(str::to_string);
+        let service_failure = match op.kind {
+            OperationKind::Upgrade => service_hops(
+                timeline,
+                op,
+                counted,
+                &target,
+                config,
+                &mut deadlines,
+                events,
+            ),
+            _ => None,
+        };
         let ended = match (&check, op.kind, pool.as_deref()) {
-            (_, OperationKind::Upgrade, _) => control_plane_end(timeline, op, &check, &target),
+            (_, OperationKind::Upgrade, _) => {
+                service_failure.or_else(|| control_plane_end(timeline, op, &check, &target))
+            }
             (UpgradeCheck::Pool(name, reading), OperationKind::NodePoolUpgrade, Some(pool))
                 if *name == pool =>
             {
@@ -102,15 +117,15 @@ pub(super) fn evaluate_upgrades(
             // A budget that ran out may have failed the pool.
             (_, OperationKind::NodePoolUpgrade, Some(pool)) => pool_reading(timeline, pool)
                 .filter(|r| r.view.phase == Phase::Failed)
-                .map(|r| End::Failed(r.since.at)),
+                .map(|r| End::Failed(Hop::NodePool, r.since.at)),
             _ => None,
         };
         let Some(end) = ended else {
             continue;
         };
-        let (outcome, at) = match end {
-            End::Succeeded(at) => (Outcome::Succeeded, at),
-            End::Failed(at) => (Outcome::Failed, at),
+        let (outcome, hop, at) = match end {
+            End::Succeeded(at) => (Outcome::Succeeded, op.kind.first_hop(), at),
+            End::Failed(hop, at) => (Outcome::Failed, hop, at),
             End::Quietly(outcome, at) => {
                 op.outcome = outcome;
                 op.ended_at = Some(at.max(op.started_at.at));
@@ -118,10 +133,30 @@ pub(super) fn evaluate_upgrades(
             }
         };
         let at = at.max(op.started_at.at);
-        let hop = op.kind.flow().hops[0];
         let via = timeline.hop(hop).map_or(Via::Direct, |h| h.via);
         end_day2(
             timeline, op, hop, outcome, at, via, counted, &target, config, events,
+        );
+    }
+    // An upgrade rolled out (or failed) stays while the RP or Clusters
+    // Service it reached still updates, so their part is timed when they
+    // settle: they report done after the rollout.
+    for op in ops
+        .iter_mut()
+        .filter(|op| op.kind == OperationKind::Upgrade && !op.in_flight())
+    {
+        let counted = owned && !op.uncounted;
+        let Some(target) = op.target_version().map(str::to_string) else {
+            continue;
+        };
+        service_hops(
+            timeline,
+            op,
+            counted,
+            &target,
+            config,
+            &mut deadlines,
+            events,
         );
     }
     forget_failed(&mut ops, &check);
@@ -136,7 +171,97 @@ pub(super) fn evaluate_upgrades(
 /// failed while its object still reports its target, so the same rollout
 /// read again is not taken for a new one.
 pub(super) fn kept(op: &Operation) -> bool {
-    op.in_flight() || (op.kind.of_version() && op.outcome == OperationOutcome::Failed)
+    op.in_flight()
+        || (op.kind.of_version() && op.outcome == OperationOutcome::Failed)
+        || settling(op)
+}
+
+/// A control-plane upgrade that ended while the RP or Clusters Service it
+/// reached still updates: kept until they settle (not in flight, so in no
+/// in-flight series and no verdict), so their hops are timed.
+fn settling(op: &Operation) -> bool {
+    op.kind == OperationKind::Upgrade
+        && !op.in_flight()
+        && op
+            .hops
+            .iter()
+            .any(|h| h.done_at.is_none() && matches!(h.hop, Hop::RpFrontend | Hop::ClustersService))
+}
+
+/// The RP's and Clusters Service's part in a control-plane upgrade
+/// (docs/design.md §15.10). An upgrade in flight reaches either when the
+/// cluster reads `Updating` / `updating` there, from the time it began to:
+/// ARM takes no second update while one runs, so the update under way when
+/// the rollout is seen is the one that asked for it, and an upstream time
+/// it began before the rollout's start dates the upgrade's start. A hop
+/// reached is done when it reads ready again, and fails the upgrade in
+/// flight when it fails after it began. Returns that failure.
+fn service_hops(
+    timeline: &Timeline,
+    op: &mut Operation,
+    counted: bool,
+    target: &str,
+    config: &ModelConfig,
+    deadlines: &mut Vec<Day2Deadline>,
+    events: &mut Vec<Event>,
+) -> Option<End> {
+    let mut failed = None;
+    for hop in [Hop::RpFrontend, Hop::ClustersService] {
+        let Some(h) = timeline.hop(hop) else {
+            continue;
+        };
+        let Some(entry) = op.hop(hop).copied() else {
+            if op.in_flight() && provisioned_update(hop, &h.state) {
+                if !h.since.observed && h.since.at < op.started_at.at {
+                    op.start_earlier(h.since);
+                    if let Some(subject) = op.subject.clone() {
+                        deadlines.push(Day2Deadline {
+                            at: after(h.since.at, config.target(op.kind)),
+                            kind: op.kind,
+                            subject,
+                        });
+                    }
+                }
+                op.reached_at(hop, h.since);
+            }
+            continue;
+        };
+        if entry.done_at.is_some() {
+            continue;
+        }
+        match h.phase {
+            Phase::Ready => day2_hop_done(
+                timeline,
+                op,
+                hop,
+                Outcome::Succeeded,
+                h.since.at,
+                h.via,
+                counted,
+                target,
+                events,
+            ),
+            Phase::Failed if h.since.at >= entry.started_at => {
+                if op.in_flight() {
+                    failed.get_or_insert(End::Failed(hop, h.since.at));
+                } else {
+                    day2_hop_done(
+                        timeline,
+                        op,
+                        hop,
+                        Outcome::Failed,
+                        h.since.at,
+                        h.via,
+                        counted,
+                        target,
+                        events,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    failed
 }
 
 /// A failed upgrade is forgotten once its object reports another target or
@@ -162,8 +287,9 @@ fn forget_failed(ops: &mut Vec<Operation>, check: &UpgradeCheck<'_>) {
 }
 
 enum End {
+    /// Rolled out, at the hop whose object reports it.
     Succeeded(Stamp),
-    Failed(Stamp),
+    Failed(Hop, Stamp),
     /// Ended with no duration and no verdict (superseded, or its pool gone).
     Quietly(OperationOutcome, Stamp),
 }
@@ -190,7 +316,7 @@ fn follow(
         return;
     }
     let subject = kind.subject(pool, Some(&rollout.target));
-    let hop = kind.flow().hops[0];
+    let hop = kind.first_hop();
     // Another target in flight for the same object: replaced.
     for op in ops.iter_mut().filter(|op| {
         op.in_flight()
@@ -209,11 +335,16 @@ fn follow(
         .find(|op| op.kind == kind && op.subject == subject)
     {
         // Upstream dates it now (the history entry appeared after the
-        // desired version changed): its upstream start is the start.
-        if op.in_flight() && op.started_at.observed && !start.observed {
+        // desired version changed): its upstream start is the start, unless
+        // an earlier upstream time holds it (the RP's `Updating`), and the
+        // start of its object's part either way.
+        if !op.in_flight() || start.observed {
+            return;
+        }
+        if op.started_at.observed {
             op.started_at = start;
-            if let Some(entry) = op.hops.iter_mut().find(|h| h.hop == hop) {
-                entry.started_at = start.at;
+            for h in op.hops.iter_mut().filter(|h| h.with_operation) {
+                h.started_at = start.at;
             }
             if let Some(subject) = subject {
                 deadlines.push(Day2Deadline {
@@ -222,6 +353,14 @@ fn follow(
                     subject,
                 });
             }
+        }
+        let op_start = op.started_at.at;
+        if let Some(entry) = op
+            .hops
+            .iter_mut()
+            .find(|h| h.hop == hop && h.done_at.is_none())
+        {
+            entry.started_at = start.at.max(op_start);
         }
         return;
     }
@@ -274,7 +413,7 @@ fn control_plane_end(
     }
     let hop = timeline.hop(Hop::HostedCluster)?;
     (hop.phase == Phase::Failed && hop.since.at >= op.started_at.at)
-        .then_some(End::Failed(hop.since.at))
+        .then_some(End::Failed(Hop::HostedCluster, hop.since.at))
 }
 
 /// How a pool's upgrade in flight ends, if it does, on a reading of its
@@ -294,7 +433,7 @@ fn pool_end(
     };
     let state = pool_reading(timeline, pool)?;
     match state.view.phase {
-        Phase::Failed => return Some(End::Failed(state.since.at)),
+        Phase::Failed => return Some(End::Failed(Hop::NodePool, state.since.at)),
         Phase::Deleting => return Some(End::Quietly(OperationOutcome::Deleted, state.since.at)),
         _ => {}
     }
