@@ -361,11 +361,22 @@ impl Operation {
         late_at: jiff::Timestamp,
         observed_at: jiff::Timestamp,
     ) -> Operation {
-        if initial && late_at <= observed_at {
+        self.judge_first_seen(initial, late_at, observed_at);
+        self
+    }
+
+    /// [`Operation::first_seen`] for one followed already, whose start a
+    /// first sync moved earlier.
+    pub(crate) fn judge_first_seen(
+        &mut self,
+        initial: bool,
+        late_at: jiff::Timestamp,
+        observed_at: jiff::Timestamp,
+    ) {
+        if initial && self.slo.is_none() && late_at <= observed_at {
             self.slo = Some(SloOutcome::Late);
             self.uncounted = true;
         }
-        self
     }
 
     /// A day-2 operation, of what `subject` names (for a node pool's

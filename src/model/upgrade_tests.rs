@@ -687,3 +687,42 @@ fn an_rp_that_stays_succeeded_leaves_the_upgrade_to_the_hosted_cluster() {
     );
     assert!(upgrade(&f).is_none(), "nothing left to settle");
 }
+
+#[test]
+fn a_first_sync_that_dates_an_upgrade_back_past_its_target_judges_it_late_silently() {
+    // The exporter starts while an upgrade runs: the RP has been updating
+    // for it since 100 (past the hour's target at 200), HyperShift began at
+    // 190. Nobody here watched it begin: late without a word, not counted.
+    let mut f = fleet();
+    f.apply(
+        batch(
+            true,
+            t(200),
+            vec![
+                cs("updating", Phase::Progressing).since(t(100)),
+                rp(RID).state("Updating", Phase::Progressing).since(t(100)),
+                obs("c1", Hop::MaestroBundle)
+                    .state("Applied", Phase::Ready)
+                    .since(t(2)),
+                hosted_cluster().upgrading("4.20.2", Some(t(190))),
+            ],
+        ),
+        t(200),
+    );
+    let op = upgrade(&f).unwrap();
+    assert_eq!(op.started_at, TimeMark::upstream(t(100)));
+    assert_eq!(op.slo, Some(SloOutcome::Late));
+    assert!(op.uncounted);
+    let r = f.tick(t(300));
+    assert!(
+        r.events.iter().all(|e| !matches!(
+            e,
+            Event::Slo {
+                operation: OperationKind::Upgrade,
+                ..
+            }
+        )),
+        "{:?}",
+        operation_events(&r.events)
+    );
+}

@@ -99,6 +99,7 @@ pub(super) fn evaluate_upgrades(
                 op,
                 counted,
                 &target,
+                (initial, observed_at),
                 config,
                 &mut deadlines,
                 events,
@@ -154,6 +155,7 @@ pub(super) fn evaluate_upgrades(
             op,
             counted,
             &target,
+            (initial, observed_at),
             config,
             &mut deadlines,
             events,
@@ -196,11 +198,13 @@ fn settling(op: &Operation) -> bool {
 /// it began before the rollout's start dates the upgrade's start. A hop
 /// reached is done when it reads ready again, and fails the upgrade in
 /// flight when it fails after it began. Returns that failure.
+#[allow(clippy::too_many_arguments)]
 fn service_hops(
     timeline: &Timeline,
     op: &mut Operation,
     counted: bool,
     target: &str,
+    (initial, observed_at): (bool, Timestamp),
     config: &ModelConfig,
     deadlines: &mut Vec<Day2Deadline>,
     events: &mut Vec<Event>,
@@ -214,9 +218,15 @@ fn service_hops(
             if op.in_flight() && provisioned_update(hop, &h.state) {
                 if !h.since.observed && h.since.at < op.started_at.at {
                     op.start_earlier(h.since);
-                    if let Some(subject) = op.subject.clone() {
+                    let late_at = after(h.since.at, config.target(op.kind));
+                    // Late already when a first sync shows it: as when it
+                    // is first followed (`follow`), silently, never counted.
+                    op.judge_first_seen(initial, late_at, observed_at);
+                    if let Some(subject) = op.subject.clone()
+                        && op.slo.is_none()
+                    {
                         deadlines.push(Day2Deadline {
-                            at: after(h.since.at, config.target(op.kind)),
+                            at: late_at,
                             kind: op.kind,
                             subject,
                         });
