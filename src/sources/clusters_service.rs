@@ -33,7 +33,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use serde::Deserialize;
 use tracing::Instrument;
 
@@ -460,39 +459,17 @@ impl ClustersServiceSource {
             return;
         };
         let due = pools.due_at(false, rotate, self.tracker.owners());
-        let hints = pools.hints().cloned();
-        let waiting = move || hints.as_ref().map_or(0, |h| h.waiting(false));
-        self.ctx
-            .metrics
-            .node_pool_reads_queued(&self.ctx.name, due.len() + waiting());
         let this = &*self;
-        let reads: Vec<_> = futures::stream::iter(due)
-            .map(|id| async move {
-                let mut unknown = Vec::new();
-                let read = this.read_cluster_pools(&id, &mut unknown).await;
-                (id, read, unknown)
-            })
-            .buffer_unordered(crate::sources::node_pools::CONCURRENT_READS)
-            .collect()
+        let read_one = |id: String| async move {
+            let mut unknown = Vec::new();
+            let read = this.read_cluster_pools(&id, &mut unknown).await.map(Some);
+            (id, read, unknown)
+        };
+        let key_of = |id: &str| ClusterKey::Id(id.to_string());
+        let kind = (false, Hop::ClustersService);
+        pools
+            .read_due(&self.ctx, kind, due, key_of, read_one, out, unknown)
             .await;
-        for (id, read, mut read_unknown) in reads {
-            unknown.append(&mut read_unknown);
-            match read {
-                Ok(read) => {
-                    let key = ClusterKey::Id(id.clone());
-                    pools.record(&id, &key, Hop::ClustersService, read, out);
-                }
-                Err(err) => {
-                    tracing::debug!(source = %self.ctx.name, cluster_id = %id, error = %err, "reading a cluster's node_pools failed");
-                    if let Some(hints) = pools.hints() {
-                        hints.retry(false, &id);
-                    }
-                }
-            }
-        }
-        self.ctx
-            .metrics
-            .node_pool_reads_queued(&self.ctx.name, waiting());
         self.pools = Some(pools);
     }
 

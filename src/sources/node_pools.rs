@@ -141,6 +141,11 @@ pub const MAX_HINTED_PER_BATCH: usize = 256;
 /// and one at a time would hold the source's next poll behind them.
 pub const CONCURRENT_READS: usize = 8;
 
+/// One cluster's pools as a source read them: `Some(read)` to record
+/// (`read` `None`: the cluster is gone), `None` when the answer was no list
+/// (counted; what was read before stands).
+pub type PoolAnswer = Result<Option<Option<Vec<(String, HopView)>>>, http::SourceError>;
+
 /// Which clusters' pools one source reads on a fast poll, and what it sent
 /// of the pools not settled.
 pub struct PoolFollow {
@@ -293,6 +298,54 @@ impl PoolFollow {
         if !after.is_empty() {
             self.unsettled.insert(cluster.to_string(), after);
         }
+    }
+
+    /// Read the pools of the clusters `due` (keys as the source names
+    /// them), [`CONCURRENT_READS`] at a time with `read_one`, record each
+    /// answer ([`PoolFollow::record`], keyed by `key_of`) into `out`, and
+    /// hint a failed read again for the next poll without waking the source
+    /// (docs/design.md §15.11). `hcpflow_node_pool_reads_queued` shows what
+    /// waits before and after. `rp`: the RP's hints, else Clusters
+    /// Service's.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn read_due<F, Fut>(
+        &mut self,
+        ctx: &crate::sources::SourceContext,
+        (rp, hop): (bool, Hop),
+        due: Vec<String>,
+        key_of: impl Fn(&str) -> ClusterKey,
+        read_one: F,
+        out: &mut Vec<Observation>,
+        unknown: &mut Vec<UnknownValue>,
+    ) where
+        F: Fn(String) -> Fut,
+        Fut: std::future::Future<Output = (String, PoolAnswer, Vec<UnknownValue>)>,
+    {
+        use futures::StreamExt as _;
+        let hints = self.hints.clone();
+        let waiting = move || hints.as_ref().map_or(0, |h| h.waiting(rp));
+        ctx.metrics
+            .node_pool_reads_queued(&ctx.name, due.len() + waiting());
+        let reads: Vec<_> = futures::stream::iter(due)
+            .map(read_one)
+            .buffer_unordered(CONCURRENT_READS)
+            .collect()
+            .await;
+        for (cluster, answer, mut read_unknown) in reads {
+            unknown.append(&mut read_unknown);
+            match answer {
+                // Not a list: what was read before stands.
+                Ok(None) => {}
+                Ok(Some(read)) => self.record(&cluster, &key_of(&cluster), hop, read, out),
+                Err(error) => {
+                    tracing::debug!(source = %ctx.name, cluster = %cluster, %error, "reading a cluster's node pools failed");
+                    if let Some(hints) = &self.hints {
+                        hints.retry(rp, &cluster);
+                    }
+                }
+            }
+        }
+        ctx.metrics.node_pool_reads_queued(&ctx.name, waiting());
     }
 
     /// The store's hints this follows, if any.

@@ -27,7 +27,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use futures::StreamExt;
 use serde::Deserialize;
 use tracing::Instrument;
 
@@ -659,42 +658,23 @@ impl RpFrontendSource {
             .chain(self.explicit_owners.iter())
             .map(String::as_str);
         let due = pools.due_at(true, rotate, known);
-        let hints = pools.hints().cloned();
-        let waiting = move || hints.as_ref().map_or(0, |h| h.waiting(true));
-        self.ctx
-            .metrics
-            .node_pool_reads_queued(&self.ctx.name, due.len() + waiting());
         let this = &*self;
-        let reads: Vec<_> = futures::stream::iter(due)
-            .map(|rid| async move {
-                let mut unknown = Vec::new();
-                let read = this.read_cluster_pools(&rid, &mut unknown).await;
-                (rid, read, unknown)
-            })
-            .buffer_unordered(crate::sources::node_pools::CONCURRENT_READS)
-            .collect()
-            .await;
-        for (rid, read, mut read_unknown) in reads {
-            unknown.append(&mut read_unknown);
-            match read {
+        let read_one = |rid: String| async move {
+            let mut unknown = Vec::new();
+            let read = match this.read_cluster_pools(&rid, &mut unknown).await {
                 // Not a list: what was read before stands.
-                Ok(Some(None)) => {}
-                Ok(read) => {
-                    let read = read.map(|r| r.unwrap_or_default());
-                    let key = ClusterKey::ArmResourceId(rid.clone());
-                    pools.record(&rid, &key, Hop::RpFrontend, read, out);
-                }
-                Err(err) => {
-                    tracing::debug!(source = %self.ctx.name, resource_id = %rid, error = %err, "reading a cluster's nodePools failed");
-                    if let Some(hints) = pools.hints() {
-                        hints.retry(true, &rid);
-                    }
-                }
-            }
-        }
-        self.ctx
-            .metrics
-            .node_pool_reads_queued(&self.ctx.name, waiting());
+                Ok(Some(None)) => Ok(None),
+                // Gone (404), or its pools.
+                Ok(read) => Ok(Some(read.map(Option::unwrap_or_default))),
+                Err(error) => Err(error),
+            };
+            (rid, read, unknown)
+        };
+        let key_of = |rid: &str| ClusterKey::ArmResourceId(rid.to_string());
+        let kind = (true, Hop::RpFrontend);
+        pools
+            .read_due(&self.ctx, kind, due, key_of, read_one, out, unknown)
+            .await;
         self.pools = Some(pools);
     }
 
