@@ -703,23 +703,8 @@ impl Fleet {
                 }
                 let unjoined = timeline.identity.resource_id.is_empty();
                 changed |= timeline.identity.merge(view.identity());
-                // The RP reads a cluster's pools by its ARM id: a NodePool
-                // that hinted them before the id was known hinted Clusters
-                // Service only, so the RP hears of the pools in flight when
-                // the id arrives (docs/design.md §15.11).
-                if unjoined
-                    && !timeline.identity.resource_id.is_empty()
-                    && timeline
-                        .day2_in_flight()
-                        .any(|op| op.kind.of_node_pool() && !op.kind.of_version())
-                {
-                    result.hint_pools(
-                        cluster_id,
-                        PoolHint {
-                            rp: true,
-                            clusters_service: false,
-                        },
-                    );
+                if unjoined {
+                    pool_hops::hint_the_rp_on_join(timeline, cluster_id, result);
                 }
                 // What a watched object's annotations say; the same object
                 // seen through Maestro's feedback carries no annotations.

@@ -139,6 +139,25 @@ fn cross_hint(
 
 /// Whether an operation in flight follows the pool the RP or Clusters
 /// Service names `name`.
+/// The RP reads a cluster's pools by its ARM id: a NodePool that hinted
+/// them before the id was known hinted Clusters Service only, so the RP
+/// hears of the pools in flight when the id arrives on `timeline`, which
+/// had none (docs/design.md §15.11).
+pub(super) fn hint_the_rp_on_join(timeline: &Timeline, cluster_id: &str, result: &mut ApplyResult) {
+    let creating_or_removing_a_pool = timeline
+        .day2_in_flight()
+        .any(|op| op.kind.of_node_pool() && !op.kind.of_version());
+    if !timeline.identity.resource_id.is_empty() && creating_or_removing_a_pool {
+        result.hint_pools(
+            cluster_id,
+            PoolHint {
+                rp: true,
+                clusters_service: false,
+            },
+        );
+    }
+}
+
 fn pool_followed(timeline: &Timeline, name: &str) -> bool {
     timeline
         .day2_in_flight()
