@@ -332,22 +332,29 @@ fn readings(batches: &[hcp_flow::model::Batch]) -> Vec<(Hop, String, String)> {
         .collect()
 }
 
+/// Maestro read from `stand`'s REST API and `grpc`'s stream, subscribed as
+/// `cs-source`, with no relist within a test, reconnecting after 100 ms
+/// and calling a stream silent for `heartbeat_timeout` dead.
+fn stream_config(stand: &StandIn, grpc: &str, heartbeat_timeout: Duration) -> MaestroConfig {
+    let mut http = HttpSourceConfig::new(stand.base.clone());
+    http.full_relist_interval = Duration::from_secs(3600);
+    let mut g = MaestroGrpcConfig::new(url::Url::parse(grpc).unwrap(), "cs-source");
+    g.heartbeat_timeout = heartbeat_timeout;
+    g.reconnect_backoff = Duration::from_millis(100);
+    MaestroConfig {
+        http,
+        search_scope: None,
+        grpc: Some(Box::new(g)),
+    }
+}
+
 fn source_on(
     stand: &StandIn,
     grpc: &str,
     name: &str,
 ) -> (MaestroSource, crate::common::source::Harness) {
     let h = harness(name);
-    let mut http = HttpSourceConfig::new(stand.base.clone());
-    http.full_relist_interval = Duration::from_secs(3600);
-    let mut g = MaestroGrpcConfig::new(url::Url::parse(grpc).unwrap(), "cs-source");
-    g.heartbeat_timeout = Duration::from_millis(800);
-    g.reconnect_backoff = Duration::from_millis(100);
-    let cfg = MaestroConfig {
-        http,
-        search_scope: None,
-        grpc: Some(Box::new(g)),
-    };
+    let cfg = stream_config(stand, grpc, Duration::from_millis(800));
     (MaestroSource::new(cfg, h.ctx.clone()).unwrap(), h)
 }
 
@@ -507,15 +514,7 @@ async fn a_first_heard_bundle_whose_read_failed_is_read_again() {
     let (grpc, address) = StandInServer::start().await;
     let events = grpc.next_subscription();
     let h = harness("maestro");
-    let mut http = HttpSourceConfig::new(stand.base.clone());
-    http.full_relist_interval = Duration::from_secs(3600);
-    let mut g = MaestroGrpcConfig::new(url::Url::parse(&address).unwrap(), "cs-source");
-    g.heartbeat_timeout = Duration::from_secs(30);
-    let cfg = MaestroConfig {
-        http,
-        search_scope: None,
-        grpc: Some(Box::new(g)),
-    };
+    let cfg = stream_config(&stand, &address, Duration::from_secs(30));
     let source = MaestroSource::new(cfg, h.ctx.clone()).unwrap();
     let task = tokio::spawn(maestro::stream::run_configured(source));
     until("the first list", Duration::from_secs(10), || h.up() == 1).await;
@@ -576,16 +575,8 @@ async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
     let (grpc, address) = StandInServer::start().await;
     let events = grpc.next_subscription();
     let h = harness("maestro");
-    let mut http = HttpSourceConfig::new(stand.base.clone());
-    http.full_relist_interval = Duration::from_secs(3600);
-    http.page_size = 1;
-    let mut g = MaestroGrpcConfig::new(url::Url::parse(&address).unwrap(), "cs-source");
-    g.heartbeat_timeout = Duration::from_secs(30);
-    let cfg = MaestroConfig {
-        http,
-        search_scope: None,
-        grpc: Some(Box::new(g)),
-    };
+    let mut cfg = stream_config(&stand, &address, Duration::from_secs(30));
+    cfg.http.page_size = 1;
     // As the bundle-ids file gives it back: name, cluster, sequence 10.
     let known = maestro::KnownBundles::default();
     known.restore([SavedBundle {
