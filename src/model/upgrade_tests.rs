@@ -13,6 +13,13 @@ fn hosted_cluster() -> Obs {
     obs("c1", Hop::HostedCluster).state("Available/Partial", Phase::Ready)
 }
 
+/// The HostedCluster with the upgrade to 4.20.2 `Completed`.
+fn rolled_out(started: jiff::Timestamp, completed: jiff::Timestamp) -> Obs {
+    hosted_cluster()
+        .state("Available/Completed", Phase::Ready)
+        .upgraded("4.20.2", started, completed)
+}
+
 fn pool(name: &str) -> Obs {
     obs("c1", Hop::NodePool)
         .object(name)
@@ -81,18 +88,7 @@ fn a_control_plane_upgrade_runs_from_startedtime_to_completiontime() {
     );
 
     // Completed at 71 (seen at 72): 40 minutes, within the hour.
-    let r = f.apply(
-        batch(
-            false,
-            t(72),
-            vec![
-                hosted_cluster()
-                    .state("Available/Completed", Phase::Ready)
-                    .upgraded("4.20.2", t(31), t(71)),
-            ],
-        ),
-        t(72),
-    );
+    let r = f.apply(batch(false, t(72), vec![rolled_out(t(31), t(71))]), t(72));
     assert_eq!(
         operation_events(&r.events),
         [
@@ -401,18 +397,7 @@ fn a_restart_goes_on_with_an_upgrade_in_flight() {
         t(40),
     );
     assert_eq!(keys(&g), ["c1/upgrade/4.20.2"]);
-    let r = g.apply(
-        batch(
-            false,
-            t(61),
-            vec![
-                hosted_cluster()
-                    .state("Available/Completed", Phase::Ready)
-                    .upgraded("4.20.2", t(30), t(60)),
-            ],
-        ),
-        t(61),
-    );
+    let r = g.apply(batch(false, t(61), vec![rolled_out(t(30), t(60))]), t(61));
     assert_eq!(
         operation_events(&r.events),
         [
@@ -553,18 +538,7 @@ fn an_upgrade_starts_when_the_rp_began_updating_and_times_the_rp_and_clusters_se
 
     // Rolled out at 70: the upgrade ends there, 50 minutes from the RP's
     // start; the RP and Clusters Service still update.
-    let r = f.apply(
-        batch(
-            false,
-            t(71),
-            vec![
-                hosted_cluster()
-                    .state("Available/Completed", Phase::Ready)
-                    .upgraded("4.20.2", t(26), t(70)),
-            ],
-        ),
-        t(71),
-    );
+    let r = f.apply(batch(false, t(71), vec![rolled_out(t(26), t(70))]), t(71));
     assert_eq!(
         operation_events(&r.events),
         [
@@ -665,18 +639,7 @@ fn an_rp_that_stays_succeeded_leaves_the_upgrade_to_the_hosted_cluster() {
     let op = upgrade(&f).unwrap();
     assert_eq!(op.started_at, TimeMark::upstream(t(24)));
     assert_eq!(op.hops.len(), 1);
-    let r = f.apply(
-        batch(
-            false,
-            t(71),
-            vec![
-                hosted_cluster()
-                    .state("Available/Completed", Phase::Ready)
-                    .upgraded("4.20.2", t(24), t(70)),
-            ],
-        ),
-        t(71),
-    );
+    let r = f.apply(batch(false, t(71), vec![rolled_out(t(24), t(70))]), t(71));
     assert_eq!(
         operation_events(&r.events),
         [

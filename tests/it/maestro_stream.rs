@@ -90,6 +90,13 @@ const STATUS_TYPE: &str =
 /// fields, `contenttype` bare, extensions `ce-`-prefixed, the
 /// `ManifestBundleStatus` JSON in `binary_data`. The ObjectMeta is the
 /// agent's, named by the resource id (as in Maestro's own example).
+/// The status that makes the stand-in's HostedCluster Available: sequence
+/// 20, at 00:10 (the REST bundle `rest_bundle(true, 20, …)` says the same).
+fn available_event() -> PbEvent {
+    let at = "2025-01-01T00:10:00Z".parse::<jiff::Timestamp>().unwrap();
+    status_event(BUNDLE_ID, 20, at.as_second(), &payload(true, 20))
+}
+
 fn status_event(id: &str, seq: u64, time_s: i64, payload: &Value) -> PbEvent {
     let meta = json!({"name": id, "namespace": "mgmt-1", "uid": id, "resourceVersion": "0",
         "creationTimestamp": "2025-01-01T00:00:00Z",
@@ -388,15 +395,7 @@ async fn a_status_event_reads_as_the_list_would_and_deleted_removes_the_bundle()
     // then one older than it (queued behind a list, say): skipped.
     events.send(Ok(heartbeat())).await.unwrap();
     let t = "2025-01-01T00:10:00Z".parse::<jiff::Timestamp>().unwrap();
-    events
-        .send(Ok(status_event(
-            BUNDLE_ID,
-            20,
-            t.as_second(),
-            &payload(true, 20),
-        )))
-        .await
-        .unwrap();
+    events.send(Ok(available_event())).await.unwrap();
     events
         .send(Ok(status_event(
             BUNDLE_ID,
@@ -519,16 +518,7 @@ async fn a_first_heard_bundle_whose_read_failed_is_read_again() {
     let task = tokio::spawn(maestro::stream::run_configured(source));
     until("the first list", Duration::from_secs(10), || h.up() == 1).await;
 
-    let t = "2025-01-01T00:10:00Z".parse::<jiff::Timestamp>().unwrap();
-    events
-        .send(Ok(status_event(
-            BUNDLE_ID,
-            20,
-            t.as_second(),
-            &payload(true, 20),
-        )))
-        .await
-        .unwrap();
+    events.send(Ok(available_event())).await.unwrap();
     let mut streamed = Vec::new();
     until(
         "the bundle read again after its failed read",

@@ -84,15 +84,14 @@ pub(super) fn evaluate_upgrades(
         &mut deadlines,
     );
     let owned = config.ownership.owns(&timeline.cluster_id);
-    for op in ops
-        .iter_mut()
-        .filter(|op| op.in_flight() && op.kind.of_version())
-    {
+    for op in ops.iter_mut().filter(|op| op.kind.of_version()) {
         let counted = owned && !op.uncounted;
         let Some(target) = op.target_version().map(str::to_string) else {
             continue;
         };
-        let pool = op.node_pool().map(str::to_string);
+        // The RP's and Clusters Service's part: followed while the upgrade
+        // is in flight, and after it ended until they settle (they report
+        // done after the rollout).
         let service_failure = match op.kind {
             OperationKind::Upgrade => service_hops(
                 timeline,
@@ -106,6 +105,10 @@ pub(super) fn evaluate_upgrades(
             ),
             _ => None,
         };
+        if !op.in_flight() {
+            continue;
+        }
+        let pool = op.node_pool().map(str::to_string);
         let ended = match (&check, op.kind, pool.as_deref()) {
             (_, OperationKind::Upgrade, _) => {
                 service_failure.or_else(|| control_plane_end(timeline, op, &check, &target))
@@ -137,28 +140,6 @@ pub(super) fn evaluate_upgrades(
         let via = timeline.hop(hop).map_or(Via::Direct, |h| h.via);
         end_day2(
             timeline, op, hop, outcome, at, via, counted, &target, config, events,
-        );
-    }
-    // An upgrade rolled out (or failed) stays while the RP or Clusters
-    // Service it reached still updates, so their part is timed when they
-    // settle: they report done after the rollout.
-    for op in ops
-        .iter_mut()
-        .filter(|op| op.kind == OperationKind::Upgrade && !op.in_flight())
-    {
-        let counted = owned && !op.uncounted;
-        let Some(target) = op.target_version().map(str::to_string) else {
-            continue;
-        };
-        service_hops(
-            timeline,
-            op,
-            counted,
-            &target,
-            (initial, observed_at),
-            config,
-            &mut deadlines,
-            events,
         );
     }
     forget_failed(&mut ops, &check);
