@@ -630,10 +630,122 @@ async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
         stand.seen().iter().any(|s| s.target.contains("page=2"))
     })
     .await;
+    // The list's pages search by creation time only: nothing was read by
+    // id or by name.
     let seen = stand.seen();
+    let searches: Vec<String> = seen
+        .iter()
+        .filter_map(|s| {
+            url::Url::parse(&format!("http://x{}", s.target))
+                .unwrap()
+                .query_pairs()
+                .find(|(k, _)| k == "search")
+                .map(|(_, v)| v.into_owned())
+        })
+        .collect();
     assert!(
-        seen.iter().all(|s| !s.target.contains("search")),
+        searches.iter().all(|s| s.starts_with("created_at >= ")),
         "{seen:?}"
+    );
+    task.abort();
+}
+
+/// A list on the stream pages by creation time (docs/design.md §9.10).
+/// Maestro pages by offset, and a bundle deleted from a page already read
+/// shifted the rest back by one: the bundle crossing the page boundary was
+/// never read, and one the source did not know (created while it was away)
+/// stayed unseen until the next relist. The stand-in pages, searches and
+/// orders as Maestro's REST API does, and deletes the first bundle just
+/// after serving the first page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_on_the_stream_misses_no_bundle_when_one_before_it_goes() {
+    let bundle = |n: u32| {
+        let mut b = rest_bundle(true, 10, "2025-01-01T00:10:00Z");
+        b["id"] = json!(format!("00000000-0000-4000-8000-00000000000{n}"));
+        b["name"] = json!(format!("work-{n}"));
+        b["created_at"] = json!(format!("2025-01-01T00:0{n}:00.000000Z"));
+        b["metadata"] = json!({"name": format!("work-{n}"), "labels": {"api.openshift.com/id": format!("cluster-{n}")}});
+        b
+    };
+    let live = Arc::new(Mutex::new((1..=4).map(bundle).collect::<Vec<Value>>()));
+    let asked: Arc<Mutex<Vec<HashMap<String, String>>>> = Arc::default();
+    let (served, queries) = (live.clone(), asked.clone());
+    let stand = StandIn::start(move |seen| {
+        let query: HashMap<String, String> = url::Url::parse(&format!("http://x{}", seen.target))
+            .unwrap()
+            .query_pairs()
+            .into_owned()
+            .collect();
+        queries.lock().push(query.clone());
+        let number =
+            |key: &str, default: usize| query.get(key).map_or(default, |v| v.parse().unwrap());
+        let (page, size) = (number("page", 1), number("size", 100));
+        let mut items = served.lock().clone();
+        match query.get("search").map(String::as_str) {
+            None => {}
+            Some(search) => {
+                let Some(from) = search
+                    .strip_prefix("created_at >= '")
+                    .and_then(|rest| rest.strip_suffix('\''))
+                else {
+                    return Behaviour::Answer(
+                        400,
+                        json!({"kind": "Error", "reason": "unsupported search"}).to_string(),
+                    );
+                };
+                items.retain(|b| b["created_at"].as_str().unwrap() >= from);
+            }
+        }
+        if let Some(order) = query.get("orderBy") {
+            assert_eq!(order, "created_at");
+            items.sort_by(|a, b| a["created_at"].as_str().cmp(&b["created_at"].as_str()));
+        }
+        let total = items.len();
+        let page_items: Vec<Value> = items
+            .into_iter()
+            .skip((page - 1) * size)
+            .take(size)
+            .collect();
+        // The first request read: the first bundle goes, as its cluster is
+        // deleted while the list pages.
+        if queries.lock().len() == 1 {
+            served.lock().remove(0);
+        }
+        let body = json!({"kind": "ResourceBundleList", "page": page, "size": page_items.len(),
+            "total": total, "items": page_items});
+        Behaviour::Answer(200, body.to_string())
+    })
+    .await;
+    let (grpc, address) = StandInServer::start().await;
+    let _events = grpc.next_subscription();
+    let h = harness("maestro");
+    let mut cfg = stream_config(&stand, &address, Duration::from_secs(30));
+    cfg.http.page_size = 2;
+    let source = MaestroSource::new(cfg, h.ctx.clone()).unwrap();
+    let task = tokio::spawn(maestro::stream::run_configured(source));
+    until("the first list", Duration::from_secs(10), || h.up() == 1).await;
+    let listed: std::collections::BTreeSet<String> = readings(&h.sink.take())
+        .into_iter()
+        .filter(|(hop, _, _)| *hop == Hop::MaestroBundle)
+        .map(|(_, object, _)| object)
+        .collect();
+    for live in ["work-2", "work-3", "work-4"] {
+        assert!(
+            listed.contains(live),
+            "{live} was never read: {listed:?}; requests {:?}",
+            asked.lock()
+        );
+    }
+    // Every request after the first asked from the last creation time read.
+    let asked = asked.lock().clone();
+    assert!(asked.len() >= 3, "{asked:?}");
+    assert!(!asked[0].contains_key("search"), "{asked:?}");
+    assert!(
+        asked[1..].iter().all(|q| q
+            .get("search")
+            .is_some_and(|s| s.starts_with("created_at >= '"))
+            && q.get("page").map(String::as_str) == Some("1")),
+        "{asked:?}"
     );
     task.abort();
 }

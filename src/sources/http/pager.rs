@@ -153,6 +153,22 @@ pub struct Pager<'a> {
     page: u64,
     seen: u64,
     done: bool,
+    /// Paging by creation time instead of by offset ([`Pager::by_creation`]).
+    keyset: Option<Keyset>,
+}
+
+/// Where a list paged by creation time stands: the `created_at` of the
+/// last item read, and the page within the items created at that instant.
+#[derive(Debug, Default)]
+struct Keyset {
+    after: Option<String>,
+}
+
+/// The one field a page's last item is read for when paging by creation.
+#[derive(Deserialize)]
+struct CreatedAt {
+    #[serde(default)]
+    created_at: Option<String>,
 }
 
 impl<'a> Pager<'a> {
@@ -170,7 +186,21 @@ impl<'a> Pager<'a> {
             page: 1,
             seen: 0,
             done: false,
+            keyset: None,
         }
+    }
+
+    /// Page by creation time (Maestro: `created_at >= '<last read>'`,
+    /// ordered by `created_at`, each query's first page) instead of by
+    /// offset, ANDed with the `search` in the params. A list by offsets
+    /// skips a live item whenever one before it is deleted between two
+    /// pages; by creation time a deletion moves nothing that is still to
+    /// come. Items created at the instant a page ends come again at the
+    /// start of the next (the caller's `seen` drops them); a page that is
+    /// all one instant goes on by offset within it (docs/design.md §9.10).
+    pub fn by_creation(mut self) -> Pager<'a> {
+        self.keyset = Some(Keyset::default());
+        self
     }
 
     /// The next page's items, or `None` when the list is complete.
@@ -184,24 +214,73 @@ impl<'a> Pager<'a> {
             query
                 .append_pair("page", &self.page.to_string())
                 .append_pair("size", &self.page_size.to_string());
+            let search = self
+                .params
+                .iter()
+                .find(|(key, _)| *key == "search")
+                .map(|(_, value)| *value);
             for (key, value) in self.params {
-                query.append_pair(key, value);
+                if self.keyset.is_none() || *key != "search" {
+                    query.append_pair(key, value);
+                }
+            }
+            if let Some(keyset) = &self.keyset {
+                let from = keyset
+                    .after
+                    .as_deref()
+                    .map(|t| format!("created_at >= {}", super::sql_quote(t)));
+                let combined = match (search, from) {
+                    (Some(search), Some(from)) => Some(format!("{search} and {from}")),
+                    (Some(search), None) => Some(search.to_string()),
+                    (None, from) => from,
+                };
+                if let Some(combined) = combined {
+                    query.append_pair("search", &combined);
+                }
+                query.append_pair("orderBy", "created_at");
             }
         }
         let (kind, page, seen) = (self.kind, self.page, self.seen);
-        let list: PagedList = get_page(client, url, kind, page > 1, |list: &PagedList| {
-            list.check(kind, page, seen)
-        })
+        let list: PagedList = get_page(
+            client,
+            url,
+            kind,
+            page > 1 || self.keyset.as_ref().is_some_and(|k| k.after.is_some()),
+            |list: &PagedList| list.check(kind, page, seen),
+        )
         .await?;
         let items = list.items.unwrap_or_default();
         let count = items.len() as u64;
         self.seen += count;
-        self.done = match list.total {
-            Some(total) => self.seen >= total,
-            None => count < u64::from(self.page_size),
+        let full = count >= u64::from(self.page_size);
+        self.done = match (&self.keyset, list.total) {
+            // Each query's answer is what remains: a short page is the last.
+            (Some(_), _) => !full,
+            (None, Some(total)) => self.seen >= total,
+            (None, None) => !full,
         } || count == 0
             || self.page >= MAX_PAGES;
-        self.page += 1;
+        match (&mut self.keyset, items.last()) {
+            (Some(keyset), Some(last)) if !self.done => {
+                let last: Option<String> = serde_json::from_str::<CreatedAt>(last.get())
+                    .ok()
+                    .and_then(|c| c.created_at);
+                match last {
+                    // A page that ends where it began is all one instant:
+                    // the next page of the same query.
+                    Some(last) if keyset.after.as_deref() == Some(last.as_str()) => self.page += 1,
+                    Some(last) => {
+                        keyset.after = Some(last);
+                        self.page = 1;
+                        self.seen = 0;
+                    }
+                    // An item without a creation time: on by offset
+                    // within the same query.
+                    None => self.page += 1,
+                }
+            }
+            _ => self.page += 1,
+        }
         Ok(Some(items))
     }
 }

@@ -449,7 +449,7 @@ impl MaestroSource {
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut seen = HashSet::new();
-        let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+        let mut pager = self.pager(&params);
         let listed = loop {
             match pager.next(&self.client).await {
                 Ok(Some(items)) => {
@@ -533,7 +533,10 @@ impl MaestroSource {
         let known = self.tracker.len();
         // Page by page: each bundle becomes observations (and its nested JSON
         // is dropped) before the next page is fetched.
-        let mut pager = http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size);
+        let mut pager = match scope {
+            Some(_) => http::Pager::new(BUNDLES_PATH, &params, LIST_KIND, self.cfg.http.page_size),
+            None => self.pager(&params),
+        };
         loop {
             let page_began = Instant::now();
             match pager.next(&self.client).await {
@@ -634,6 +637,21 @@ impl MaestroSource {
             );
         }
         Ok(())
+    }
+
+    /// The pager of an unscoped list. On the stream it pages by creation
+    /// time: no incremental pass follows a list there, so a live bundle a
+    /// list by offsets skipped (one before it deleted between two pages)
+    /// and that then never changed stayed unseen until the next relist,
+    /// `full_relist_interval` away (docs/design.md §9.10). Polling keeps
+    /// offsets: its incremental passes come within seconds, and what they
+    /// miss a missing-then-read-by-id check or the next relist finds.
+    fn pager<'p>(&self, params: &'p [(&'p str, &'p str)]) -> http::Pager<'p> {
+        let pager = http::Pager::new(BUNDLES_PATH, params, LIST_KIND, self.cfg.http.page_size);
+        match self.streaming {
+            true => pager.by_creation(),
+            false => pager,
+        }
     }
 
     /// Decode one page of bundles and accept each, noting its id in `seen`.
