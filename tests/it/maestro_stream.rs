@@ -650,6 +650,72 @@ async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
     task.abort();
 }
 
+/// Bundles the stream says were deleted are forgotten together, at most
+/// once per window (docs/design.md §9.10): the second of two deletions
+/// heard back to back still goes within the window, with nothing else
+/// heard after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletions_heard_back_to_back_go_within_the_window_without_another_event() {
+    let bundle = |n: u32| {
+        let mut b = rest_bundle(true, 10, "2025-01-01T00:10:00Z");
+        b["id"] = json!(format!("00000000-0000-4000-8000-00000000000{n}"));
+        b["name"] = json!(format!("work-{n}"));
+        b["metadata"] = json!({"name": format!("work-{n}"), "labels": {"api.openshift.com/id": format!("cluster-{n}")}});
+        b
+    };
+    let listed = list(vec![bundle(1), bundle(2)]);
+    let stand = StandIn::start(move |_| Behaviour::Answer(200, listed.clone())).await;
+    let (grpc, address) = StandInServer::start().await;
+    let events = grpc.next_subscription();
+    let h = harness("maestro");
+    let cfg = stream_config(&stand, &address, Duration::from_secs(30));
+    let source = MaestroSource::new(cfg, h.ctx.clone()).unwrap();
+    let task = tokio::spawn(maestro::stream::run_configured(source));
+    until("the first list", Duration::from_secs(10), || h.up() == 1).await;
+    h.sink.take();
+
+    let deleted = json!({"conditions": [{"type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
+        "message": "", "lastTransitionTime": "2025-01-01T00:20:00Z"}]});
+    let at = "2025-01-01T00:20:00Z"
+        .parse::<jiff::Timestamp>()
+        .unwrap()
+        .as_second();
+    let gone = |batches: &[hcp_flow::model::Batch], work: &str| {
+        readings(batches)
+            .iter()
+            .any(|(hop, o, p)| *hop == Hop::MaestroBundle && o == work && p == "gone")
+    };
+    let id = |n: u32| format!("00000000-0000-4000-8000-00000000000{n}");
+    let window = maestro::FORGET_WINDOW;
+    let mut after = Vec::new();
+    // The first deletion goes at once (none was forgotten before it)...
+    events
+        .send(Ok(status_event(&id(1), 30, at, &deleted)))
+        .await
+        .unwrap();
+    until("the first deletion", Duration::from_secs(5), || {
+        after.extend(h.sink.take());
+        gone(&after, "work-1")
+    })
+    .await;
+    // ...the second, heard within the window after it, goes at the
+    // window's end, with nothing heard after it.
+    events
+        .send(Ok(status_event(&id(2), 30, at, &deleted)))
+        .await
+        .unwrap();
+    until(
+        "the second deletion",
+        window * 4 + Duration::from_secs(1),
+        || {
+            after.extend(h.sink.take());
+            gone(&after, "work-2")
+        },
+    )
+    .await;
+    task.abort();
+}
+
 /// A list on the stream pages by creation time (docs/design.md §9.10).
 /// Maestro pages by offset, and a bundle deleted from a page already read
 /// shifted the rest back by one: the bundle crossing the page boundary was

@@ -616,4 +616,4 @@ pub mod proto;
 pub mod stream;
 
 pub use known::KnownBundles;
-pub use poller::{MaestroSource, PollKind, UNREAD_WINDOW, next_incremental_wait};
+pub use poller::{FORGET_WINDOW, MaestroSource, PollKind, UNREAD_WINDOW, next_incremental_wait};

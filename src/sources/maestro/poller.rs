@@ -36,6 +36,15 @@ pub use crate::sources::poll::PollKind;
 /// every new bundle heard meanwhile.
 pub const UNREAD_WINDOW: Duration = Duration::from_secs(2);
 
+/// The bundles the stream says were deleted are forgotten together, at most
+/// once per this window. Forgetting one looks at every object the tracker
+/// holds (another bundle may show it), some 450,000 at 50,000 clusters: done
+/// for each batch of events, with bundles deleted in nearly every batch, it
+/// took the source's core and its events piled up past the queue
+/// (docs/performance.md). A quarter of a second keeps a deletion's delay
+/// well under the stream's second.
+pub const FORGET_WINDOW: Duration = Duration::from_millis(250);
+
 /// After each page of a paced list, a pause of this share of what the page
 /// took (docs/design.md §9.10): Maestro spends at most four fifths of the
 /// list's time serving it, whatever its page size and load. A fixed pause
@@ -100,6 +109,10 @@ pub struct MaestroSource {
     /// together, at most once per [`UNREAD_WINDOW`].
     unread: std::collections::BTreeSet<String>,
     last_unread_read: Option<Instant>,
+    /// Bundles the stream said were deleted, forgotten together at most
+    /// once per [`FORGET_WINDOW`].
+    deleted: Vec<String>,
+    last_forget: Option<Instant>,
     /// A first list on the stream is paging: bundles first heard wait for
     /// it (it reaches them, or has) instead of being read by id.
     cold_listing: bool,
@@ -139,6 +152,8 @@ impl MaestroSource {
             inbox: None,
             unread: Default::default(),
             last_unread_read: None,
+            deleted: Vec::new(),
+            last_forget: None,
             cold_listing: false,
             paced: false,
         }
@@ -213,6 +228,9 @@ impl MaestroSource {
             if !self.cold_listing && self.unread_due().is_some_and(|due| due <= Instant::now()) {
                 self.read_unread().await;
             }
+            if self.forget_due().is_some_and(|due| due <= Instant::now()) {
+                self.forget_deleted();
+            }
             match until {
                 Some(until) if Instant::now() < until => {
                     let wait = until.saturating_duration_since(Instant::now());
@@ -264,8 +282,9 @@ impl MaestroSource {
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         let mut unread = Vec::new();
-        // Forgotten together after the batch: what a bundle showed is gone
-        // unless another still shows it, which looks at every held object.
+        // Forgotten together, at most once per window: what a bundle showed
+        // is gone unless another still shows it, which looks at every held
+        // object.
         let mut deleted = Vec::new();
         for ev in &events {
             match event::decode(ev, &mut unknown) {
@@ -290,7 +309,10 @@ impl MaestroSource {
             }
         }
         drop(events);
-        self.forget(&deleted, &mut out);
+        self.deleted.extend(deleted);
+        if self.forget_due().is_some_and(|due| due <= Instant::now()) {
+            self.forget_deleted_into(&mut out);
+        }
         self.unread.extend(unread);
         // Between lists, a full query's worth is read without waiting for
         // the window; while a list pages, only a window apart (above).
@@ -303,6 +325,34 @@ impl MaestroSource {
             self.read_unread_into(mode, &mut out, &mut unknown).await;
         }
         http::deliver(&self.ctx, false, observed_at, out, &unknown);
+    }
+
+    /// When the bundles the stream said were deleted are to be forgotten:
+    /// at once, or a window after the last time (docs/design.md §9.10).
+    /// `None` when there are none.
+    pub fn forget_due(&self) -> Option<Instant> {
+        if self.deleted.is_empty() {
+            return None;
+        }
+        Some(
+            self.last_forget
+                .map_or_else(Instant::now, |last| last + FORGET_WINDOW),
+        )
+    }
+
+    /// Forget the bundles the stream said were deleted, and deliver that
+    /// what they showed is gone.
+    pub fn forget_deleted(&mut self) {
+        let observed_at = self.ctx.clock.now();
+        let mut out = Vec::new();
+        self.forget_deleted_into(&mut out);
+        http::deliver(&self.ctx, false, observed_at, out, &[]);
+    }
+
+    fn forget_deleted_into(&mut self, out: &mut Vec<Observation>) {
+        self.last_forget = Some(Instant::now());
+        let deleted = std::mem::take(&mut self.deleted);
+        self.forget(&deleted, out);
     }
 
     /// When the bundles heard but never listed are to be read: at once, or

@@ -101,10 +101,15 @@ async fn follow(
     let mut next_relist = after(Instant::now(), relist_every);
     loop {
         let unread_due = source.unread_due();
+        let forget_due = source.forget_due();
         let first = tokio::select! {
             m = inbox.next() => m,
             () = sleep_until_some(unread_due) => {
                 source.read_unread().await;
+                continue;
+            }
+            () = sleep_until_some(forget_due) => {
+                source.forget_deleted();
                 continue;
             }
             () = tokio::time::sleep_until(next_relist.into()) => {
