@@ -160,13 +160,6 @@ async fn maestro_list(State(world): State<World>, RawQuery(q): RawQuery) -> Resp
         })
         .collect();
     // Default: creation order (then id), like the service's primary key scan.
-    // `created_at` ascending is that order: sorted without asking each pair
-    // for its fields (at 150,000 bundles that lookup slowed each page of a
-    // list paged by creation time by a fifth).
-    let order: Vec<(String, bool)> = match order.as_slice() {
-        [(field, false)] if field == "created_at" => Vec::new(),
-        _ => order,
-    };
     matched.sort_by(|(pa, a), (pb, b)| {
         for (field, desc) in &order {
             let o = sort_key(pa, a, now, field).cmp(&sort_key(pb, b, now, field));
