@@ -150,9 +150,11 @@ async fn exporter_follows_the_world_with_two_management_clusters() {
 
     // Each management-side fault, in the state that shows it: a Degraded
     // HostedCluster needs its (sped-up) budget to pass before it is failed.
+    // A wait on the world, not on the exporter: a loaded machine's clean-clone
+    // CI once needed more than 40 s.
     wait_for(
         "every management-side fault showing in the truth",
-        Duration::from_secs(40),
+        Duration::from_secs(90),
         || {
             let truth = world.truth();
             let any =
