@@ -313,6 +313,26 @@ fn rest_bundle(available: bool, seq: u64, updated: &str) -> Value {
     })
 }
 
+/// The id of bundle `n` of a test's own few (`work-<n>` of `cluster-<n>`).
+fn numbered_id(n: u32) -> String {
+    format!("00000000-0000-4000-8000-00000000000{n}")
+}
+
+/// Bundle `n`: [`rest_bundle`] Available, named `work-<n>`, of `cluster-<n>`.
+fn numbered_bundle(n: u32) -> Value {
+    let mut b = rest_bundle(true, 10, "2025-01-01T00:10:00Z");
+    b["id"] = json!(numbered_id(n));
+    b["name"] = json!(format!("work-{n}"));
+    b["metadata"] = json!({"name": format!("work-{n}"), "labels": {"api.openshift.com/id": format!("cluster-{n}")}});
+    b
+}
+
+/// The status an agent reports once a bundle's manifests are deleted.
+fn deleted_status() -> Value {
+    json!({"conditions": [{"type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
+        "message": "", "lastTransitionTime": "2025-01-01T00:20:00Z"}]})
+}
+
 fn payload(available: bool, seq: u64) -> Value {
     let st = status(available, seq);
     json!({"manifestBundle": {"manifests": manifests()}, "conditions": st["conditions"], "resourceStatus": st["resourceStatus"]})
@@ -445,8 +465,7 @@ async fn a_status_event_reads_as_the_list_would_and_deleted_removes_the_bundle()
     );
 
     // Deleted: the bundle and what it carried are gone.
-    let deleted = json!({"conditions": [{"type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
-        "message": "", "lastTransitionTime": "2025-01-01T00:20:00Z"}]});
+    let deleted = deleted_status();
     events
         .send(Ok(status_event(
             BUNDLE_ID,
@@ -656,14 +675,7 @@ async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
 /// heard after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletions_heard_back_to_back_go_within_the_window_without_another_event() {
-    let bundle = |n: u32| {
-        let mut b = rest_bundle(true, 10, "2025-01-01T00:10:00Z");
-        b["id"] = json!(format!("00000000-0000-4000-8000-00000000000{n}"));
-        b["name"] = json!(format!("work-{n}"));
-        b["metadata"] = json!({"name": format!("work-{n}"), "labels": {"api.openshift.com/id": format!("cluster-{n}")}});
-        b
-    };
-    let listed = list(vec![bundle(1), bundle(2)]);
+    let listed = list(vec![numbered_bundle(1), numbered_bundle(2)]);
     let stand = StandIn::start(move |_| Behaviour::Answer(200, listed.clone())).await;
     let (grpc, address) = StandInServer::start().await;
     let events = grpc.next_subscription();
@@ -674,8 +686,7 @@ async fn deletions_heard_back_to_back_go_within_the_window_without_another_event
     until("the first list", Duration::from_secs(10), || h.up() == 1).await;
     h.sink.take();
 
-    let deleted = json!({"conditions": [{"type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
-        "message": "", "lastTransitionTime": "2025-01-01T00:20:00Z"}]});
+    let deleted = deleted_status();
     let at = "2025-01-01T00:20:00Z"
         .parse::<jiff::Timestamp>()
         .unwrap()
@@ -685,12 +696,11 @@ async fn deletions_heard_back_to_back_go_within_the_window_without_another_event
             .iter()
             .any(|(hop, o, p)| *hop == Hop::MaestroBundle && o == work && p == "gone")
     };
-    let id = |n: u32| format!("00000000-0000-4000-8000-00000000000{n}");
     let window = maestro::FORGET_WINDOW;
     let mut after = Vec::new();
     // The first deletion goes at once (none was forgotten before it)...
     events
-        .send(Ok(status_event(&id(1), 30, at, &deleted)))
+        .send(Ok(status_event(&numbered_id(1), 30, at, &deleted)))
         .await
         .unwrap();
     until("the first deletion", Duration::from_secs(5), || {
@@ -701,7 +711,7 @@ async fn deletions_heard_back_to_back_go_within_the_window_without_another_event
     // ...the second, heard within the window after it, goes at the
     // window's end, with nothing heard after it.
     events
-        .send(Ok(status_event(&id(2), 30, at, &deleted)))
+        .send(Ok(status_event(&numbered_id(2), 30, at, &deleted)))
         .await
         .unwrap();
     until(
@@ -726,11 +736,8 @@ async fn deletions_heard_back_to_back_go_within_the_window_without_another_event
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_on_the_stream_misses_no_bundle_when_one_before_it_goes() {
     let bundle = |n: u32| {
-        let mut b = rest_bundle(true, 10, "2025-01-01T00:10:00Z");
-        b["id"] = json!(format!("00000000-0000-4000-8000-00000000000{n}"));
-        b["name"] = json!(format!("work-{n}"));
+        let mut b = numbered_bundle(n);
         b["created_at"] = json!(format!("2025-01-01T00:0{n}:00.000000Z"));
-        b["metadata"] = json!({"name": format!("work-{n}"), "labels": {"api.openshift.com/id": format!("cluster-{n}")}});
         b
     };
     let live = Arc::new(Mutex::new((1..=4).map(bundle).collect::<Vec<Value>>()));

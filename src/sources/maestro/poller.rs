@@ -75,6 +75,12 @@ impl BundleField {
     }
 }
 
+/// When work gathered for a window is due: never without any, at once the
+/// first time, else a window after it was last done.
+fn window_due(pending: bool, last: Option<Instant>, window: Duration) -> Option<Instant> {
+    pending.then(|| last.map_or_else(Instant::now, |last| last + window))
+}
+
 /// The Maestro poller.
 pub struct MaestroSource {
     ctx: SourceContext,
@@ -331,13 +337,7 @@ impl MaestroSource {
     /// at once, or a window after the last time (docs/design.md §9.10).
     /// `None` when there are none.
     pub fn forget_due(&self) -> Option<Instant> {
-        if self.deleted.is_empty() {
-            return None;
-        }
-        Some(
-            self.last_forget
-                .map_or_else(Instant::now, |last| last + FORGET_WINDOW),
-        )
+        window_due(!self.deleted.is_empty(), self.last_forget, FORGET_WINDOW)
     }
 
     /// Forget the bundles the stream said were deleted, and deliver that
@@ -359,12 +359,10 @@ impl MaestroSource {
     /// a window after the last such read (docs/design.md §9.10). `None`
     /// when there are none.
     pub fn unread_due(&self) -> Option<Instant> {
-        if self.unread.is_empty() {
-            return None;
-        }
-        Some(
-            self.last_unread_read
-                .map_or_else(Instant::now, |last| last + UNREAD_WINDOW),
+        window_due(
+            !self.unread.is_empty(),
+            self.last_unread_read,
+            UNREAD_WINDOW,
         )
     }
 
