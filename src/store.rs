@@ -491,7 +491,7 @@ impl Store {
                 state
                     .fleet
                     .get(id)
-                    .map(|t| t.identity.platform.clone())
+                    .map(|t| t.identity.platform.to_string())
                     .unwrap_or_default()
             });
         }

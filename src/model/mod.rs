@@ -1,6 +1,7 @@
 //! The timeline model (docs/design.md §3): pure, takes `now` as an argument.
 
 mod budget;
+mod condition;
 mod fleet;
 mod hop;
 mod ids;
@@ -17,6 +18,7 @@ mod trace_link;
 mod verdict;
 
 pub use budget::{HopBudgets, OperationBudgets};
+pub use condition::{Condition, ConditionSays};
 pub use fleet::{
     ApplyResult, DEFAULT_NODE_POOL_CREATE_TARGET, DEFAULT_NODE_POOL_DELETE_TARGET,
     DEFAULT_NODE_POOL_UPGRADE_TARGET, DEFAULT_UPGRADE_TARGET, Event, Fleet, Join, ModelConfig,
@@ -31,8 +33,8 @@ pub use memory::{
     ObjectMemory,
 };
 pub use observation::{
-    Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, IdentityPatch,
-    MAX_STATE_LEN, Observation, PodCounts, Replicas, Rollout, bounded_state, shared_conditions,
+    Batch, Change, ClusterKey, FailsAfterBudget, HopError, HopView, IdentityPatch, MAX_STATE_LEN,
+    Observation, PodCounts, Replicas, Rollout, bounded_state, shared_conditions,
 };
 pub use operation::{
     CREATE, DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, NODE_POOL_UPGRADE,

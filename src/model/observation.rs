@@ -8,7 +8,8 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::hop::{ConditionStatus, Hop, Phase, Via};
+use super::condition::Condition;
+use super::hop::{Hop, Phase, Via};
 use super::stamp::Stamp;
 use super::text::Text;
 
@@ -133,14 +134,7 @@ impl HopView {
         created_at.hash(&mut h);
         updated_at.hash(&mut h);
         for c in conditions.iter() {
-            let Condition {
-                kind,
-                status,
-                reason,
-                message,
-                last_transition,
-            } = c;
-            (kind, status, reason, message, last_transition).hash(&mut h);
+            c.hash_into(&mut h);
         }
         // Derived: every field, a new one too.
         view.identity().hash(&mut h);
@@ -183,29 +177,6 @@ pub fn shared_conditions(conditions: Vec<Condition>) -> Arc<[Condition]> {
         return Arc::default();
     }
     conditions.into()
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub kind: Text,
-    pub status: ConditionStatus,
-    pub reason: Text,
-    pub message: Text,
-    pub last_transition: Option<Stamp>,
-}
-
-impl Condition {
-    /// The kind a finalizer holding a deleting object is kept as: one
-    /// condition per finalizer, status True, its name the reason, dated by
-    /// the deletionTimestamp (docs/design.md §15.3). Kept among the
-    /// conditions rather than in a field of its own: a field would cost
-    /// every view of a fleet its size, for the few objects being deleted.
-    pub const FINALIZER: &'static str = "Finalizer";
-
-    pub fn is_finalizer(&self) -> bool {
-        self.kind == Self::FINALIZER
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

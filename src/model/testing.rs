@@ -3,10 +3,11 @@
 
 use jiff::Timestamp;
 
+use super::condition::Condition;
 use super::hop::{ConditionStatus, Hop, Phase, Via};
 use super::observation::{
-    Batch, Change, ClusterKey, Condition, FailsAfterBudget, HopError, HopView, Observation,
-    PodCounts, Replicas,
+    Batch, Change, ClusterKey, FailsAfterBudget, HopError, HopView, Observation, PodCounts,
+    Replicas,
 };
 use super::text::Text;
 
@@ -94,13 +95,7 @@ impl Obs {
         at: Timestamp,
     ) -> Obs {
         let view = self.view();
-        let added = Condition {
-            kind: kind.into(),
-            status,
-            reason: reason.into(),
-            message: Text::default(),
-            last_transition: Some(at.into()),
-        };
+        let added = Condition::new(kind, status, reason, Text::default(), Some(at.into()));
         view.conditions = view.conditions.iter().cloned().chain([added]).collect();
         self
     }

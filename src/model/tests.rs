@@ -777,12 +777,12 @@ fn a_views_fingerprint_sees_every_change() {
     assert_ne!(base.fingerprint(), other.fingerprint());
     assert_eq!(base.fingerprint(), base.clone().fingerprint());
     let mut condition = base.clone();
-    condition.conditions = std::sync::Arc::new([Condition {
-        kind: "Available".into(),
-        status: ConditionStatus::False,
-        reason: "WaitingForNodes".into(),
-        message: "".into(),
-        last_transition: None,
-    }]);
+    condition.conditions = std::sync::Arc::new([Condition::new(
+        "Available",
+        ConditionStatus::False,
+        "WaitingForNodes",
+        "",
+        None,
+    )]);
     assert_ne!(base.fingerprint(), condition.fingerprint());
 }

@@ -55,7 +55,7 @@ impl Text {
         if let Some(shared) = interner.strings.get(s) {
             return Text(shared.0.clone());
         }
-        if interner.strings.len() >= SWEEP_FLOOR.max(interner.after_sweep * 2) {
+        if sweep_due(interner.strings.len(), interner.after_sweep) {
             interner
                 .strings
                 .retain(|shared| Arc::strong_count(&shared.0) > 1);
@@ -69,6 +69,13 @@ impl Text {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// Whether an interner of `len` entries, `after_sweep` after its last
+/// sweep, drops what nothing else holds before it grows: when it has
+/// doubled, so it holds at most twice what is live.
+pub(super) fn sweep_due(len: usize, after_sweep: usize) -> bool {
+    len >= SWEEP_FLOOR.max(after_sweep * 2)
 }
 
 /// The empty text, interned once: every new hop starts with it, and a

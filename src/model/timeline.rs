@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
+use super::condition::Condition;
 use super::hop::{Hop, Phase, Via};
-use super::observation::{Condition, HopError, HopView, IdentityPatch, PodCounts, Replicas};
+use super::observation::{HopError, HopView, IdentityPatch, PodCounts, Replicas};
 use super::stamp::Stamp;
 pub use super::stamp::TimeMark;
 use super::text::Text;
@@ -14,38 +15,48 @@ pub use super::operation::OperationOutcome as CreationOutcome;
 
 /// The identities of one cluster, merged from every hop that knows some.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+///
+/// What a fleet repeats (subscription, resource group, management cluster,
+/// platform, version) is shared text, one copy for every cluster that has it;
+/// what names one cluster is its own string (docs/design.md §5.5).
 pub struct Identity {
     pub name: String,
     pub resource_id: String,
-    pub subscription_id: String,
-    pub resource_group: String,
-    pub mgmt_cluster: String,
+    pub subscription_id: Text,
+    pub resource_group: Text,
+    pub mgmt_cluster: Text,
     pub namespace: String,
-    pub platform: String,
-    pub version: String,
+    pub platform: Text,
+    pub version: Text,
 }
 
 impl Identity {
     /// Fill in what the patch knows; returns true when anything changed.
     pub fn merge(&mut self, patch: &IdentityPatch) -> bool {
+        fn news<'a>(value: &'a Option<String>, field: &str) -> Option<&'a str> {
+            value.as_deref().filter(|v| !v.is_empty() && *v != field)
+        }
         let mut changed = false;
         let mut set = |field: &mut String, value: &Option<String>| {
-            if let Some(v) = value
-                && !v.is_empty()
-                && field != v
-            {
-                *field = v.clone();
+            if let Some(v) = news(value, field) {
+                *field = v.to_string();
                 changed = true;
             }
         };
         set(&mut self.name, &patch.name);
         set(&mut self.resource_id, &patch.resource_id);
-        set(&mut self.subscription_id, &patch.subscription_id);
-        set(&mut self.resource_group, &patch.resource_group);
-        set(&mut self.mgmt_cluster, &patch.mgmt_cluster);
         set(&mut self.namespace, &patch.namespace);
-        set(&mut self.platform, &patch.platform);
-        set(&mut self.version, &patch.version);
+        let mut set_shared = |field: &mut Text, value: &Option<String>| {
+            if let Some(v) = news(value, field) {
+                *field = Text::intern(v);
+                changed = true;
+            }
+        };
+        set_shared(&mut self.subscription_id, &patch.subscription_id);
+        set_shared(&mut self.resource_group, &patch.resource_group);
+        set_shared(&mut self.mgmt_cluster, &patch.mgmt_cluster);
+        set_shared(&mut self.platform, &patch.platform);
+        set_shared(&mut self.version, &patch.version);
         changed
     }
 }

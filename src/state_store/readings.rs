@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::{LoadError, StateStore, StateStoreError};
 use crate::model::{
     Change, ClusterKey, Condition, ConditionStatus, FailsAfterBudget, Hop, HopError, HopView,
-    IdentityPatch, Observation, Phase, PodCounts, Replicas, Stamp, Text, Timeline, Via,
+    IdentityPatch, Observation, Phase, PodCounts, Replicas, Stamp, Timeline, Via,
 };
 
 pub const READINGS_FILE_NAME: &str = "readings.json.gz";
@@ -189,12 +189,14 @@ impl SavedObject {
         view.since = self.since.map(Stamp::new);
         view.created_at = self.created_at.map(Stamp::new);
         view.updated_at = self.updated_at.map(Stamp::new);
-        let conditions = self.conditions.into_iter().map(|c| Condition {
-            kind: Text::intern(&c.kind),
-            status: c.status,
-            reason: Text::intern(&c.reason),
-            message: Text::from(c.message),
-            last_transition: c.last_transition.map(Stamp::new),
+        let conditions = self.conditions.into_iter().map(|c| {
+            Condition::new(
+                c.kind.as_str(),
+                c.status,
+                c.reason.as_str(),
+                c.message,
+                c.last_transition.map(Stamp::new),
+            )
         });
         view.conditions = crate::model::shared_conditions(conditions.collect());
         view.error = self.error.map(|e| Box::new(hop_error(e)));
@@ -245,12 +247,12 @@ fn saved_identity(timeline: &Timeline) -> SavedIdentity {
     SavedIdentity {
         name: id.name.clone(),
         resource_id: id.resource_id.clone(),
-        subscription_id: id.subscription_id.clone(),
-        resource_group: id.resource_group.clone(),
-        mgmt_cluster: id.mgmt_cluster.clone(),
+        subscription_id: id.subscription_id.to_string(),
+        resource_group: id.resource_group.to_string(),
+        mgmt_cluster: id.mgmt_cluster.to_string(),
         namespace: id.namespace.clone(),
-        platform: id.platform.clone(),
-        version: id.version.clone(),
+        platform: id.platform.to_string(),
+        version: id.version.to_string(),
     }
 }
 

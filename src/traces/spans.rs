@@ -98,14 +98,14 @@ fn identity_attributes(
     if let Some(timeline) = timeline {
         let identity = &timeline.identity;
         for (key, value) in [
-            ("hcp.cluster.name", &identity.name),
-            ("cloud.resource_id", &identity.resource_id),
-            ("hcp.mgmt_cluster", &identity.mgmt_cluster),
-            ("hcp.platform", &identity.platform),
-            ("hcp.cluster.version", &identity.version),
+            ("hcp.cluster.name", identity.name.as_str()),
+            ("cloud.resource_id", identity.resource_id.as_str()),
+            ("hcp.mgmt_cluster", identity.mgmt_cluster.as_str()),
+            ("hcp.platform", identity.platform.as_str()),
+            ("hcp.cluster.version", identity.version.as_str()),
         ] {
             if !value.is_empty() {
-                attributes.push(KeyValue::new(key, value.clone()));
+                attributes.push(KeyValue::new(key, value.to_string()));
             }
         }
     }

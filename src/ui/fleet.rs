@@ -130,7 +130,7 @@ pub fn row_of(timeline: &Timeline, judge: &Judge) -> Row {
     Row {
         cluster_id: timeline.cluster_id.clone(),
         name: timeline.identity.name.clone(),
-        mgmt_cluster: timeline.identity.mgmt_cluster.clone(),
+        mgmt_cluster: timeline.identity.mgmt_cluster.to_string(),
         resource_id: timeline.identity.resource_id.clone(),
         outcome: timeline.outcome,
         operation: timeline.operation_in_flight(),

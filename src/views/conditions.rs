@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::{UnknownValue, null_default, parse_time};
-use crate::model::{Condition, ConditionStatus, HopError, Stamp, Text};
+use crate::model::{Condition, ConditionStatus, HopError, Stamp};
 
 /// A condition on the wire. Times stay strings until [`read`]: one odd
 /// timestamp must not reject the whole object.
@@ -36,16 +36,18 @@ pub fn read(wire: &[WireCondition], unknown: &mut Vec<UnknownValue>) -> Arc<[Con
     let read: Vec<Condition> = wire
         .iter()
         .filter(|c| !c.kind.is_empty())
-        .map(|c| Condition {
-            kind: Text::intern(&c.kind),
-            status: ConditionStatus::from_upstream(&c.status),
-            reason: Text::intern(&c.reason),
-            message: Text::intern(&c.message),
-            last_transition: parse_time(
-                c.last_transition_time.as_deref(),
-                "conditions.lastTransitionTime",
-                unknown,
-            ),
+        .map(|c| {
+            Condition::new(
+                c.kind.as_str(),
+                ConditionStatus::from_upstream(&c.status),
+                c.reason.as_str(),
+                c.message.as_str(),
+                parse_time(
+                    c.last_transition_time.as_deref(),
+                    "conditions.lastTransitionTime",
+                    unknown,
+                ),
+            )
         })
         .collect();
     crate::model::shared_conditions(read)
@@ -110,11 +112,11 @@ pub fn failure(c: &Condition) -> HopError {
 /// A condition for table tests: `kind` at `status`, with `reason`.
 #[cfg(test)]
 pub(crate) fn test_condition(kind: &str, status: &str, reason: &str) -> Condition {
-    Condition {
-        kind: kind.into(),
-        status: ConditionStatus::from_upstream(status),
-        reason: reason.into(),
-        message: Text::default(),
-        last_transition: None,
-    }
+    Condition::new(
+        kind,
+        ConditionStatus::from_upstream(status),
+        reason,
+        "",
+        None,
+    )
 }

@@ -427,7 +427,7 @@ fn the_readings_file_keeps_every_object_maestro_delivered_and_nothing_else() {
     assert_eq!(direct, Some(Some(false)));
     // The identity comes back with the cluster.
     let name = second.with_timeline("c1", |t| {
-        (t.identity.name.clone(), t.identity.platform.clone())
+        (t.identity.name.clone(), t.identity.platform.to_string())
     });
     assert_eq!(name, Some(("cluster-one".to_string(), "azure".to_string())));
     // Restored: ready for /readyz, not synced, not up.

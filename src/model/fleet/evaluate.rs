@@ -177,8 +177,8 @@ pub(super) fn refresh_hop(
             hop,
             via: hop_state.via,
             counted: hop_state.via == Via::Direct,
-            platform: timeline.identity.platform.clone(),
-            version: timeline.identity.version.clone(),
+            platform: timeline.identity.platform.to_string(),
+            version: timeline.identity.version.to_string(),
             outcome,
             started: started.into(),
             ended: hop_state.since.at.max(started).into(),
@@ -265,7 +265,8 @@ pub(super) fn evaluate_creation(
         && config.terminal_hops.contains(&Hop::RpFrontend)
         && config
             .self_managed_hubs
-            .contains(&timeline.identity.mgmt_cluster)
+            .iter()
+            .any(|hub| *hub == timeline.identity.mgmt_cluster)
     {
         without_rp = config
             .terminal_hops
@@ -475,8 +476,8 @@ pub(super) fn deletion_hop_gone(
             hop,
             via,
             counted,
-            platform: timeline.identity.platform.clone(),
-            version: timeline.identity.version.clone(),
+            platform: timeline.identity.platform.to_string(),
+            version: timeline.identity.version.to_string(),
             outcome: Outcome::Succeeded,
             started: started.into(),
             ended: at.max(started.into()),
@@ -776,7 +777,7 @@ pub(super) fn day2_hop_done(
             hop,
             via,
             counted: counted && via == Via::Direct,
-            platform: timeline.identity.platform.clone(),
+            platform: timeline.identity.platform.to_string(),
             version: version.to_string(),
             outcome,
             started: hop_started.into(),

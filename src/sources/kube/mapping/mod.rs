@@ -172,12 +172,14 @@ pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView)
     view.since = Some(since);
     let finalizers = meta.finalizers.iter().flatten().filter(|f| !f.is_empty());
     let held: Vec<crate::model::Condition> = finalizers
-        .map(|name| crate::model::Condition {
-            kind: crate::model::Condition::FINALIZER.into(),
-            status: crate::model::ConditionStatus::True,
-            reason: name.as_str().into(),
-            message: crate::model::Text::default(),
-            last_transition: Some(since),
+        .map(|name| {
+            crate::model::Condition::new(
+                crate::model::Condition::FINALIZER,
+                crate::model::ConditionStatus::True,
+                name.as_str(),
+                crate::model::Text::default(),
+                Some(since),
+            )
         })
         .collect();
     if !held.is_empty() {
