@@ -33,31 +33,31 @@ pub struct Identity {
 impl Identity {
     /// Fill in what the patch knows; returns true when anything changed.
     pub fn merge(&mut self, patch: &IdentityPatch) -> bool {
-        fn news<'a>(value: &'a Option<String>, field: &str) -> Option<&'a str> {
-            value.as_deref().filter(|v| !v.is_empty() && *v != field)
+        /// Set `field` to what the patch says, when it says something new.
+        fn fill<T: AsRef<str> + for<'a> From<&'a str>>(
+            field: &mut T,
+            value: &Option<String>,
+        ) -> bool {
+            let news = value
+                .as_deref()
+                .filter(|v| !v.is_empty() && *v != field.as_ref());
+            if let Some(v) = news {
+                *field = T::from(v);
+            }
+            news.is_some()
         }
-        let mut changed = false;
-        let mut set = |field: &mut String, value: &Option<String>| {
-            if let Some(v) = news(value, field) {
-                *field = v.to_string();
-                changed = true;
-            }
-        };
-        set(&mut self.name, &patch.name);
-        set(&mut self.resource_id, &patch.resource_id);
-        set(&mut self.namespace, &patch.namespace);
-        let mut set_shared = |field: &mut Text, value: &Option<String>| {
-            if let Some(v) = news(value, field) {
-                *field = Text::intern(v);
-                changed = true;
-            }
-        };
-        set_shared(&mut self.subscription_id, &patch.subscription_id);
-        set_shared(&mut self.resource_group, &patch.resource_group);
-        set_shared(&mut self.mgmt_cluster, &patch.mgmt_cluster);
-        set_shared(&mut self.platform, &patch.platform);
-        set_shared(&mut self.version, &patch.version);
-        changed
+        // An array, not `||`: every field is filled, not only up to the first change.
+        let filled = [
+            fill(&mut self.name, &patch.name),
+            fill(&mut self.resource_id, &patch.resource_id),
+            fill(&mut self.subscription_id, &patch.subscription_id),
+            fill(&mut self.resource_group, &patch.resource_group),
+            fill(&mut self.mgmt_cluster, &patch.mgmt_cluster),
+            fill(&mut self.namespace, &patch.namespace),
+            fill(&mut self.platform, &patch.platform),
+            fill(&mut self.version, &patch.version),
+        ];
+        filled.contains(&true)
     }
 }
 
