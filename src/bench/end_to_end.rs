@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 
 use super::figures::{Latency, fleet_level_series_in, resident_memory_of, series_in};
 use super::process::{
-    Scraper, Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
+    Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
 };
 use super::readings::{available_bundles, by_source, cluster_ids};
+use super::scraper::Scraper;
 use super::{BenchError, MaestroMode, pin};
 
 /// What the end-to-end benchmark measured of a `hcp-flow serve` process
@@ -19,6 +20,9 @@ pub struct EndToEndFigures {
     pub mode: MaestroMode,
     pub time_to_ready: Duration,
     pub scrape: Latency,
+    /// The same scrapes through reqwest, a second copy on the scraper's
+    /// core: as runs before 2026-11-28 (third) timed them.
+    pub scrape_reqwest: Latency,
     /// Scrapes asking for gzip, and the compressed body's size.
     pub scrape_gzip: Latency,
     pub gzip_bytes: usize,
@@ -254,7 +258,7 @@ pub async fn end_to_end(
     let rss_at_ready = resident_memory_of(&pid);
     let ready_at = Instant::now();
 
-    let mut scraper = Scraper::new(client, format!("{base}/metrics"));
+    let mut scraper = Scraper::new(client, format!("{base}/metrics"))?;
     // Counters are compared up to the last scrape that ended before any
     // source's first relist could begin (a second to spare).
     let requests_until = (first_lists_ended_after + full_relist)
@@ -301,6 +305,7 @@ pub async fn end_to_end(
     let (bytes, series) = (last.len(), series_in(last));
     let fleet_series = fleet_level_series_in(last);
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
+    let scrape_reqwest = scraper.timed_reqwest(scrapes).await?;
     let rss = resident_memory_of(&pid);
     drop(child);
     let _ = std::fs::remove_file(&path);
@@ -310,6 +315,7 @@ pub async fn end_to_end(
         time_to_ready,
         scrape,
         scrape_gzip,
+        scrape_reqwest,
         gzip_bytes,
         bytes,
         series,

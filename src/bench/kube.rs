@@ -11,8 +11,9 @@ use super::BenchError;
 use super::figures::{Latency, fleet_level_series_in, resident_memory_of, series_in};
 use super::pin;
 use super::process::{
-    Scraper, Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
+    Serving, free_port, on_threads, ready_deadline, serve_child, upstream_threads,
 };
+use super::scraper::Scraper;
 
 /// What the management-side benchmark measured of a `hcp-flow serve`
 /// process watching one simulated Kubernetes API server.
@@ -28,6 +29,9 @@ pub struct KubeFigures {
     /// `/metrics` scrape (an upper bound: includes one scrape's duration).
     pub event_to_metrics: Latency,
     pub scrape: Latency,
+    /// The same scrapes through reqwest, a second copy on the scraper's
+    /// core: as runs before 2026-11-28 (third) timed them.
+    pub scrape_reqwest: Latency,
     /// Scrapes asking for gzip, and the compressed body's size.
     pub scrape_gzip: Latency,
     pub gzip_bytes: usize,
@@ -182,7 +186,7 @@ pub async fn kube(
         ..
     } = serve_child(&config, &path, &pinning, ready_deadline(clusters)).await?;
     let rss_at_ready = resident_memory_of(&pid);
-    let mut scraper = Scraper::new(client, format!("{base}/metrics"));
+    let mut scraper = Scraper::new(client, format!("{base}/metrics"))?;
 
     // Each change: one NodePool's desired replicas, 2 → 3 or back, spread
     // over the fleet; timed from the API server's write to the first scrape
@@ -236,6 +240,7 @@ pub async fn kube(
     let (bytes, series) = (last.len(), series_in(last));
     let fleet_series = fleet_level_series_in(last);
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
+    let scrape_reqwest = scraper.timed_reqwest(scrapes).await?;
     let rss = resident_memory_of(&pid);
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
@@ -246,6 +251,7 @@ pub async fn kube(
         event_to_metrics: Latency::from_samples(latencies),
         scrape,
         scrape_gzip,
+        scrape_reqwest,
         gzip_bytes,
         bytes,
         series,

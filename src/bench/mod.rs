@@ -22,6 +22,7 @@ pub mod pin;
 pub mod process;
 pub mod readings;
 pub mod report;
+pub mod scraper;
 pub mod soak;
 pub mod warm;
 
@@ -31,8 +32,9 @@ pub use end_to_end::{EndToEndFigures, end_to_end};
 pub use figures::{Latency, mib, ms, resident_memory, resident_memory_of};
 pub use in_process::{ExpositionFigures, exposition, synthetic_cluster, synthetic_store};
 pub use kube::{KubeFigures, kube};
-pub use process::{SHIPPED_ALLOCATOR_ENV, Scraper, ready_deadline, upstream_threads};
+pub use process::{SHIPPED_ALLOCATOR_ENV, ready_deadline, upstream_threads};
 pub use report::{report, report_kube};
+pub use scraper::{ScrapeError, Scraper};
 
 use process::{Serving, free_port, serve_child};
 
@@ -53,7 +55,7 @@ pub enum BenchError {
     #[error("the exporter did not become ready within {0:?}")]
     NotReady(Duration),
     #[error("scraping the exporter failed")]
-    Scrape(#[source] reqwest::Error),
+    Scrape(#[from] ScrapeError),
     #[error("the exporter's /metrics is not UTF-8 text")]
     NotText(#[source] std::str::Utf8Error),
     #[error("the exposition benchmark did not finish: {0}")]

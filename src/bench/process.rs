@@ -1,88 +1,9 @@
-//! The exporter the benches measure, as a child process, and the scraper
-//! that reads it as Prometheus does.
+//! The exporter the benches measure, as a child process.
 
 use std::time::{Duration, Instant};
 
 use super::BenchError;
-use super::figures::Latency;
 use super::pin;
-
-/// A scraper that reads as Prometheus does: with Prometheus's `Accept`
-/// header, the whole body into one buffer kept from scrape to scrape
-/// (Prometheus takes it from a pool sized by its last scrape of the
-/// target). The clock stops when the last byte has arrived; reading the
-/// text comes after it, as the scraper's own parsing is not the exporter's
-/// cost. A buffer new to every scrape cost the scraping core a tenth or
-/// more of its time in page faults on 48 MiB (docs/performance.md).
-pub struct Scraper {
-    client: reqwest::Client,
-    url: String,
-    body: Vec<u8>,
-}
-
-impl Scraper {
-    pub fn new(client: reqwest::Client, url: String) -> Scraper {
-        Scraper {
-            client,
-            url,
-            body: Vec::new(),
-        }
-    }
-
-    /// One scrape of the plain text, timed until its last byte; its text is
-    /// then [`Scraper::text`].
-    pub async fn scrape(&mut self) -> Result<Duration, BenchError> {
-        self.read(None).await
-    }
-
-    /// The last scrape's body as text.
-    pub fn text(&self) -> Result<&str, BenchError> {
-        std::str::from_utf8(&self.body).map_err(BenchError::NotText)
-    }
-
-    /// `scrapes` plain scrapes in a row: their times; the last one's body
-    /// stays in [`Scraper::text`].
-    pub async fn timed(&mut self, scrapes: usize) -> Result<Latency, BenchError> {
-        self.repeat(scrapes, None).await
-    }
-
-    /// Scrapes as Prometheus makes them by default, asking for gzip: the
-    /// time until the compressed body has arrived, and its size. Undecoded,
-    /// as a scraper on another host would receive it.
-    pub async fn gzip(&mut self, scrapes: usize) -> Result<(Latency, usize), BenchError> {
-        let latency = self.repeat(scrapes, Some("gzip")).await?;
-        Ok((latency, self.body.len()))
-    }
-
-    async fn repeat(
-        &mut self,
-        scrapes: usize,
-        encoding: Option<&str>,
-    ) -> Result<Latency, BenchError> {
-        let mut samples = Vec::with_capacity(scrapes);
-        for _ in 0..scrapes.max(1) {
-            samples.push(self.read(encoding).await?);
-        }
-        Ok(Latency::from_samples(samples))
-    }
-
-    async fn read(&mut self, encoding: Option<&str>) -> Result<Duration, BenchError> {
-        let mut request = self.client.get(&self.url).header(
-            reqwest::header::ACCEPT,
-            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
-        );
-        if let Some(encoding) = encoding {
-            request = request.header(reqwest::header::ACCEPT_ENCODING, encoding);
-        }
-        self.body.clear();
-        let start = Instant::now();
-        let mut response = request.send().await.map_err(BenchError::Scrape)?;
-        while let Some(chunk) = response.chunk().await.map_err(BenchError::Scrape)? {
-            self.body.extend_from_slice(&chunk);
-        }
-        Ok(start.elapsed())
-    }
-}
 
 /// A loopback port nothing listens on, for the exporter the bench starts.
 pub(super) fn free_port() -> Result<u16, BenchError> {

@@ -247,6 +247,17 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             r.scrape.samples
         )
     });
+    row(
+        "the same through reqwest (a second copy on the scraper's core) p50 / p99 / max",
+        &|r| {
+            format!(
+                "{:.1} / {:.1} / {:.1} ms",
+                ms(r.scrape_reqwest.p50),
+                ms(r.scrape_reqwest.p99),
+                ms(r.scrape_reqwest.max),
+            )
+        },
+    );
     row("scrape over HTTP asking for gzip p50 / p99 / max", &|r| {
         format!(
             "{:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB)",
@@ -287,6 +298,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
          | watch event → visible in /metrics p50 / p99 / max | {:.0} / {:.0} / {:.0} ms ({} changes; includes one scrape) |\n\
          | series | {} |\n| series budget (without `cluster_id`: fleet-level) | {} |\n| bytes | {} ({:.1} MiB) |\n\
          | scrape over HTTP p50 / p99 / max | {:.1} / {:.1} / {:.1} ms ({} scrapes) |\n\
+         | the same through reqwest (a second copy on the scraper's core) p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
          | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
          | CPUs | {} |\n",
@@ -305,6 +317,9 @@ pub fn report_kube(k: &KubeFigures) -> String {
         ms(k.scrape.p99),
         ms(k.scrape.max),
         k.scrape.samples,
+        ms(k.scrape_reqwest.p50),
+        ms(k.scrape_reqwest.p99),
+        ms(k.scrape_reqwest.max),
         ms(k.scrape_gzip.p50),
         ms(k.scrape_gzip.p99),
         ms(k.scrape_gzip.max),

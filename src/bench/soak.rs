@@ -166,7 +166,7 @@ pub async fn soak(
         .into_iter()
         .map(|c| c.cluster_id)
         .collect();
-    let mut scraper = super::Scraper::new(client, format!("{base}/metrics"));
+    let mut scraper = super::Scraper::new(client, format!("{base}/metrics"))?;
     scraper.scrape().await?;
     let (extra_by_hops, missing) = reconcile(scraper.text()?, &world_ids);
     drop(child);

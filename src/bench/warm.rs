@@ -19,13 +19,14 @@ use std::time::{Duration, Instant};
 use super::end_to_end::{bench_config, bench_world};
 use super::figures::resident_memory_of;
 use super::process::{
-    Readiness, Scraper, Spawned, Stopped, free_port, on_threads, ready_deadline, spawn_child,
+    Readiness, Spawned, Stopped, free_port, on_threads, ready_deadline, spawn_child,
     upstream_threads,
 };
 use super::readings::{
     available_bundles, cluster_ids, kind_states, source_up, value_of, value_where,
 };
 use super::report::rss_text;
+use super::scraper::Scraper;
 use super::{BenchError, MaestroMode, pin};
 
 /// The source whose restart is measured.
@@ -300,7 +301,7 @@ pub async fn warm_restart(
     let mut scraper = Scraper::new(
         cold_child.client.clone(),
         format!("{}/metrics", cold_child.base),
-    );
+    )?;
     let state_writes = loop {
         scraper.scrape().await?;
         let writes = value_where(
@@ -390,7 +391,7 @@ async fn start(
     cycle: Duration,
 ) -> Result<StartFigures, BenchError> {
     let started = spawned.started;
-    let mut scraper = Scraper::new(spawned.client.clone(), format!("{}/metrics", spawned.base));
+    let mut scraper = Scraper::new(spawned.client.clone(), format!("{}/metrics", spawned.base))?;
     // The first scrape the exporter answers.
     while let Err(error) = scraper.scrape().await {
         if let Some(status) = spawned.child.exited() {
