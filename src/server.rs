@@ -372,7 +372,30 @@ fn json_response(body: Result<Vec<u8>, serde_json::Error>) -> Response {
 mod tests {
     use std::sync::Arc;
 
-    use super::{CHUNK_BYTES, ChunkWriter, accepts_gzip};
+    use super::{CHUNK_BYTES, CHUNK_POOL, ChunkWriter, PooledChunk, accepts_gzip, recycle_chunk};
+
+    fn kept(ptr: *const u8) -> bool {
+        CHUNK_POOL
+            .lock()
+            .is_ok_and(|pool| pool.iter().any(|b| b.as_ptr() == ptr))
+    }
+
+    /// A chunk the socket has written leaves its buffer for the next one;
+    /// a buffer that grew past a chunk is not kept.
+    #[test]
+    fn a_written_chunks_buffer_is_kept_for_the_next() {
+        let buffer: Vec<u8> = Vec::with_capacity(CHUNK_BYTES);
+        let ptr = buffer.as_ptr();
+        let body = bytes::Bytes::from_owner(PooledChunk(buffer));
+        assert!(!kept(ptr));
+        drop(body);
+        assert!(kept(ptr), "the written chunk's buffer was not kept");
+
+        let grown: Vec<u8> = Vec::with_capacity(2 * CHUNK_BYTES);
+        let ptr = grown.as_ptr();
+        recycle_chunk(grown);
+        assert!(!kept(ptr));
+    }
     use crate::metrics::exposition::{Format, WriteSink, render, render_to};
     use crate::metrics::fleet::{RenderConfig, RenderedCluster, all_families, render_cluster};
     use crate::model::testing::{batch, obs};
