@@ -167,6 +167,12 @@ impl Inbox {
         }
     }
 
+    /// Messages queued now (heartbeats too), the one a wait received
+    /// included.
+    pub(super) fn queued(&self) -> usize {
+        self.rx.len() + usize::from(self.lookahead.is_some())
+    }
+
     /// Why the stream was lost, once it was.
     pub(super) fn lost(&self) -> Option<&StreamError> {
         self.lost.as_ref()

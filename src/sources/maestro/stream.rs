@@ -336,3 +336,125 @@ fn tls_config(cfg: &MaestroGrpcConfig) -> Result<rustls::ClientConfig, StreamErr
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::config::{HttpSourceConfig, MaestroConfig};
+    use crate::metrics::exporter::ExporterMetrics;
+    use crate::model::Batch;
+    use crate::sources::ObservationSink;
+    use crate::sources::health::SourceHealth;
+
+    struct Discard;
+
+    impl ObservationSink for Discard {
+        fn apply(&self, _: Batch) {}
+    }
+
+    /// Maestro's REST list: one bundle, one page.
+    async fn one_bundle_list() -> url::Url {
+        let body = serde_json::json!({
+            "kind": "ResourceBundleList", "page": 1, "size": 1, "total": 1,
+            "items": [{
+                "id": "00000000-0000-4000-8000-000000000001", "kind": "ResourceBundle",
+                "name": "work-1", "consumer_name": "mgmt-1",
+                "created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:05:00Z",
+                "metadata": {"name": "work-1", "labels": {"api.openshift.com/id": "cluster-1"}},
+                "manifests": [], "status": {"conditions": []},
+            }],
+        })
+        .to_string();
+        let app = axum::Router::new().route(
+            super::super::BUNDLES_PATH,
+            axum::routing::get(move || std::future::ready(body.clone())),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let address = listener.local_addr().expect("a bound port");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url::Url::parse(&format!("http://{address}")).expect("a loopback URL")
+    }
+
+    /// A list on the stream ends while events keep coming: between two
+    /// pages the source applies what was queued, not what arrives while
+    /// it applies that, or a steady stream holds the list forever.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_list_ends_while_events_keep_coming() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = ExporterMetrics::register(&mut registry);
+        let ctx = SourceContext {
+            name: "maestro".to_string(),
+            sink: Arc::new(Discard),
+            metrics: metrics.clone(),
+            clock: Default::default(),
+            health: SourceHealth::new(metrics, Default::default()),
+        };
+        let cfg = MaestroConfig {
+            http: HttpSourceConfig::new(one_bundle_list().await),
+            search_scope: None,
+            grpc: None,
+        };
+        let mut source = MaestroSource::new(cfg, ctx).expect("a source");
+        source.remember_for_stream();
+        source.paced = true;
+
+        // The listed bundle's status, long to read and cheap to send: the
+        // queue holds twice a batch and is refilled faster than the source
+        // applies it, so it never runs dry.
+        let condition = serde_json::json!({"type": "Applied", "status": "True",
+            "reason": "AppliedManifestWorkComplete", "message": "x".repeat(200),
+            "lastTransitionTime": "2025-01-01T00:05:00Z"});
+        let payload = serde_json::json!({"conditions": vec![condition; 50]}).to_string();
+        let status = CloudEvent {
+            id: "event".to_string(),
+            spec_version: "1.0".to_string(),
+            r#type: proto::STATUS_UPDATE_TYPE.to_string(),
+            attributes: [(
+                proto::attr::RESOURCE_ID.to_string(),
+                proto::AttributeValue::string("00000000-0000-4000-8000-000000000001"),
+            )]
+            .into(),
+            data: Some(proto::Data::BinaryData(payload.into())),
+            ..CloudEvent::default()
+        };
+        let (tx, rx) = mpsc::channel(2 * super::super::inbox::BATCH);
+        let sent = Arc::new(AtomicU64::new(0));
+        let counted = sent.clone();
+        let producer = tokio::spawn(async move {
+            loop {
+                let event = status.clone();
+                if tx.send(Incoming::Event(event)).await.is_err() {
+                    return;
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        source.inbox = Some(Inbox::new(rx));
+        let mut listing = tokio::spawn(async move {
+            let listed = source.poll(PollKind::Full).await;
+            (listed, source)
+        });
+        let (listed, mut source) =
+            match tokio::time::timeout(Duration::from_secs(20), &mut listing).await {
+                Ok(done) => done.expect("the list does not panic"),
+                Err(_) => {
+                    listing.abort();
+                    producer.abort();
+                    panic!("the list did not end while events kept coming");
+                }
+            };
+        assert!(listed, "the list failed");
+        let inbox = source.inbox.take().expect("the inbox is handed back");
+        assert!(
+            sent.load(Ordering::SeqCst) > inbox.queued() as u64,
+            "no event was applied between the pages"
+        );
+        producer.abort();
+    }
+}
