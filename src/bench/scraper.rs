@@ -30,6 +30,17 @@ const READ_BUFFER: usize = 4096;
 /// Longest status or header line accepted.
 const LINE_LIMIT: usize = 16 * 1024;
 
+/// How a timed scrape is read.
+#[derive(Clone, Copy)]
+enum Via {
+    /// Plain text, by the scraper's own client.
+    Plain,
+    /// Asking for gzip, by the scraper's own client; not decoded.
+    Gzip,
+    /// Plain text, through reqwest.
+    Reqwest,
+}
+
 /// Why a scrape failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrapeError {
@@ -72,8 +83,8 @@ impl Scraper {
     /// A scraper of `url` (`http://host:port/path`); `client` reads the
     /// comparison scrapes.
     pub fn new(client: reqwest::Client, url: String) -> Result<Scraper, BenchError> {
-        let (address, path) = split_url(&url).ok_or_else(|| ScrapeError::Url(url.clone()))?;
-        let (address, path) = (address.to_string(), path.to_string());
+        let (address, path) =
+            address_and_path(&url).ok_or_else(|| ScrapeError::Url(url.clone()))?;
         Ok(Scraper {
             client,
             address,
@@ -98,42 +109,49 @@ impl Scraper {
     /// `scrapes` plain scrapes in a row: their times; the last one's body
     /// stays in [`Scraper::text`].
     pub async fn timed(&mut self, scrapes: usize) -> Result<Latency, BenchError> {
-        let mut samples = Vec::with_capacity(scrapes);
-        for _ in 0..scrapes.max(1) {
-            samples.push(self.read(None).await?);
-        }
-        Ok(Latency::from_samples(samples))
+        Ok(self.repeat(scrapes, Via::Plain).await?)
     }
 
     /// Scrapes as Prometheus makes them by default, asking for gzip: the
     /// time until the compressed body has arrived, and its size. Undecoded,
     /// as a scraper on another host would receive it.
     pub async fn gzip(&mut self, scrapes: usize) -> Result<(Latency, usize), BenchError> {
-        let mut samples = Vec::with_capacity(scrapes);
-        for _ in 0..scrapes.max(1) {
-            samples.push(self.read(Some("gzip")).await?);
-        }
-        Ok((Latency::from_samples(samples), self.body.len()))
+        let latency = self.repeat(scrapes, Via::Gzip).await?;
+        Ok((latency, self.body.len()))
     }
 
     /// `scrapes` plain scrapes through reqwest, each chunk it hands on
     /// copied into the kept buffer: the way earlier runs were timed.
     pub async fn timed_reqwest(&mut self, scrapes: usize) -> Result<Latency, BenchError> {
+        Ok(self.repeat(scrapes, Via::Reqwest).await?)
+    }
+
+    /// `scrapes` scrapes (at least one) read `via`, in a row.
+    async fn repeat(&mut self, scrapes: usize, via: Via) -> Result<Latency, ScrapeError> {
         let mut samples = Vec::with_capacity(scrapes);
         for _ in 0..scrapes.max(1) {
-            let request = self
-                .client
-                .get(&self.url)
-                .header(reqwest::header::ACCEPT, ACCEPT);
-            self.body.clear();
-            let start = Instant::now();
-            let mut response = request.send().await.map_err(ScrapeError::Client)?;
-            while let Some(chunk) = response.chunk().await.map_err(ScrapeError::Client)? {
-                self.body.extend_from_slice(&chunk);
-            }
-            samples.push(start.elapsed());
+            samples.push(match via {
+                Via::Plain => self.read(None).await?,
+                Via::Gzip => self.read(Some("gzip")).await?,
+                Via::Reqwest => self.read_reqwest().await?,
+            });
         }
         Ok(Latency::from_samples(samples))
+    }
+
+    /// One plain scrape through reqwest, timed until its last chunk.
+    async fn read_reqwest(&mut self) -> Result<Duration, ScrapeError> {
+        let request = self
+            .client
+            .get(&self.url)
+            .header(reqwest::header::ACCEPT, ACCEPT);
+        self.body.clear();
+        let start = Instant::now();
+        let mut response = request.send().await.map_err(ScrapeError::Client)?;
+        while let Some(chunk) = response.chunk().await.map_err(ScrapeError::Client)? {
+            self.body.extend_from_slice(&chunk);
+        }
+        Ok(start.elapsed())
     }
 
     /// One request and its response, timed. A kept connection the server
@@ -269,14 +287,18 @@ impl Scraper {
     }
 }
 
-/// `http://host:port/path` → (`host:port`, `/path`).
-fn split_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("http://")?;
-    let (address, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, "/"),
+/// `http://host[:port]/path?query` → (`host:port`, `/path?query`).
+fn address_and_path(url: &str) -> Option<(String, String)> {
+    let url = reqwest::Url::parse(url).ok()?;
+    if url.scheme() != "http" {
+        return None;
+    }
+    let address = format!("{}:{}", url.host_str()?, url.port_or_known_default()?);
+    let path = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
     };
-    (!address.is_empty()).then_some((address, path))
+    Some((address, path))
 }
 
 /// One line (with its line end) into `line`, replacing what it held.
@@ -324,14 +346,28 @@ mod tests {
     use tokio::net::TcpListener;
 
     #[test]
-    fn urls_split_into_address_and_path() {
+    fn only_a_plain_http_url_is_scraped() {
+        for url in [
+            "https://host:1/metrics",
+            "http://:9464/metrics",
+            "host:1/metrics",
+        ] {
+            assert!(
+                matches!(
+                    Scraper::new(client(), url.to_string()),
+                    Err(BenchError::Scrape(ScrapeError::Url(_)))
+                ),
+                "{url}"
+            );
+        }
         assert_eq!(
-            split_url("http://127.0.0.1:9464/metrics"),
-            Some(("127.0.0.1:9464", "/metrics"))
+            address_and_path("http://[::1]:9464/metrics?x=1"),
+            Some(("[::1]:9464".to_string(), "/metrics?x=1".to_string()))
         );
-        assert_eq!(split_url("http://host:1"), Some(("host:1", "/")));
-        assert_eq!(split_url("https://host:1/x"), None);
-        assert_eq!(split_url("http:///x"), None);
+        assert_eq!(
+            address_and_path("http://host"),
+            Some(("host:80".to_string(), "/".to_string()))
+        );
     }
 
     fn client() -> reqwest::Client {
@@ -389,26 +425,24 @@ mod tests {
         assert_eq!(scraper.text().unwrap(), "abc");
     }
 
+    /// What the first scrape of a server giving `answer` returns.
+    async fn first_read(answer: Vec<&'static [u8]>) -> Result<Duration, ScrapeError> {
+        let url = serve(vec![answer]).await;
+        Scraper::new(client(), url).unwrap().read(None).await
+    }
+
     #[tokio::test]
     async fn an_error_status_and_a_cut_body_are_errors() {
-        let url = serve(vec![vec![
+        let unavailable = first_read(vec![
             b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n",
-        ]])
-        .await;
-        let mut scraper = Scraper::new(client(), url).unwrap();
+        ]);
         assert!(matches!(
-            scraper.read(None).await,
+            unavailable.await,
             Err(ScrapeError::Status(s)) if s.contains("503")
         ));
-
-        let url = serve(vec![vec![
+        let cut = first_read(vec![
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\na\r\nshort",
-        ]])
-        .await;
-        let mut scraper = Scraper::new(client(), url).unwrap();
-        assert!(matches!(
-            scraper.read(None).await,
-            Err(ScrapeError::Malformed(_))
-        ));
+        ]);
+        assert!(matches!(cut.await, Err(ScrapeError::Malformed(_))));
     }
 }
