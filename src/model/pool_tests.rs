@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use super::operation_tests::{operation_events, ready_cluster};
-use super::testing::{Obs, batch, obs};
+use super::testing::{Obs, batch, obs, rp};
 use super::tests::{fleet, t};
 use super::*;
 
@@ -740,4 +740,87 @@ fn a_pool_the_rp_read_before_its_node_pool_appeared_starts_at_the_rps_time() {
         op.hop(Hop::NodePool).map(|h| h.started_at),
         Some(Stamp::from(t(32)))
     );
+}
+
+const RID: &str = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/hc1";
+
+/// Pool `name` as the RP reads it under the cluster's ARM id, before any
+/// source has said which cluster that is.
+fn rp_pool_by_rid(name: &str, created: jiff::Timestamp) -> Obs {
+    rp(RID)
+        .object(name)
+        .state("Provisioning", Phase::Progressing)
+        .created(created)
+}
+
+#[test]
+fn a_pool_the_rp_read_before_clusters_service_joined_its_cluster_is_applied_at_the_join() {
+    let mut f = fleet();
+    // A restart: the RP's first list comes in before Clusters Service's,
+    // with a pool requested at 15 and still provisioning.
+    f.apply(
+        batch(
+            true,
+            t(20),
+            vec![
+                rp(RID).state("Succeeded", Phase::Ready).created(t(0)),
+                rp_pool_by_rid("np2", t(15)),
+            ],
+        ),
+        t(20),
+    );
+    assert_eq!(f.held_pool_readings_len(), 1, "held until the join");
+    // Clusters Service names the ARM resource; HyperShift's NodePool was
+    // created at 16. The RP does not send the unchanged pool again.
+    f.apply(
+        batch(
+            true,
+            t(21),
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("ready", Phase::Ready)
+                    .created(t(0))
+                    .since(t(9))
+                    .resource_id(RID),
+                obs("c1", Hop::HostedCluster)
+                    .state("Available", Phase::Ready)
+                    .since(t(9)),
+                waiting("hc1-np2", t(16)).since(t(16)),
+            ],
+        ),
+        t(21),
+    );
+    assert_eq!(f.held_pool_readings_len(), 0);
+    assert_eq!(in_flight(&f), ["c1/node_pool_create/np2"]);
+    let timeline = f.get("c1").unwrap();
+    let op = timeline.day2_in_flight().next().unwrap();
+    assert_eq!(op.started_at.at, t(15), "from the RP's request");
+    assert_eq!(
+        op.hop(Hop::RpFrontend).map(|h| h.started_at),
+        Some(Stamp::from(t(15))),
+        "the RP's hop of the pool"
+    );
+}
+
+#[test]
+fn a_pool_held_for_a_join_goes_with_its_rp_resource() {
+    let mut f = fleet();
+    f.apply(
+        batch(false, t(20), vec![rp_pool_by_rid("np2", t(15))]),
+        t(20),
+    );
+    // Read again: still one reading held, the newest.
+    f.apply(
+        batch(
+            false,
+            t(25),
+            vec![rp_pool_by_rid("np2", t(15)).since(t(24))],
+        ),
+        t(25),
+    );
+    assert_eq!(f.held_pool_readings_len(), 1);
+    let mut gone = rp(RID);
+    gone.observation.change = Change::Gone;
+    f.apply(batch(false, t(30), vec![gone]), t(30));
+    assert_eq!(f.held_pool_readings_len(), 0);
 }

@@ -176,6 +176,9 @@ pub struct Fleet {
     by_resource_id: HashMap<Arc<str>, String>,
     resource_id_of: HashMap<String, Arc<str>>,
     rp_latest: HashMap<Arc<str>, RpReading>,
+    /// RP pool readings of resources Clusters Service has not joined yet,
+    /// applied at the join (docs/design.md §15.11).
+    held_pool_readings: HashMap<Arc<str>, Vec<pool_hops::HeldPoolReading>>,
     /// Restored from the state store at start, consumed as clusters are
     /// read again (docs/design.md §3.8).
     memory: HashMap<String, Recall>,
@@ -514,6 +517,7 @@ impl Fleet {
                     }
                     Change::Gone => {
                         self.rp_latest.remove(rid.as_str());
+                        self.forget_held_pool_readings(&rid);
                     }
                 }
                 // Joined: under the CS id. Not (yet): tracked at once under
@@ -566,6 +570,7 @@ impl Fleet {
         }
         if let Some(rid) = joined {
             self.merge_provisional(&rid, &cluster_id, initial, now, result);
+            self.apply_held_pool_readings(&rid, result);
         }
         if let Some(rid) = unjoined {
             self.split_provisional(&rid, &cluster_id, now, result);

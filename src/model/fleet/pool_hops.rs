@@ -25,9 +25,10 @@ pub(super) fn is_pool_reading(observation: &Observation) -> bool {
 impl Fleet {
     /// Take one pool reading of the RP or Clusters Service into its
     /// cluster's timeline and its pool's operations. A reading of a cluster
-    /// not known (yet), or of an RP resource Clusters Service has not
-    /// joined, is dropped: the sources read a cluster's pools again when
-    /// they change and on their rotation.
+    /// not known (yet) is dropped: the sources read a cluster's pools again
+    /// when they change and on their rotation. A reading of an RP resource
+    /// Clusters Service has not joined is held until it does
+    /// ([`Fleet::apply_held_pool_readings`]).
     pub(super) fn apply_pool_reading(
         &mut self,
         observation: Observation,
@@ -35,22 +36,25 @@ impl Fleet {
         observed_at: Timestamp,
         result: &mut ApplyResult,
     ) {
+        let cluster_id = match &observation.key {
+            ClusterKey::Id(id) => id.clone(),
+            ClusterKey::ArmResourceId(rid) => {
+                let rid = rid.to_ascii_lowercase();
+                match self.by_resource_id.get(rid.as_str()) {
+                    Some(id) => id.clone(),
+                    None => {
+                        self.hold_until_joined(&rid, observation, initial, observed_at);
+                        return;
+                    }
+                }
+            }
+        };
         let Observation {
-            key,
             hop,
             object: name,
             change,
             ..
         } = observation;
-        let cluster_id = match key {
-            ClusterKey::Id(id) => id,
-            ClusterKey::ArmResourceId(rid) => {
-                match self.by_resource_id.get(rid.to_ascii_lowercase().as_str()) {
-                    Some(id) => id.clone(),
-                    None => return,
-                }
-            }
-        };
         if !self.in_shard(&cluster_id) {
             return;
         }
@@ -101,6 +105,65 @@ impl Fleet {
         if !initial {
             result.events.extend(events);
         }
+    }
+}
+
+/// An RP pool reading of a cluster Clusters Service has not joined yet.
+#[derive(Debug)]
+pub(super) struct HeldPoolReading {
+    observation: Observation,
+    initial: bool,
+    observed_at: Timestamp,
+}
+
+impl Fleet {
+    /// Keep the newest RP reading of each pool of an unjoined resource
+    /// (`rid`, lower-cased). The RP reads an unjoined cluster's pools as
+    /// any other's, and sends a pool again only when it changes: a pool in
+    /// flight read before the join (at every restart the RP's first list
+    /// and Clusters Service's race) would otherwise miss its RP hop until
+    /// its next change (docs/design.md §15.11). A pool gone before the join
+    /// is let go.
+    fn hold_until_joined(
+        &mut self,
+        rid: &str,
+        observation: Observation,
+        initial: bool,
+        observed_at: Timestamp,
+    ) {
+        let key = self.shared_rid(rid);
+        let held = self.held_pool_readings.entry(key).or_default();
+        held.retain(|h| {
+            h.observation.hop != observation.hop || h.observation.object != observation.object
+        });
+        if matches!(observation.change, Change::Upsert(_)) {
+            held.push(HeldPoolReading {
+                observation,
+                initial,
+                observed_at,
+            });
+        }
+        if held.is_empty() {
+            self.held_pool_readings.remove(rid);
+        }
+    }
+
+    /// Clusters Service has joined `rid` (lower-cased): apply the pool
+    /// readings held for it, as they were read.
+    pub(super) fn apply_held_pool_readings(&mut self, rid: &str, result: &mut ApplyResult) {
+        for held in self.held_pool_readings.remove(rid).unwrap_or_default() {
+            self.apply_pool_reading(held.observation, held.initial, held.observed_at, result);
+        }
+    }
+
+    /// The RP resource `rid` (lower-cased) is gone: so are its pools.
+    pub(super) fn forget_held_pool_readings(&mut self, rid: &str) {
+        self.held_pool_readings.remove(rid);
+    }
+
+    /// RP pool readings held for resources not joined yet.
+    pub fn held_pool_readings_len(&self) -> usize {
+        self.held_pool_readings.values().map(Vec::len).sum()
     }
 }
 
