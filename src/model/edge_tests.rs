@@ -718,11 +718,49 @@ fn a_restart_keeps_a_multi_object_hops_time_when_its_objects_come_back_one_by_on
 }
 
 /// An exporter started while a completed cluster upgrades reads the RP
-/// `Updating` and Clusters Service `updating`: the resource was provisioned
-/// before (ARM updates only what succeeded), so its creation is done and is
-/// never counted when the RP says `Succeeded` again.
+/// `Updating` and Clusters Service `updating` (or the update validating or
+/// pending there): the resource was provisioned before (ARM updates only
+/// what succeeded), so its creation is done and is never counted when the
+/// RP says `Succeeded` again.
 #[test]
 fn a_first_sync_during_an_update_takes_the_creation_for_done() {
+    // Where Clusters Service completes a creation (read without the RP,
+    // or named in `slo.terminal_hops`), its update validating or pending
+    // says the same.
+    let cs_terminal = ModelConfig {
+        terminal_hops: vec![Hop::HostedCluster, Hop::ClustersService],
+        ..config()
+    };
+    for cs_state in ["updating", "validating_update", "pending_update"] {
+        let mut f = Fleet::new(cs_terminal.clone());
+        f.apply(
+            batch(
+                true,
+                t(60),
+                vec![
+                    cs("cs-1")
+                        .state(cs_state, Phase::Progressing)
+                        .created(t(0))
+                        .since(t(55)),
+                    obs("cs-1", Hop::HostedCluster)
+                        .state("Available", Phase::Ready)
+                        .since(t(12)),
+                    rp(RID)
+                        .state("Updating", Phase::Progressing)
+                        .created(t(0))
+                        .since(t(55)),
+                ],
+            ),
+            t(60),
+        );
+        let timeline = f.get("cs-1").unwrap();
+        assert_eq!(timeline.outcome, CreationOutcome::Succeeded, "{cs_state}");
+        assert_eq!(
+            timeline.completed_at,
+            Some(Stamp::from(t(55))),
+            "{cs_state}"
+        );
+    }
     let mut f = Fleet::new(config());
     f.apply(
         batch(

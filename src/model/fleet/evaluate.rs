@@ -4,6 +4,7 @@
 //! (docs/design.md §3.4–§3.6).
 
 use super::*;
+use crate::model::provisioned_update;
 
 /// How a timeline's RP resource and Clusters Service cluster relate;
 /// `rp_in_scope`: the RP is read, so a CS cluster without one is missing it.
@@ -286,17 +287,14 @@ pub(super) fn evaluate_creation(
                 return h.ready_at;
             }
             // An RP resource `Updating` (a Clusters Service cluster
-            // `updating`) was provisioned before: ARM takes an update only
-            // on a resource that succeeded, and the update is an operation
-            // of its own (docs/design.md §13, §15.10). Its creation is
-            // done, dated no later than the update began; only a first
-            // sync meets this (a creation watched ends at `Succeeded`), and
-            // a first sync counts nothing.
-            let updating = matches!(
-                (hop, &*h.state),
-                (Hop::RpFrontend, "Updating") | (Hop::ClustersService, "updating")
-            );
-            updating.then(|| h.ready_at.unwrap_or(h.since.at))
+            // `updating`, or its update validating or pending) was
+            // provisioned before: ARM takes an update only on a resource
+            // that succeeded, and the update is an operation of its own
+            // (docs/design.md §13, §15.10). Its creation is done, dated no
+            // later than the update began; only a first sync meets this (a
+            // creation watched ends at `Succeeded`), and a first sync
+            // counts nothing.
+            provisioned_update(*hop, &h.state).then(|| h.ready_at.unwrap_or(h.since.at))
         })
         .collect();
     if let Some(ready_times) = terminal_ready
