@@ -717,6 +717,34 @@ fn a_restart_keeps_a_multi_object_hops_time_when_its_objects_come_back_one_by_on
     assert_eq!(later, TimeMark::observed(t(61)));
 }
 
+/// A fleet under `config` whose first sync, at 60, reads a cluster the RP
+/// shows `Updating` since 55 and Clusters Service in `cs_state` since 55,
+/// its HostedCluster available since 12.
+fn first_sync_mid_update(config: ModelConfig, cs_state: &str) -> Fleet {
+    let mut f = Fleet::new(config);
+    f.apply(
+        batch(
+            true,
+            t(60),
+            vec![
+                cs("cs-1")
+                    .state(cs_state, Phase::Progressing)
+                    .created(t(0))
+                    .since(t(55)),
+                obs("cs-1", Hop::HostedCluster)
+                    .state("Available/Partial", Phase::Ready)
+                    .since(t(12)),
+                rp(RID)
+                    .state("Updating", Phase::Progressing)
+                    .created(t(0))
+                    .since(t(55)),
+            ],
+        ),
+        t(60),
+    );
+    f
+}
+
 /// An exporter started while a completed cluster upgrades reads the RP
 /// `Updating` and Clusters Service `updating` (or the update validating or
 /// pending there): the resource was provisioned before (ARM updates only
@@ -732,27 +760,7 @@ fn a_first_sync_during_an_update_takes_the_creation_for_done() {
         ..config()
     };
     for cs_state in ["updating", "validating_update", "pending_update"] {
-        let mut f = Fleet::new(cs_terminal.clone());
-        f.apply(
-            batch(
-                true,
-                t(60),
-                vec![
-                    cs("cs-1")
-                        .state(cs_state, Phase::Progressing)
-                        .created(t(0))
-                        .since(t(55)),
-                    obs("cs-1", Hop::HostedCluster)
-                        .state("Available", Phase::Ready)
-                        .since(t(12)),
-                    rp(RID)
-                        .state("Updating", Phase::Progressing)
-                        .created(t(0))
-                        .since(t(55)),
-                ],
-            ),
-            t(60),
-        );
+        let f = first_sync_mid_update(cs_terminal.clone(), cs_state);
         let timeline = f.get("cs-1").unwrap();
         assert_eq!(timeline.outcome, CreationOutcome::Succeeded, "{cs_state}");
         assert_eq!(
@@ -761,27 +769,7 @@ fn a_first_sync_during_an_update_takes_the_creation_for_done() {
             "{cs_state}"
         );
     }
-    let mut f = Fleet::new(config());
-    f.apply(
-        batch(
-            true,
-            t(60),
-            vec![
-                cs("cs-1")
-                    .state("updating", Phase::Progressing)
-                    .created(t(0))
-                    .since(t(55)),
-                obs("cs-1", Hop::HostedCluster)
-                    .state("Available/Partial", Phase::Ready)
-                    .since(t(12)),
-                rp(RID)
-                    .state("Updating", Phase::Progressing)
-                    .created(t(0))
-                    .since(t(55)),
-            ],
-        ),
-        t(60),
-    );
+    let mut f = first_sync_mid_update(config(), "updating");
     let timeline = f.get("cs-1").unwrap();
     assert_eq!(timeline.outcome, CreationOutcome::Succeeded);
     assert_eq!(timeline.operation_in_flight(), None);
