@@ -998,6 +998,9 @@ pub(crate) fn sample(body: &str, family: &str, labels: &[&str]) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_world_heard_over_the_stream_survives_a_drop_and_malformed_events() {
+    // Its assertions are latencies (the exporter within seconds of the
+    // world): a heavy share, in the latency pass (docs/development.md).
+    let _machine = crate::common::load::heavy();
     let mut w = testworld::start_streaming(world_config()).await;
     let endpoints = w.endpoints.clone().unwrap();
     // No list between the ones after each subscription, and no management
