@@ -469,13 +469,16 @@ async fn a_walk_reads_one_creation_from_each_upstream_not_the_fleet() {
     let mut walked_to_the_control_plane = 0;
     for item in far.into_iter().take(5).chain(near.into_iter().take(2)) {
         let before = settled_counters(&demo).await;
+        let group_before = in_group_of(&demo.world.ground_truth(), &item.resource_id);
         let report = diagnose::live(&config, &item.resource_id, Duration::from_secs(20))
             .await
             .unwrap();
         let cost = served_since(&before, &demo.world.items_served());
         // Clusters Service is first searched by subscription and resource
-        // group: the clusters of that group, a fifth of this fleet.
-        let in_group = in_group_of(&truth, &item.resource_id);
+        // group: the clusters of that group, a fifth of this fleet. The
+        // churn creates clusters in the group while the walk runs, so the
+        // group is the larger of its sizes before and after the walk.
+        let in_group = group_before.max(in_group_of(&demo.world.ground_truth(), &item.resource_id));
         // Deleted by the churn meanwhile: nothing to find.
         if !demo
             .world
