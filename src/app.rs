@@ -237,13 +237,7 @@ impl Exporter {
                     cause,
                 })
         };
-        let ctx = |name: &str| SourceContext {
-            name: name.to_string(),
-            sink: store.clone(),
-            metrics: store.exporter_metrics(),
-            clock: store.clock().clone(),
-            health: store.health(),
-        };
+        let ctx = |name: &str| store.source_context(name);
         // Every source task runs supervised: restarted with backoff if it
         // panics or returns, and down until it lists again. Sources, the
         // model clock and the state writer run on the background threads, so

@@ -609,6 +609,18 @@ impl Store {
         self.len() == 0
     }
 
+    /// What a source named `name` reports into: this store, its self-metrics
+    /// and source health, stamped by the model's clock.
+    pub fn source_context(self: &Arc<Self>, name: &str) -> crate::sources::SourceContext {
+        crate::sources::SourceContext {
+            name: name.to_string(),
+            sink: self.clone(),
+            metrics: self.exporter_metrics(),
+            clock: self.clock.clone(),
+            health: self.health(),
+        }
+    }
+
     /// The model's clock (sources stamp their reads with the same one).
     pub fn clock(&self) -> &Clock {
         &self.clock

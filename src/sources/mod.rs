@@ -160,6 +160,24 @@ pub struct SourceContext {
 }
 
 impl SourceContext {
+    /// A context of its own: what the source reads goes to `sink`, its
+    /// self-metrics to `metrics`, its health to a tracker of its own, and it
+    /// stamps reads with the real clock. For a source read outside a store.
+    pub fn detached(name: &str, sink: Arc<dyn ObservationSink>, metrics: ExporterMetrics) -> Self {
+        Self {
+            name: name.to_string(),
+            sink,
+            health: health::SourceHealth::new(metrics.clone(), Clock::default()),
+            metrics,
+            clock: Clock::default(),
+        }
+    }
+
+    /// The same context with its readings going to `sink` instead.
+    pub fn with_sink(self, sink: Arc<dyn ObservationSink>) -> Self {
+        Self { sink, ..self }
+    }
+
     /// Count what this source did not recognise
     /// (`hcpflow_unknown_values_total{source, field}`), never fatal.
     pub fn count_unknown(&self, unknown: &[UnknownValue]) {

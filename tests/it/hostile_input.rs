@@ -557,13 +557,7 @@ fn wiring(
     http: &HttpSourceConfig,
     sink: &Arc<Recording>,
 ) -> (SourceContext, HttpClient) {
-    let ctx = SourceContext {
-        name: name.to_string(),
-        metrics: sink.store.exporter_metrics(),
-        clock: Default::default(),
-        health: sink.store.health(),
-        sink: sink.clone(),
-    };
+    let ctx = sink.store.source_context(name).with_sink(sink.clone());
     let client = HttpClient::new(name, http, ctx.metrics.clone()).unwrap();
     (ctx, client)
 }

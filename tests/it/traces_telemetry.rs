@@ -76,16 +76,7 @@ fn a_real_poll_exports_its_spans_and_sends_their_traceparent() {
         let upstream = StandIn::start(page).await;
         let mut registry = prometheus_client::registry::Registry::default();
         let metrics = ExporterMetrics::register(&mut registry);
-        let ctx = SourceContext {
-            name: "maestro".to_string(),
-            sink: Arc::new(Discard),
-            metrics: metrics.clone(),
-            clock: Default::default(),
-            health: hcp_flow::sources::health::SourceHealth::new(
-                metrics.clone(),
-                Default::default(),
-            ),
-        };
+        let ctx = SourceContext::detached("maestro", Arc::new(Discard), metrics.clone());
         let mut http = HttpSourceConfig::new(upstream.base.clone());
         http.page_size = 1;
         // As the app builds it: the product's client with the product's hook.

@@ -13,7 +13,6 @@ use std::time::Duration;
 use hcp_flow::demo::{self};
 use hcp_flow::model::{Hop, ModelConfig, Phase, SloOutcome};
 use hcp_flow::sim::{FaultKind, SimClock, World, WorldConfig};
-use hcp_flow::sources::SourceContext;
 use hcp_flow::sources::clusters_service::{self, ClustersServiceSource};
 use hcp_flow::sources::http::HttpClient;
 use hcp_flow::sources::maestro::{self, MaestroSource};
@@ -51,13 +50,7 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
         .sources(&["rp_frontend", "clusters_service", "maestro"])
         .clock(clock.clone())
         .build();
-    let ctx = |name: &str| SourceContext {
-        name: name.to_string(),
-        sink: store.clone(),
-        metrics: store.exporter_metrics(),
-        clock: clock.clone(),
-        health: store.health(),
-    };
+    let ctx = |name: &str| store.source_context(name);
     let client = |name: &str, http| HttpClient::new(name, http, store.exporter_metrics()).unwrap();
     let rp_cfg = config.sources.rp_frontend.clone().unwrap();
     let cs_cfg = config.sources.clusters_service.clone().unwrap();

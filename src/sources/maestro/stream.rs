@@ -347,7 +347,6 @@ mod tests {
     use crate::metrics::exporter::ExporterMetrics;
     use crate::model::Batch;
     use crate::sources::ObservationSink;
-    use crate::sources::health::SourceHealth;
 
     struct Discard;
 
@@ -388,13 +387,7 @@ mod tests {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut registry = prometheus_client::registry::Registry::default();
         let metrics = ExporterMetrics::register(&mut registry);
-        let ctx = SourceContext {
-            name: "maestro".to_string(),
-            sink: Arc::new(Discard),
-            metrics: metrics.clone(),
-            clock: Default::default(),
-            health: SourceHealth::new(metrics, Default::default()),
-        };
+        let ctx = SourceContext::detached("maestro", Arc::new(Discard), metrics);
         let cfg = MaestroConfig {
             http: HttpSourceConfig::new(one_bundle_list().await),
             search_scope: None,

@@ -9,8 +9,8 @@ use hcp_flow::metrics::exporter::{SourceLabels, UnknownValueLabels, WatchEventLa
 use hcp_flow::metrics::exposition::Format;
 use hcp_flow::model::{Batch, Hop, Phase};
 use hcp_flow::sim::kube::write_kubeconfig;
+use hcp_flow::sources::ObservationSink;
 use hcp_flow::sources::kube::{KubeMetrics, KubeMode, KubeSource, KubeSourceConfig};
-use hcp_flow::sources::{ObservationSink, SourceContext};
 use hcp_flow::store::Store;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
@@ -99,13 +99,10 @@ impl KubeHarness {
             cfg.min_backoff = Duration::from_millis(100);
             cfg.max_backoff = Duration::from_millis(400);
             tweak(&mut cfg);
-            let ctx = SourceContext {
-                name: cfg.source_name(),
-                sink: self.recorder.clone(),
-                metrics: self.store.exporter_metrics(),
-                clock: Default::default(),
-                health: self.store.health(),
-            };
+            let ctx = self
+                .store
+                .source_context(&cfg.source_name())
+                .with_sink(self.recorder.clone());
             let source = KubeSource::new(cfg, ctx, self.kube_metrics.clone())
                 .await
                 .expect("the kube source starts");

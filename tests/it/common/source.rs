@@ -7,7 +7,6 @@ use hcp_flow::metrics::exporter::{
     ExporterMetrics, RequestErrorKind, RequestErrorLabels, SourceLabels,
 };
 use hcp_flow::model::Batch;
-use hcp_flow::sources::health::SourceHealth;
 use hcp_flow::sources::{ObservationSink, SourceContext};
 use parking_lot::Mutex;
 
@@ -40,13 +39,7 @@ pub fn harness(name: &str) -> Harness {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = ExporterMetrics::register(&mut registry);
     let sink = Arc::new(Recorder::default());
-    let ctx = SourceContext {
-        name: name.to_string(),
-        sink: sink.clone(),
-        metrics: metrics.clone(),
-        clock: Default::default(),
-        health: SourceHealth::new(metrics.clone(), Default::default()),
-    };
+    let ctx = SourceContext::detached(name, sink.clone(), metrics.clone());
     Harness { sink, metrics, ctx }
 }
 
