@@ -257,10 +257,12 @@ pub static UPGRADE: Flow = Flow {
 };
 
 /// A node pool's upgrade waits at its NodePool until it reports the target
-/// version with every replica ready.
+/// version with every replica ready. The RP's `Updating` and Clusters
+/// Service's `updating` of the pool during it are its hops too, as a
+/// control plane's are of its upgrade (docs/design.md §15.10).
 pub static NODE_POOL_UPGRADE: Flow = Flow {
     kind: OperationKind::NodePoolUpgrade,
-    hops: &[Hop::NodePool],
+    hops: &[Hop::RpFrontend, Hop::ClustersService, Hop::NodePool],
     done: HopDone::RolledOut,
     waiting: &[
         Phase::Pending,
@@ -390,6 +392,18 @@ impl Operation {
 
     pub fn in_flight(&self) -> bool {
         self.outcome == OperationOutcome::InFlight
+    }
+
+    /// An upgrade that ended while the RP or Clusters Service it reached
+    /// still updates: kept until they settle (not in flight, so in no
+    /// in-flight series and no verdict), so their hops are timed
+    /// (docs/design.md §15.10).
+    pub fn settling(&self) -> bool {
+        self.kind.of_version()
+            && !self.in_flight()
+            && self.hops.iter().any(|h| {
+                h.done_at.is_none() && matches!(h.hop, Hop::RpFrontend | Hop::ClustersService)
+            })
     }
 
     /// What it follows besides its cluster, if anything.
@@ -526,10 +540,10 @@ mod tests {
             hops.sort();
             hops.dedup();
             assert_eq!(hops.len(), flow.hops.len(), "{kind}");
-            if kind == OperationKind::NodePoolUpgrade {
-                assert_eq!(hops, vec![Hop::NodePool], "{kind}");
-                assert!(flow.root_span.starts_with("hcp.node_pool."));
-            } else if kind.of_node_pool() {
+            if kind.of_node_pool() {
+                if kind == OperationKind::NodePoolUpgrade {
+                    assert_eq!(kind.first_hop(), Hop::NodePool);
+                }
                 assert_eq!(
                     hops,
                     vec![Hop::RpFrontend, Hop::ClustersService, Hop::NodePool],

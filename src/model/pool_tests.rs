@@ -595,7 +595,7 @@ fn a_pool_removed_is_done_once_gone_from_every_hop_that_showed_it() {
 }
 
 /// The hints `apply` gave for cluster `c1`, as (rp, clusters_service).
-fn hinted(r: &ApplyResult) -> Option<(bool, bool)> {
+pub(super) fn hinted(r: &ApplyResult) -> Option<(bool, bool)> {
     r.pool_hints.get("c1").map(|h| (h.rp, h.clusters_service))
 }
 

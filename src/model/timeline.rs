@@ -567,20 +567,24 @@ impl Timeline {
                 .any(|r| same_pool(pool, &r.name) || same_pool(&r.name, pool))
     }
 
-    /// Drop the pool readings that no longer matter: a pool settled (ready,
-    /// or updated after it was provisioned) that no operation in flight
-    /// follows (docs/design.md §15.11).
+    /// Drop the pool readings that no longer matter: a pool ready that no
+    /// operation in flight (or upgrade settling) follows (docs/design.md
+    /// §15.11).
     pub(crate) fn forget_settled_pool_readings(&mut self) {
         let Some(mut readings) = self.pool_readings.take().map(|b| *b) else {
             return;
         };
         readings.retain(|r| {
-            let settled = r.state.view.phase == Phase::Ready
-                || provisioned_update(r.hop, &r.state.view.state);
+            // An update under way is no creation, but may be the RP's or
+            // Clusters Service's part of the pool's upgrade, which its
+            // NodePool may report only later.
+            let settled = r.state.view.phase == Phase::Ready;
             !settled
-                || self.day2_in_flight().any(|op| {
-                    op.node_pool()
-                        .is_some_and(|p| same_pool(p, &r.name) || same_pool(&r.name, p))
+                || self.day2_operations().any(|op| {
+                    (op.in_flight() || op.settling())
+                        && op
+                            .node_pool()
+                            .is_some_and(|p| same_pool(p, &r.name) || same_pool(&r.name, p))
                 })
         });
         self.pool_readings = (!readings.is_empty()).then(|| Box::new(readings));

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use super::operation_tests::{operation_events, ready_cluster};
+use super::pool_tests::hinted;
 use super::testing::{Obs, batch, obs, rp};
 use super::tests::{fleet, t};
 use super::*;
@@ -269,6 +270,7 @@ fn a_pool_upgrade_ends_when_no_update_is_in_progress_and_every_replica_is_ready(
     );
     assert_eq!(operation_events(&r.events), Vec::<String>::new());
     assert_eq!(keys(&f).len(), 1);
+    assert_eq!(hinted(&r), None, "the upgrade goes on: nothing to read");
     // Every replica ready at 62 (UpdatingVersion removed, as HyperShift does).
     let r = f.apply(batch(false, t(63), vec![pool("np-1").since(t(62))]), t(63));
     assert_eq!(
@@ -481,6 +483,23 @@ fn upgrade(f: &Fleet) -> Option<&Operation> {
         .day2_operation(OperationKind::Upgrade, Some("4.20.2"))
 }
 
+/// The upgrade `op` finds ended as `want` says when `r` was applied, and
+/// is kept, no longer in flight, while the RP and Clusters Service settle.
+fn ended_and_settling(
+    f: &Fleet,
+    r: &ApplyResult,
+    want: &[&str],
+    op: impl Fn(&Fleet) -> Option<&Operation>,
+) {
+    assert_eq!(operation_events(&r.events), want);
+    assert!(keys(f).is_empty(), "no longer in flight");
+    assert_eq!(
+        op(f).unwrap().outcome,
+        OperationOutcome::Succeeded,
+        "kept while the RP and Clusters Service settle"
+    );
+}
+
 #[test]
 fn an_upgrade_starts_when_the_rp_began_updating_and_times_the_rp_and_clusters_service() {
     let mut f = fleet();
@@ -539,19 +558,15 @@ fn an_upgrade_starts_when_the_rp_began_updating_and_times_the_rp_and_clusters_se
     // Rolled out at 70: the upgrade ends there, 50 minutes from the RP's
     // start; the RP and Clusters Service still update.
     let r = f.apply(batch(false, t(71), vec![rolled_out(t(26), t(70))]), t(71));
-    assert_eq!(
-        operation_events(&r.events),
-        [
+    ended_and_settling(
+        &f,
+        &r,
+        &[
             "upgrade hop hosted_cluster succeeded 2640s",
             "upgrade ended succeeded 3000s",
             "upgrade slo good",
-        ]
-    );
-    assert!(keys(&f).is_empty(), "no longer in flight");
-    assert_eq!(
-        upgrade(&f).unwrap().outcome,
-        OperationOutcome::Succeeded,
-        "kept while the RP and Clusters Service settle"
+        ],
+        upgrade,
     );
 
     // Clusters Service is ready again at 72, the RP at 74: each part timed
@@ -688,4 +703,232 @@ fn a_first_sync_that_dates_an_upgrade_back_past_its_target_judges_it_late_silent
         "{:?}",
         operation_events(&r.events)
     );
+}
+
+/// Pool `name` as the RP reads it, in `state`: ARM dates the pool's
+/// creation only, so since when it is in `state` is when it was seen so.
+fn rp_pool(name: &str, state: &str, phase: Phase) -> Obs {
+    obs("c1", Hop::RpFrontend)
+        .object(name)
+        .state(state, phase)
+        .created(t(0))
+}
+
+/// Pool `name` as Clusters Service reads it, in `state` since `since`.
+fn cs_pool(name: &str, state: &str, phase: Phase, since: jiff::Timestamp) -> Obs {
+    obs("c1", Hop::ClustersService)
+        .object(name)
+        .state(state, phase)
+        .created(t(0))
+        .since(since)
+}
+
+/// Pool np-1 updating to 4.20.2 at its NodePool, from `started`.
+fn pool_updating(started: jiff::Timestamp) -> Obs {
+    pool("np-1")
+        .condition(
+            "UpdatingVersion",
+            ConditionStatus::True,
+            "AsExpected",
+            started,
+        )
+        .upgrading("4.20.2", Some(started))
+}
+
+fn pool_upgrade(f: &Fleet) -> Option<&Operation> {
+    f.get("c1")
+        .unwrap()
+        .day2_operation(OperationKind::NodePoolUpgrade, Some("np-1/4.20.2"))
+}
+
+#[test]
+fn a_pool_upgrade_dates_from_clusters_service_and_times_the_pools_updates_as_hops() {
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+
+    // The ARM PATCH of the pool reaches Clusters Service at 21 (its
+    // `last_updated_timestamp`); the RP is seen `Updating` at 22. Neither
+    // names a version, and the NodePool has not begun: no upgrade yet, but
+    // the readings are kept for one.
+    f.apply(
+        batch(
+            false,
+            t(22),
+            vec![
+                rp_pool("np-1", "Updating", Phase::Progressing),
+                cs_pool("np-1", "updating", Phase::Progressing, t(21)),
+            ],
+        ),
+        t(22),
+    );
+    assert!(keys(&f).is_empty());
+
+    // The NodePool begins the rollout at 24: the upgrade began when Clusters
+    // Service began updating the pool (an upstream time; the RP's, seen at
+    // 22, dates nothing and starts with the operation), and waits at the
+    // NodePool.
+    let r = f.apply(batch(false, t(25), vec![pool_updating(t(24))]), t(25));
+    assert_eq!(keys(&f), ["c1/node_pool_upgrade/np-1/4.20.2"]);
+    assert_eq!(
+        hinted(&r),
+        Some((true, true)),
+        "both read the pool when its upgrade begins"
+    );
+    let op = pool_upgrade(&f).unwrap();
+    assert_eq!(op.started_at, TimeMark::upstream(t(21)));
+    let mut reached: Vec<Hop> = op.hops.iter().map(|h| h.hop).collect();
+    reached.sort();
+    assert_eq!(
+        reached,
+        [Hop::RpFrontend, Hop::ClustersService, Hop::NodePool]
+    );
+    assert_eq!(op.hop(Hop::ClustersService).unwrap().started_at, t(21));
+    assert_eq!(
+        op.hop(Hop::RpFrontend).unwrap().started_at,
+        t(21),
+        "seen at 22, it starts with the operation"
+    );
+    assert_eq!(op.waiting_hop(), Hop::NodePool);
+
+    // Every replica ready at 62: the upgrade ends there, 41 minutes from
+    // Clusters Service's start; the RP and Clusters Service still update.
+    let r = f.apply(batch(false, t(63), vec![pool("np-1").since(t(62))]), t(63));
+    ended_and_settling(
+        &f,
+        &r,
+        &[
+            "node_pool_upgrade hop node_pool succeeded 2280s",
+            "node_pool_upgrade ended succeeded 2460s",
+            "node_pool_upgrade slo good",
+        ],
+        pool_upgrade,
+    );
+    assert_eq!(
+        hinted(&r),
+        Some((true, true)),
+        "both read the pool when its rollout ends"
+    );
+
+    // Clusters Service reads the pool ready at 64, the RP is seen
+    // `Succeeded` at 67: each part timed from when it began, and the
+    // upgrade and its readings go.
+    let r = f.apply(
+        batch(
+            false,
+            t(65),
+            vec![cs_pool("np-1", "ready", Phase::Ready, t(64))],
+        ),
+        t(65),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        ["node_pool_upgrade hop clusters_service succeeded 2580s"]
+    );
+    assert!(pool_upgrade(&f).is_some());
+    let r = f.apply(
+        batch(
+            false,
+            t(67),
+            vec![rp_pool("np-1", "Succeeded", Phase::Ready)],
+        ),
+        t(67),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        ["node_pool_upgrade hop rp_frontend succeeded 2760s"]
+    );
+    assert!(pool_upgrade(&f).is_none());
+    assert!(
+        f.get("c1").unwrap().pool_readings.is_none(),
+        "a settled pool costs nothing"
+    );
+}
+
+#[test]
+fn a_pool_clusters_service_puts_in_error_during_its_upgrade_fails_the_upgrade_there() {
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    f.apply(batch(false, t(25), vec![pool_updating(t(24))]), t(25));
+    f.apply(
+        batch(
+            false,
+            t(27),
+            vec![cs_pool("np-1", "updating", Phase::Progressing, t(26))],
+        ),
+        t(27),
+    );
+    assert_eq!(
+        pool_upgrade(&f).unwrap().started_at,
+        TimeMark::upstream(t(24)),
+        "a later update does not move the start"
+    );
+
+    let r = f.apply(
+        batch(
+            false,
+            t(41),
+            vec![
+                cs_pool("np-1", "error", Phase::Failed, t(40))
+                    .error("CLUSTERS-MGMT-500", "the node pool update failed"),
+            ],
+        ),
+        t(41),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_upgrade hop clusters_service failed 840s",
+            "node_pool_upgrade ended failed 960s",
+            "node_pool_upgrade slo failed",
+        ]
+    );
+    let timeline = f.get("c1").unwrap();
+    assert_eq!(
+        pool_upgrade(&f).unwrap().failed_hop,
+        Some(Hop::ClustersService)
+    );
+    assert!(
+        timeline
+            .day2_operations()
+            .all(|op| op.kind != OperationKind::NodePoolCreate),
+        "the pool's failure is its upgrade's, not a creation's"
+    );
+}
+
+#[test]
+fn an_update_of_a_pool_that_no_upgrade_follows_is_kept_only_until_it_settles() {
+    // A scale-up: the RP and Clusters Service update the pool, its
+    // NodePool never reports a new version.
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    let r = f.apply(
+        batch(
+            false,
+            t(22),
+            vec![
+                rp_pool("np-1", "Updating", Phase::Progressing),
+                cs_pool("np-1", "updating", Phase::Progressing, t(21)),
+            ],
+        ),
+        t(22),
+    );
+    assert_eq!(operation_events(&r.events), Vec::<String>::new());
+    assert_eq!(
+        f.get("c1").unwrap().pool_readings.as_ref().unwrap().len(),
+        2
+    );
+    f.apply(
+        batch(
+            false,
+            t(30),
+            vec![
+                rp_pool("np-1", "Succeeded", Phase::Ready),
+                cs_pool("np-1", "ready", Phase::Ready, t(28)),
+            ],
+        ),
+        t(30),
+    );
+    let timeline = f.get("c1").unwrap();
+    assert!(timeline.pool_readings.is_none());
+    assert_eq!(timeline.day2_operations().count(), 0);
 }

@@ -267,7 +267,7 @@ impl PoolFollow {
         let mut after = Vec::new();
         for (name, view) in read {
             let fingerprint = view.fingerprint();
-            let settled = settled(hop, &view);
+            let settled = settled(&view);
             let repeat = before.iter().any(|(n, f)| *n == name && *f == fingerprint);
             if !settled {
                 after.push((name.clone(), fingerprint));
@@ -374,10 +374,12 @@ fn bucket(key: &str, buckets: u64) -> u64 {
     h.finish() % buckets.max(1)
 }
 
-/// Provisioned, nothing to wait for: ready, or being changed after it was
-/// (the model's own rule, so what a source follows is what the model keeps).
-fn settled(hop: Hop, view: &HopView) -> bool {
-    view.phase == Phase::Ready || crate::model::provisioned_update(hop, &view.state)
+/// Nothing to wait for: ready. A pool being updated is followed until it
+/// is ready again, as the model keeps it: the update may be the RP's or
+/// Clusters Service's part of the pool's upgrade, timed until it settles
+/// (docs/design.md §15.10).
+fn settled(view: &HopView) -> bool {
+    view.phase == Phase::Ready
 }
 
 // ---- ARM `nodePools` ---------------------------------------------------

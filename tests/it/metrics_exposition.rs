@@ -640,14 +640,16 @@ fn hop_budgets_are_published_as_configured() {
         .count();
     assert_eq!(
         published,
-        2 * Hop::ALL.len() + 10,
-        "one series per hop of each operation kind's flow (a node pool's creation and removal: its RP resource, Clusters Service node pool and NodePool; an upgrade's: the RP, Clusters Service and HostedCluster; a pool's upgrade: its NodePool)"
+        2 * Hop::ALL.len() + 12,
+        "one series per hop of each operation kind's flow (a node pool's creation, removal and upgrade: its RP resource, Clusters Service node pool and NodePool; an upgrade's: the RP, Clusters Service and HostedCluster)"
     );
     for (operation, hop, seconds) in [
         ("upgrade", "rp_frontend", "5400.0"),
         ("upgrade", "clusters_service", "5400.0"),
         ("upgrade", "hosted_cluster", "4500.0"),
         ("node_pool_upgrade", "node_pool", "3600.0"),
+        ("node_pool_upgrade", "rp_frontend", "5400.0"),
+        ("node_pool_upgrade", "clusters_service", "5400.0"),
     ] {
         let line = format!(r#"hcpflow_hop_budget_seconds{{operation="{operation}",hop="{hop}"}} "#);
         let got = body.lines().find_map(|l| l.strip_prefix(&line));

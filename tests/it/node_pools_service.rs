@@ -11,21 +11,29 @@
 //!   from both;
 //! - a pool Clusters Service puts in `error` fails its creation there;
 //! - the pollers read a cluster's pools only when due: one request per
-//!   source and cluster on a poll, none without the store's hints.
+//!   source and cluster on a poll, none without the store's hints;
+//! - a pool's upgrade, which its NodePool opens (read here from a
+//!   Kubernetes stand-in serving HyperShift's fixture), times the RP's and
+//!   Clusters Service's updates of the pool as its hops, dated by Clusters
+//!   Service's `last_updated_timestamp`.
 
 use std::sync::Arc;
 
+use crate::common::hypershift::{self, entry, second};
+use crate::common::kube::{eventually, harness_waiting_for};
 use crate::common::standin::{Behaviour, StandIn};
 use hcp_flow::config::{
     ClustersServiceApi, ClustersServiceConfig, HttpSourceConfig, RpFrontendConfig,
 };
 use hcp_flow::metrics::exposition::Format;
-use hcp_flow::sources::SourceContext;
+use hcp_flow::model::{Hop, Phase};
+use hcp_flow::sim::kube::KubeApiServer;
 use hcp_flow::sources::clusters_service::ClustersServiceSource;
-use hcp_flow::sources::health::SourceHealth;
+use hcp_flow::sources::kube::KubeMode;
 use hcp_flow::sources::poll::PollKind;
 use hcp_flow::sources::rp_frontend::RpFrontendSource;
 use hcp_flow::store::Store;
+use jiff::{SignedDuration, Timestamp};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use url::Url;
@@ -122,6 +130,11 @@ fn http(base: &Url) -> HttpSourceConfig {
 }
 
 async fn setup(with_hints: bool) -> Setup {
+    setup_on(crate::common::store::default_store(), with_hints).await
+}
+
+/// The stand-ins and both pollers, reading into `store`.
+async fn setup_on(store: Arc<Store>, with_hints: bool) -> Setup {
     crate::common::init();
     let pools: Arc<Mutex<Pools>> = Arc::default();
     let p = pools.clone();
@@ -153,14 +166,7 @@ async fn setup(with_hints: bool) -> Setup {
         }
     })
     .await;
-    let store = crate::common::store::default_store();
-    let ctx = |name: &str| SourceContext {
-        name: name.to_string(),
-        sink: store.clone(),
-        metrics: store.exporter_metrics(),
-        clock: store.clock().clone(),
-        health: SourceHealth::new(store.exporter_metrics(), Default::default()),
-    };
+    let ctx = |name: &str| store.source_context(name);
     let mut rp = RpFrontendSource::new(
         RpFrontendConfig {
             http: http(&rp_standin.base),
@@ -431,4 +437,170 @@ async fn without_the_stores_hints_the_pollers_read_no_node_pool() {
     s.pools.lock().arm = vec![arm_pool("np2", "Provisioning", "2026-06-10T23:00:00Z")];
     s.poll(PollKind::Fast).await;
     assert_eq!(s.pool_requests(), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_upgrade_times_the_rp_and_clusters_service_updating_the_pool() {
+    const NAMESPACE: &str = "clusters";
+    let now = second(Timestamp::now());
+    let minutes_ago = |m: i64| now - SignedDuration::from_mins(m);
+    let rfc3339 = |t: Timestamp| t.to_string();
+    // A hub serving the cluster's HostedCluster (installed 4.20.2) and its
+    // pool np1, ready; its `spec.clusterID` is Clusters Service's id.
+    let (server, url) = KubeApiServer::start().await.expect("the stand-in serves");
+    let created = minutes_ago(120);
+    let pool_ready = minutes_ago(100);
+    server
+        .apply(hypershift::hosted_cluster(
+            CLUSTER_ID,
+            NAMESPACE,
+            created,
+            "4.20.2",
+            vec![entry(
+                "Completed",
+                "4.20.2",
+                created,
+                Some(minutes_ago(105)),
+            )],
+        ))
+        .expect("applied");
+    server
+        .apply(hypershift::node_pool(
+            NAMESPACE, created, pool_ready, "4.20.2", None,
+        ))
+        .expect("applied");
+    let mut h = harness_waiting_for("pool-upgrade-service", &["kube/hub"]);
+    h.start(&[("hub", &url, KubeMode::SelfManaged)], |_| {})
+        .await;
+    eventually("the pool read", || {
+        h.phase(CLUSTER_ID, Hop::NodePool) == Some(Phase::Ready)
+    })
+    .await;
+    let mut s = setup_on(h.store.clone(), true).await;
+    {
+        let mut pools = s.pools.lock();
+        pools.arm = vec![arm_pool("np1", "Succeeded", "2026-06-10T23:00:00Z")];
+        pools.cs = vec![cs_pool("np1", "ready", &rfc3339(pool_ready), "")];
+    }
+    s.poll(PollKind::Fast).await;
+
+    // The ARM PATCH of the pool: Clusters Service updating it since 21
+    // minutes ago, the RP `Updating`. Neither names a version: no upgrade.
+    let cs_began = minutes_ago(21);
+    {
+        let mut pools = s.pools.lock();
+        pools.arm = vec![arm_pool("np1", "Updating", "2026-06-10T23:00:00Z")];
+        pools.cs = vec![cs_pool("np1", "updating", &rfc3339(cs_began), "")];
+    }
+    s.poll(PollKind::Fast).await;
+    let upgrade = [
+        "operation=\"node_pool_upgrade\"",
+        "node_pool=\"np1\"",
+        "target_version=\"4.20.5\"",
+    ];
+    assert_eq!(
+        value(&s.metrics(), "hcpflow_operation_in_flight", &upgrade),
+        None
+    );
+
+    // HyperShift begins rolling the pool out to 4.20.5 20 minutes ago: one
+    // upgrade, from Clusters Service's earlier upstream time, waiting at
+    // the NodePool.
+    server
+        .apply(hypershift::node_pool(
+            NAMESPACE,
+            created,
+            pool_ready,
+            "4.20.2",
+            Some(("4.20.5", minutes_ago(20))),
+        ))
+        .expect("applied");
+    eventually("the pool's upgrade in flight", || {
+        value(&s.metrics(), "hcpflow_operation_in_flight", &upgrade) == Some(1.0)
+    })
+    .await;
+    let text = s.metrics();
+    assert_eq!(
+        value(
+            &text,
+            "hcpflow_operation_started_timestamp_seconds",
+            &upgrade[..2]
+        ),
+        Some(cs_began.as_second() as f64),
+        "from Clusters Service's last_updated_timestamp: {text}"
+    );
+    assert_eq!(
+        value(
+            &text,
+            "hcpflow_operation_waiting_since_timestamp_seconds",
+            &["operation=\"node_pool_upgrade\"", "hop=\"node_pool\""]
+        ),
+        Some(minutes_ago(20).as_second() as f64),
+        "waiting at the NodePool since its UpdatingVersion: {text}"
+    );
+
+    // Rolled out two minutes ago: the upgrade ends; the RP and Clusters
+    // Service still update the pool.
+    server
+        .apply(hypershift::node_pool(
+            NAMESPACE,
+            created,
+            minutes_ago(2),
+            "4.20.5",
+            None,
+        ))
+        .expect("applied");
+    let ended = ["operation=\"node_pool_upgrade\"", "outcome=\"succeeded\""];
+    eventually("the pool's upgrade ended", || {
+        value(
+            &s.metrics(),
+            "hcpflow_operation_duration_seconds_count",
+            &ended,
+        ) == Some(1.0)
+    })
+    .await;
+    let service_hop = |text: &str, hop: &str| {
+        value(
+            text,
+            "hcpflow_hop_duration_seconds_count",
+            &[
+                "operation=\"node_pool_upgrade\"",
+                &format!("hop=\"{hop}\""),
+                "outcome=\"succeeded\"",
+            ],
+        )
+    };
+    let text = s.metrics();
+    assert_eq!(service_hop(&text, "node_pool"), Some(1.0), "{text}");
+    assert_eq!(service_hop(&text, "clusters_service"), None, "{text}");
+
+    // Both read the pool ready again a minute ago: each part is timed, once.
+    {
+        let mut pools = s.pools.lock();
+        pools.arm = vec![arm_pool("np1", "Succeeded", "2026-06-10T23:00:00Z")];
+        pools.cs = vec![cs_pool("np1", "ready", &rfc3339(minutes_ago(1)), "")];
+    }
+    s.poll(PollKind::Fast).await;
+    let text = s.metrics();
+    assert_eq!(service_hop(&text, "clusters_service"), Some(1.0), "{text}");
+    assert_eq!(service_hop(&text, "rp_frontend"), Some(1.0), "{text}");
+    assert_eq!(
+        sum(
+            &text,
+            "hcpflow_operation_slo_events_total",
+            &["operation=\"node_pool_upgrade\""]
+        ),
+        1.0,
+        "one SLO event: {text}"
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "hcpflow_operation_duration_seconds_count",
+            &["operation=\"node_pool_create\""]
+        ),
+        0.0,
+        "the pool's update is no creation: {text}"
+    );
+    drop(server);
 }

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::common::hypershift;
+use crate::common::hypershift::{self, entry, second};
 use crate::common::kube::{KubeHarness, eventually, harness_waiting_for};
 use crate::common::otlp;
 use hcp_flow::model::{Hop, OperationKind, Phase, Stamp, Timeline, trace_id_hex};
@@ -26,85 +26,22 @@ use hcp_flow::sim::kube::KubeApiServer;
 use hcp_flow::sources::kube::KubeMode;
 use hcp_flow::traces::{CreationTracer, TraceMetrics};
 use jiff::{SignedDuration, Timestamp};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const NAMESPACE: &str = "clusters";
 const CLUSTER_ID: &str = "5b1c7d3e-0f2a-4c8b-9d6e-0000000000f3";
 
-fn at(t: Timestamp) -> String {
-    second(t).to_string()
-}
-
-fn second(t: Timestamp) -> Timestamp {
-    t.round(jiff::Unit::Second).unwrap_or(t)
-}
-
-/// A version history entry as the cluster version operator writes it.
-fn entry(state: &str, version: &str, started: Timestamp, completed: Option<Timestamp>) -> Value {
-    json!({
-        "state": state,
-        "version": version,
-        "image": format!("quay.io/openshift-release-dev/ocp-release:{version}-x86_64"),
-        "verified": false,
-        "startedTime": at(started),
-        "completionTime": completed.map(at),
-    })
-}
-
 fn hosted_cluster(created: Timestamp, desired: &str, history: Vec<Value>) -> Value {
-    let mut spec = hypershift::hosted_cluster_spec(CLUSTER_ID);
-    spec["release"]["image"] = json!(format!(
-        "quay.io/openshift-release-dev/ocp-release:{desired}-x86_64"
-    ));
-    json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1",
-        "kind": "HostedCluster",
-        "metadata": {"name": "example", "namespace": NAMESPACE, "uid": "uid-example", "creationTimestamp": at(created)},
-        "spec": spec,
-        "status": {
-            "conditions": [{"type": "Available", "status": "True", "reason": "AsExpected", "message": "The hosted control plane is available", "lastTransitionTime": at(created + SignedDuration::from_mins(10)), "observedGeneration": 2}],
-            "version": {
-                "desired": {"version": desired, "image": format!("quay.io/openshift-release-dev/ocp-release:{desired}-x86_64")},
-                "history": history,
-                "observedGeneration": 2,
-            },
-        },
-    })
+    hypershift::hosted_cluster(CLUSTER_ID, NAMESPACE, created, desired, history)
 }
 
-/// The fixture's NodePool, two replicas ready since `ready`, running
-/// `version`, updating to `updating_to` from `since` when given.
 fn node_pool(
     created: Timestamp,
     ready: Timestamp,
     version: &str,
     updating_to: Option<(&str, Timestamp)>,
 ) -> Value {
-    let mut conditions = vec![
-        json!({"type": "Ready", "status": "True", "reason": "AsExpected", "message": "", "lastTransitionTime": at(ready), "observedGeneration": 1}),
-    ];
-    if let Some((target, since)) = updating_to {
-        conditions.push(json!({
-            "type": "UpdatingVersion",
-            "status": "True",
-            "reason": "AsExpected",
-            "message": format!("Updating version in progress. Target version: {target}"),
-            "lastTransitionTime": at(since),
-            "observedGeneration": 2,
-        }));
-    }
-    json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1",
-        "kind": "NodePool",
-        "metadata": {"name": "np1", "namespace": NAMESPACE, "uid": "uid-np1", "creationTimestamp": at(created)},
-        "spec": hypershift::node_pool_spec("example"),
-        "status": {
-            "replicas": 2,
-            "version": version,
-            "nodesInfo": {"nodeVersions": [{"ocpVersion": version, "readyNodeCount": 2, "unreadyNodeCount": 0}]},
-            "conditions": conditions,
-        },
-    })
+    hypershift::node_pool(NAMESPACE, created, ready, version, updating_to)
 }
 
 fn sample(text: &str, family: &str, labels: &[&str]) -> Option<f64> {

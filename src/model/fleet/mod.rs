@@ -132,6 +132,19 @@ pub struct ApplyResult {
 
 /// Where a cluster's pools are worth reading now: a NodePool's move tells
 /// both, a pool's move at one of them the other.
+/// A timeline's pool upgrades: in flight, and ended but settling.
+fn pool_upgrades(timeline: &Timeline) -> (usize, usize) {
+    timeline
+        .day2_operations()
+        .filter(|op| op.kind == OperationKind::NodePoolUpgrade)
+        .fold((0, 0), |(in_flight, settling), op| {
+            (
+                in_flight + usize::from(op.in_flight()),
+                settling + usize::from(op.settling()),
+            )
+        })
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolHint {
     pub rp: bool,
@@ -931,6 +944,7 @@ impl Fleet {
             (Hop::NodePool, Some(Reported::Gone)) => UpgradeCheck::Pool(&object_name, None),
             _ => UpgradeCheck::Failures,
         };
+        let pool_upgrades_then = (hop == Hop::NodePool).then(|| pool_upgrades(timeline));
         for d in evaluate_upgrades(
             timeline,
             check,
@@ -940,6 +954,20 @@ impl Fleet {
             &mut events,
         ) {
             queue(&mut self.deadlines, d.at, cluster_id, d.due());
+        }
+        if let Some(then) = pool_upgrades_then
+            && pool_upgrades(timeline) != then
+        {
+            // A pool's upgrade began or its rollout ended: the RP and
+            // Clusters Service update the pool around both (docs/design.md
+            // §15.10).
+            result.hint_pools(
+                cluster_id,
+                PoolHint {
+                    rp: true,
+                    clusters_service: true,
+                },
+            );
         }
         result.changed.insert(cluster_id.to_string());
         if !initial {

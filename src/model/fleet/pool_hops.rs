@@ -11,7 +11,7 @@ use super::evaluate::{
     after, complete_pool_operation, day2_hop_done, end_day2, pool_operation_mut, queue,
     related_pools,
 };
-use super::upgrades::Day2Deadline;
+use super::upgrades::{Day2Deadline, UpgradeCheck, evaluate_upgrades};
 use super::*;
 use crate::model::timeline::provisioned_update;
 
@@ -96,9 +96,19 @@ impl Fleet {
         }
         keep_reading(timeline, hop, &name, reading);
         complete_pool_operations(timeline, &name, &self.config, &mut events);
+        // The pool's upgrade times its RP and Clusters Service hops from
+        // the readings kept.
+        let upgrades = evaluate_upgrades(
+            timeline,
+            UpgradeCheck::Failures,
+            initial,
+            observed_at,
+            &self.config,
+            &mut events,
+        );
         // What the operations that just ended followed is settled now.
         timeline.forget_settled_pool_readings();
-        for d in deadlines {
+        for d in deadlines.into_iter().chain(upgrades) {
             queue(&mut self.deadlines, d.at, &cluster_id, d.due());
         }
         result.changed.insert(cluster_id);
@@ -131,6 +141,13 @@ impl Fleet {
         initial: bool,
         observed_at: Timestamp,
     ) {
+        // A pool gone before its cluster joined leaves nothing to hold, and
+        // interns no resource id for it.
+        if !matches!(observation.change, Change::Upsert(_))
+            && !self.held_pool_readings.contains_key(rid)
+        {
+            return;
+        }
         let key = self.shared_rid(rid);
         let held = self.held_pool_readings.entry(key).or_default();
         held.retain(|h| {
@@ -162,7 +179,8 @@ impl Fleet {
     }
 
     /// RP pool readings held for resources not joined yet.
-    pub fn held_pool_readings_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held_pool_readings_len(&self) -> usize {
         self.held_pool_readings.values().map(Vec::len).sum()
     }
 }
@@ -219,6 +237,15 @@ pub(super) fn hint_the_rp_on_join(timeline: &Timeline, cluster_id: &str, result:
             },
         );
     }
+}
+
+/// Whether an upgrade of pool `name` is in flight.
+fn upgrading(ops: &[Operation], name: &str) -> bool {
+    ops.iter().any(|op| {
+        op.in_flight()
+            && op.kind == OperationKind::NodePoolUpgrade
+            && op.node_pool().is_some_and(|p| related_pools(p, name))
+    })
 }
 
 fn pool_followed(timeline: &Timeline, name: &str) -> bool {
@@ -378,6 +405,9 @@ fn evaluate_pool_reading(
                 if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
                     op.reached_at(hop, r.since);
                 }
+            } else if phase == Phase::Failed && upgrading(&ops, name) {
+                // Failed while it upgrades: the upgrade's to fail
+                // (`upgrades::service_hops`), not a creation of its own.
             } else if phase == Phase::Failed {
                 let failed_before = ops.iter().any(|op| {
                     op.outcome == OperationOutcome::Failed

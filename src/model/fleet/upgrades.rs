@@ -9,6 +9,7 @@ use crate::model::ConditionStatus;
 use crate::model::observation::Rollout;
 use crate::model::operation::{node_pool_of, target_version_of};
 use crate::model::provisioned_update;
+use crate::model::text::Text;
 
 /// What one reading told of a rollout, taken from the view before the view
 /// is stored without it.
@@ -26,7 +27,8 @@ pub(super) enum UpgradeCheck<'a> {
     /// The NodePool named was read (`Some`: what it reports) or is gone
     /// (`None`).
     Pool(&'a str, Option<Option<&'a Rollout>>),
-    /// Only whether an upgrade in flight failed (a budget ran out).
+    /// Nothing its object reported: what the RP or Clusters Service read
+    /// of it, and whether an upgrade in flight failed (a budget ran out).
     Failures,
 }
 
@@ -92,19 +94,16 @@ pub(super) fn evaluate_upgrades(
         // The RP's and Clusters Service's part: followed while the upgrade
         // is in flight, and after it ended until they settle (they report
         // done after the rollout).
-        let service_failure = match op.kind {
-            OperationKind::Upgrade => service_hops(
-                timeline,
-                op,
-                counted,
-                &target,
-                (initial, observed_at),
-                config,
-                &mut deadlines,
-                events,
-            ),
-            _ => None,
-        };
+        let service_failure = service_hops(
+            timeline,
+            op,
+            counted,
+            &target,
+            (initial, observed_at),
+            config,
+            &mut deadlines,
+            events,
+        );
         if !op.in_flight() {
             continue;
         }
@@ -116,12 +115,14 @@ pub(super) fn evaluate_upgrades(
             (UpgradeCheck::Pool(name, reading), OperationKind::NodePoolUpgrade, Some(pool))
                 if *name == pool =>
             {
-                pool_end(timeline, op, *reading, observed_at)
+                service_failure.or_else(|| pool_end(timeline, op, *reading, observed_at))
             }
             // A budget that ran out may have failed the pool.
-            (_, OperationKind::NodePoolUpgrade, Some(pool)) => pool_reading(timeline, pool)
-                .filter(|r| r.view.phase == Phase::Failed)
-                .map(|r| End::Failed(Hop::NodePool, r.since.at)),
+            (_, OperationKind::NodePoolUpgrade, Some(pool)) => service_failure.or_else(|| {
+                pool_reading(timeline, pool)
+                    .filter(|r| r.view.phase == Phase::Failed)
+                    .map(|r| End::Failed(Hop::NodePool, r.since.at))
+            }),
             _ => None,
         };
         let Some(end) = ended else {
@@ -156,24 +157,35 @@ pub(super) fn evaluate_upgrades(
 pub(super) fn kept(op: &Operation) -> bool {
     op.in_flight()
         || (op.kind.of_version() && op.outcome == OperationOutcome::Failed)
-        || settling(op)
+        || op.settling()
 }
 
-/// A control-plane upgrade that ended while the RP or Clusters Service it
-/// reached still updates: kept until they settle (not in flight, so in no
-/// in-flight series and no verdict), so their hops are timed.
-fn settling(op: &Operation) -> bool {
-    op.kind == OperationKind::Upgrade
-        && !op.in_flight()
-        && op
-            .hops
-            .iter()
-            .any(|h| h.done_at.is_none() && matches!(h.hop, Hop::RpFrontend | Hop::ClustersService))
+/// What the RP or Clusters Service reads of what an upgrade updates: the
+/// cluster for a control plane's, the pool's own reading for a pool's.
+fn service_reading<'t>(
+    timeline: &'t Timeline,
+    op: &Operation,
+    hop: Hop,
+) -> Option<(Phase, &'t Text, TimeMark, Via)> {
+    match op.node_pool() {
+        Some(pool) => timeline.pool_reading_of(hop, pool).map(|r| {
+            (
+                r.state.view.phase,
+                &r.state.view.state,
+                r.state.since,
+                Via::Direct,
+            )
+        }),
+        None => timeline
+            .hop(hop)
+            .map(|h| (h.phase, &h.state, h.since, h.via)),
+    }
 }
 
-/// The RP's and Clusters Service's part in a control-plane upgrade
-/// (docs/design.md §15.10). An upgrade in flight reaches either when the
-/// cluster reads `Updating` / `updating` there, from the time it began to:
+/// The RP's and Clusters Service's part in an upgrade, a control plane's
+/// or a pool's (docs/design.md §15.10). An upgrade in flight reaches either
+/// when the cluster (the pool) reads `Updating` / `updating` there, from
+/// the time it began to:
 /// ARM takes no second update while one runs, so the update under way when
 /// the rollout is seen is the one that asked for it, and an upstream time
 /// it began before the rollout's start dates the upgrade's start. A hop
@@ -192,14 +204,14 @@ fn service_hops(
 ) -> Option<End> {
     let mut failed = None;
     for hop in [Hop::RpFrontend, Hop::ClustersService] {
-        let Some(h) = timeline.hop(hop) else {
+        let Some((phase, state, since, via)) = service_reading(timeline, op, hop) else {
             continue;
         };
         let Some(entry) = op.hop(hop).copied() else {
-            if op.in_flight() && provisioned_update(hop, &h.state) {
-                if !h.since.observed && h.since.at < op.started_at.at {
-                    op.start_earlier(h.since);
-                    let late_at = after(h.since.at, config.target(op.kind));
+            if op.in_flight() && provisioned_update(hop, state) {
+                if !since.observed && since.at < op.started_at.at {
+                    op.start_earlier(since);
+                    let late_at = after(since.at, config.target(op.kind));
                     // Late already when a first sync shows it: as when it
                     // is first followed (`follow`), silently, never counted.
                     op.judge_first_seen(initial, late_at, observed_at);
@@ -213,36 +225,36 @@ fn service_hops(
                         });
                     }
                 }
-                op.reached_at(hop, h.since);
+                op.reached_at(hop, since);
             }
             continue;
         };
         if entry.done_at.is_some() {
             continue;
         }
-        match h.phase {
+        match phase {
             Phase::Ready => day2_hop_done(
                 timeline,
                 op,
                 hop,
                 Outcome::Succeeded,
-                h.since.at,
-                h.via,
+                since.at,
+                via,
                 counted,
                 target,
                 events,
             ),
-            Phase::Failed if h.since.at >= entry.started_at => {
+            Phase::Failed if since.at >= entry.started_at => {
                 if op.in_flight() {
-                    failed.get_or_insert(End::Failed(hop, h.since.at));
+                    failed.get_or_insert(End::Failed(hop, since.at));
                 } else {
                     day2_hop_done(
                         timeline,
                         op,
                         hop,
                         Outcome::Failed,
-                        h.since.at,
-                        h.via,
+                        since.at,
+                        via,
                         counted,
                         target,
                         events,
