@@ -344,7 +344,7 @@ fn a_restart_goes_on_with_a_pools_creation_and_ends_it_once() {
 // ---- the RP's and Clusters Service's pools (docs/design.md §15.11) -----
 
 /// Pool `name` as the RP reads it (ARM `nodePools`), requested at `created`.
-fn rp_pool(name: &str, state: &str, phase: Phase, created: jiff::Timestamp) -> Obs {
+pub(super) fn rp_pool(name: &str, state: &str, phase: Phase, created: jiff::Timestamp) -> Obs {
     obs("c1", Hop::RpFrontend)
         .object(name)
         .state(state, phase)
@@ -352,7 +352,7 @@ fn rp_pool(name: &str, state: &str, phase: Phase, created: jiff::Timestamp) -> O
 }
 
 /// Pool `name` as Clusters Service reads it, in `state` since `since`.
-fn cs_pool(name: &str, state: &str, phase: Phase, since: jiff::Timestamp) -> Obs {
+pub(super) fn cs_pool(name: &str, state: &str, phase: Phase, since: jiff::Timestamp) -> Obs {
     obs("c1", Hop::ClustersService)
         .object(name)
         .state(state, phase)

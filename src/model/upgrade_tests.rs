@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use super::operation_tests::{operation_events, ready_cluster};
-use super::pool_tests::hinted;
+use super::pool_tests::{cs_pool, hinted, rp_pool};
 use super::testing::{Obs, batch, obs, rp};
 use super::tests::{fleet, t};
 use super::*;
@@ -705,24 +705,6 @@ fn a_first_sync_that_dates_an_upgrade_back_past_its_target_judges_it_late_silent
     );
 }
 
-/// Pool `name` as the RP reads it, in `state`: ARM dates the pool's
-/// creation only, so since when it is in `state` is when it was seen so.
-fn rp_pool(name: &str, state: &str, phase: Phase) -> Obs {
-    obs("c1", Hop::RpFrontend)
-        .object(name)
-        .state(state, phase)
-        .created(t(0))
-}
-
-/// Pool `name` as Clusters Service reads it, in `state` since `since`.
-fn cs_pool(name: &str, state: &str, phase: Phase, since: jiff::Timestamp) -> Obs {
-    obs("c1", Hop::ClustersService)
-        .object(name)
-        .state(state, phase)
-        .created(t(0))
-        .since(since)
-}
-
 /// Pool np-1 updating to 4.20.2 at its NodePool, from `started`.
 fn pool_updating(started: jiff::Timestamp) -> Obs {
     pool("np-1")
@@ -755,7 +737,7 @@ fn a_pool_upgrade_dates_from_clusters_service_and_times_the_pools_updates_as_hop
             false,
             t(22),
             vec![
-                rp_pool("np-1", "Updating", Phase::Progressing),
+                rp_pool("np-1", "Updating", Phase::Progressing, t(0)),
                 cs_pool("np-1", "updating", Phase::Progressing, t(21)),
             ],
         ),
@@ -829,7 +811,7 @@ fn a_pool_upgrade_dates_from_clusters_service_and_times_the_pools_updates_as_hop
         batch(
             false,
             t(67),
-            vec![rp_pool("np-1", "Succeeded", Phase::Ready)],
+            vec![rp_pool("np-1", "Succeeded", Phase::Ready, t(0))],
         ),
         t(67),
     );
@@ -906,7 +888,7 @@ fn an_update_of_a_pool_that_no_upgrade_follows_is_kept_only_until_it_settles() {
             false,
             t(22),
             vec![
-                rp_pool("np-1", "Updating", Phase::Progressing),
+                rp_pool("np-1", "Updating", Phase::Progressing, t(0)),
                 cs_pool("np-1", "updating", Phase::Progressing, t(21)),
             ],
         ),
@@ -922,7 +904,7 @@ fn an_update_of_a_pool_that_no_upgrade_follows_is_kept_only_until_it_settles() {
             false,
             t(30),
             vec![
-                rp_pool("np-1", "Succeeded", Phase::Ready),
+                rp_pool("np-1", "Succeeded", Phase::Ready, t(0)),
                 cs_pool("np-1", "ready", Phase::Ready, t(28)),
             ],
         ),

@@ -141,11 +141,10 @@ impl Fleet {
         initial: bool,
         observed_at: Timestamp,
     ) {
+        let upsert = matches!(observation.change, Change::Upsert(_));
         // A pool gone before its cluster joined leaves nothing to hold, and
         // interns no resource id for it.
-        if !matches!(observation.change, Change::Upsert(_))
-            && !self.held_pool_readings.contains_key(rid)
-        {
+        if !upsert && !self.held_pool_readings.contains_key(rid) {
             return;
         }
         let key = self.shared_rid(rid);
@@ -153,7 +152,7 @@ impl Fleet {
         held.retain(|h| {
             h.observation.hop != observation.hop || h.observation.object != observation.object
         });
-        if matches!(observation.change, Change::Upsert(_)) {
+        if upsert {
             held.push(HeldPoolReading {
                 observation,
                 initial,
@@ -237,15 +236,6 @@ pub(super) fn hint_the_rp_on_join(timeline: &Timeline, cluster_id: &str, result:
             },
         );
     }
-}
-
-/// Whether an upgrade of pool `name` is in flight.
-fn upgrading(ops: &[Operation], name: &str) -> bool {
-    ops.iter().any(|op| {
-        op.in_flight()
-            && op.kind == OperationKind::NodePoolUpgrade
-            && op.node_pool().is_some_and(|p| related_pools(p, name))
-    })
 }
 
 fn pool_followed(timeline: &Timeline, name: &str) -> bool {
@@ -405,7 +395,9 @@ fn evaluate_pool_reading(
                 if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
                     op.reached_at(hop, r.since);
                 }
-            } else if phase == Phase::Failed && upgrading(&ops, name) {
+            } else if phase == Phase::Failed
+                && pool_operation_mut(&mut ops, OperationKind::NodePoolUpgrade, name).is_some()
+            {
                 // Failed while it upgrades: the upgrade's to fail
                 // (`upgrades::service_hops`), not a creation of its own.
             } else if phase == Phase::Failed {
