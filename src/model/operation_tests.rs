@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use super::edge_tests::memory_of;
-use super::testing::{batch, obs, rp};
+use super::testing::{Obs, batch, obs, rp};
 use super::tests::{fleet, t};
 use super::*;
 
@@ -439,4 +439,192 @@ fn a_deletion_ends_when_the_rp_resource_goes_after_clusters_service() {
     );
     assert!(f.get("c1").is_none());
     assert!(f.resolve(rid).is_none(), "the join went with the cluster");
+}
+
+/// What one role of a split deployment reads of one cluster: a management
+/// instance owns nothing and reads the management hops directly; the
+/// service side owns the cluster and sees the same objects through
+/// Maestro's feedback.
+fn split_role(via: Via) -> Fleet {
+    let ownership = match via {
+        Via::Direct => Ownership {
+            provisional: false,
+            joined: false,
+        },
+        Via::Maestro => Ownership::ALL,
+    };
+    Fleet::new(ModelConfig {
+        ownership,
+        ..ModelConfig::default()
+    })
+}
+
+/// `(operation, hop, counted)` of a hop's end.
+type HopCount = (OperationKind, Hop, bool);
+
+/// `(operation, hop, counted)` of every hop end, and `(operation, counted)`
+/// of every operation end and verdict, of one apply.
+fn who_counts(events: &[Event]) -> (Vec<HopCount>, Vec<(OperationKind, bool)>) {
+    let mut hops = Vec::new();
+    let mut ends = Vec::new();
+    for e in events {
+        match e {
+            Event::HopEnded {
+                operation,
+                hop,
+                counted,
+                ..
+            } => hops.push((*operation, *hop, *counted)),
+            Event::OperationEnded {
+                operation, counted, ..
+            }
+            | Event::Slo {
+                operation, counted, ..
+            } => ends.push((*operation, *counted)),
+            Event::ClusterRemoved { .. } => {}
+        }
+    }
+    (hops, ends)
+}
+
+/// One rule for every operation (docs/design.md §8.2): the instance that
+/// reads a hop directly times it, whoever owns the cluster; the owner
+/// counts the operation's end and verdict; Maestro's view times nothing.
+/// Each step is applied to both roles of a split; the table says what
+/// each operation's hop end must be.
+#[test]
+fn every_operation_is_timed_where_read_and_counted_by_its_owner() {
+    use OperationKind::*;
+    let np = |name: &str| obs("c1", Hop::NodePool).object(name).created(t(0));
+    let hc = || obs("c1", Hop::HostedCluster).state("Available/Partial", Phase::Ready);
+    // (what the step is, its observations, the operation and hop whose end it is)
+    type Step = (&'static str, Vec<Obs>, Vec<(OperationKind, Hop)>);
+    let steps = |via: Via| -> Vec<Step> {
+        let on = |o: Obs| o.via(via);
+        vec![
+            (
+                "a pool waits for machines",
+                vec![on(np("np-2")
+                    .state("WaitingForAvailableMachines", Phase::Progressing)
+                    .created(t(20)))],
+                vec![],
+            ),
+            (
+                "the pool is ready",
+                vec![on(np("np-2")
+                    .state("Ready", Phase::Ready)
+                    .since(t(25))
+                    .replicas(2, 2, 2))],
+                vec![(NodePoolCreate, Hop::NodePool)],
+            ),
+            (
+                "the control plane upgrade begins",
+                vec![on(hc().upgrading("4.20.2", Some(t(30))))],
+                vec![],
+            ),
+            (
+                "the control plane upgrade completes",
+                vec![on(hc()
+                    .state("Available/Completed", Phase::Ready)
+                    .upgraded("4.20.2", t(30), t(34)))],
+                vec![(Upgrade, Hop::HostedCluster)],
+            ),
+            (
+                "the pool upgrade begins",
+                vec![on(np("np-2")
+                    .state("Ready", Phase::Ready)
+                    .since(t(25))
+                    .replicas(2, 2, 2)
+                    .condition(
+                        "UpdatingVersion",
+                        ConditionStatus::True,
+                        "AsExpected",
+                        t(40),
+                    )
+                    .upgrading("4.20.2", Some(t(40))))],
+                vec![],
+            ),
+            (
+                "the pool upgrade completes",
+                vec![on(np("np-2")
+                    .state("Ready", Phase::Ready)
+                    .since(t(25))
+                    .replicas(2, 2, 2)
+                    .condition(
+                        "UpdatingVersion",
+                        ConditionStatus::False,
+                        "AsExpected",
+                        t(44),
+                    ))],
+                vec![(NodePoolUpgrade, Hop::NodePool)],
+            ),
+            (
+                "the pool is removed",
+                vec![on(np("np-2")
+                    .state("deleting", Phase::Deleting)
+                    .since(t(50)))],
+                vec![],
+            ),
+            (
+                "the pool is gone",
+                vec![on(np("np-2").gone())],
+                vec![(NodePoolDelete, Hop::NodePool)],
+            ),
+            (
+                "the cluster's deletion begins",
+                vec![on(hc().state("deleting", Phase::Deleting).since(t(60)))],
+                vec![],
+            ),
+            (
+                "the HostedCluster and the last pool are gone",
+                vec![on(hc().gone()), on(np("np-1").gone())],
+                vec![(Delete, Hop::HostedCluster), (Delete, Hop::NodePool)],
+            ),
+        ]
+    };
+    for via in [Via::Direct, Via::Maestro] {
+        let mut f = split_role(via);
+        f.apply(
+            batch(
+                false,
+                t(9),
+                vec![
+                    obs("c1", Hop::HostedCluster)
+                        .via(via)
+                        .state("Available", Phase::Ready)
+                        .created(t(0))
+                        .since(t(9)),
+                    np("np-1")
+                        .via(via)
+                        .state("Ready", Phase::Ready)
+                        .since(t(9))
+                        .replicas(2, 2, 2),
+                ],
+            ),
+            t(9),
+        );
+        for (minute, (what, observations, ends)) in (21..).step_by(10).zip(steps(via)) {
+            let r = f.apply(batch(false, t(minute), observations), t(minute));
+            let (hops, operations) = who_counts(&r.events);
+            let want_hops: Vec<_> = ends
+                .iter()
+                .map(|(op, hop)| (*op, *hop, via == Via::Direct))
+                .collect();
+            assert_eq!(hops, want_hops, "{via:?}: {what}: the hop ends");
+            // The owner (the service side here) counts every end and
+            // verdict; the management instance none.
+            assert!(
+                operations
+                    .iter()
+                    .all(|(_, counted)| *counted == (via == Via::Maestro)),
+                "{via:?}: {what}: {operations:?}"
+            );
+            for (op, _) in ends {
+                assert!(
+                    operations.iter().any(|(kind, _)| *kind == op),
+                    "{via:?}: {what}: {op} ended: {operations:?}"
+                );
+            }
+        }
+    }
 }

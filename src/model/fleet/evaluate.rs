@@ -177,7 +177,7 @@ pub(super) fn refresh_hop(
             subject: None,
             hop,
             via: hop_state.via,
-            counted: hop_state.via == Via::Direct,
+            counted: times_hop(hop_state.via),
             platform: timeline.identity.platform.to_string(),
             version: timeline.identity.version.to_string(),
             outcome,
@@ -185,6 +185,28 @@ pub(super) fn refresh_hop(
             ended: hop_state.since.at.max(started).into(),
         });
     }
+}
+
+/// Who times a hop, for every operation alike (docs/design.md §8.2): the
+/// instance that reads it directly. Maestro's feedback view of a hop that a
+/// management instance reads directly never feeds a duration, so a split
+/// deployment's two views of one hop count once; ownership plays no part,
+/// or the management side of a split would time nothing but creations.
+pub(super) fn times_hop(via: Via) -> bool {
+    via == Via::Direct
+}
+
+/// Who counts an operation's end (`hcpflow_operation_duration_seconds`) and
+/// its one SLO verdict, for every operation alike (docs/design.md §8.2):
+/// the instance that owns its cluster, unless the operation was first seen
+/// by a first sync already past its target (`first_seen_late`: nobody here
+/// watched it begin, and its verdict was given silently).
+pub(super) fn counts_operation(
+    config: &ModelConfig,
+    cluster_id: &str,
+    first_seen_late: bool,
+) -> bool {
+    config.ownership.owns(cluster_id) && !first_seen_late
 }
 
 /// Recompute every hop's start. A start falls back on the creation start or
@@ -222,7 +244,7 @@ pub(super) fn evaluate_creation(
     }
     let started = timeline.created_at.at;
     let target = config.creation_target;
-    let counted = config.ownership.owns(&timeline.cluster_id);
+    let counted = counts_operation(config, &timeline.cluster_id, false);
 
     if timeline.hops.values().any(|h| h.phase == Phase::Deleting) {
         timeline.outcome = CreationOutcome::Deleted;
@@ -404,7 +426,7 @@ pub(super) fn evaluate_deletion(
         timeline.deletion = Some(Box::new(Operation::new(OperationKind::Delete, start)));
         started_now = Some(after(start.at, config.delete_target));
     }
-    let counted = config.ownership.owns(&timeline.cluster_id);
+    let counted = counts_operation(config, &timeline.cluster_id, false);
     let cluster_id = timeline.cluster_id.clone();
     let platform = timeline.identity.platform.clone();
     let version = timeline.identity.version.clone();
@@ -458,10 +480,9 @@ pub(super) fn deletion_hop_gone(
     hop: Hop,
     via: Via,
     at: Timestamp,
-    config: &ModelConfig,
     events: &mut Vec<Event>,
 ) {
-    let counted = config.ownership.owns(&timeline.cluster_id) && via == Via::Direct;
+    let counted = times_hop(via);
     let cluster_id = timeline.cluster_id.clone();
     let Some(deletion) = timeline.deletion.as_deref_mut().filter(|d| d.in_flight()) else {
         return;
@@ -490,7 +511,7 @@ pub(super) fn deletion_done(
     config: &ModelConfig,
     events: &mut Vec<Event>,
 ) {
-    let counted = config.ownership.owns(&timeline.cluster_id);
+    let counted = counts_operation(config, &timeline.cluster_id, false);
     let cluster_id = timeline.cluster_id.clone();
     let platform = timeline.identity.platform.clone();
     let version = timeline.identity.version.clone();
@@ -552,7 +573,8 @@ pub(super) fn pool_operation_mut<'a>(
 
 /// Start, end and fail the cluster's node pool operations after its
 /// NodePools changed (docs/design.md §15.9). `appeared`: a pool first seen
-/// in this run; `vanished`: a pool whose last object went in this change
+/// in this run; `vanished`: a pool whose last object went in this change,
+/// and the view it went from
 /// (a pool not read yet after a restart is not gone). A pool that appears not ready has its creation followed
 /// from the pool's creation time; one that turns deleting, its removal,
 /// from its `deletionTimestamp`. The cluster's deletion takes its pools
@@ -564,7 +586,7 @@ pub(super) fn pool_operation_mut<'a>(
 pub(super) fn evaluate_pools(
     timeline: &mut Timeline,
     appeared: Option<&str>,
-    vanished: Option<&str>,
+    vanished: Option<(&str, Via)>,
     initial: bool,
     observed_at: Timestamp,
     config: &ModelConfig,
@@ -641,27 +663,29 @@ pub(super) fn evaluate_pools(
         });
     }
     ops.extend(started);
-    let owned = config.ownership.owns(&timeline.cluster_id);
     for op in ops.iter_mut().filter(|op| op.in_flight()) {
-        let counted = owned && !op.uncounted;
+        let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
         let pool = op.subject.clone().unwrap_or_default();
         let reading = pool_reading(timeline, &pool);
-        let via = if pool_read_directly(timeline, &pool) || reading.is_none() {
-            Via::Direct
-        } else {
-            Via::Maestro
+        let gone_from = vanished
+            .filter(|(v, _)| related_pools(v, &pool) && reading.is_none())
+            .map(|(_, via)| via);
+        let gone_here = gone_from.is_some();
+        // The view the pool was last read in: a pool gone from Maestro's
+        // feedback was never read directly here, and times nothing.
+        let via = match gone_from {
+            Some(via) => via,
+            None if pool_read_directly(timeline, &pool) || reading.is_none() => Via::Direct,
+            None => Via::Maestro,
         };
         let version = timeline.identity.version.clone();
-        let gone_here = vanished.is_some_and(|v| related_pools(v, &pool)) && reading.is_none();
         match (op.kind, reading) {
             (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
                 Phase::Ready => {
                     let at = r.since.at.max(op.started_at.at);
                     let hop = Hop::NodePool;
                     let outcome = Outcome::Succeeded;
-                    day2_hop_done(
-                        timeline, op, hop, outcome, at, via, counted, &version, events,
-                    );
+                    day2_hop_done(timeline, op, hop, outcome, at, via, &version, events);
                 }
                 Phase::Failed => {
                     let at = r.since.at.max(op.started_at.at);
@@ -689,9 +713,7 @@ pub(super) fn evaluate_pools(
             (OperationKind::NodePoolDelete, None) if gone_here => {
                 let at = Stamp::from(observed_at).max(op.started_at.at);
                 let (hop, outcome) = (Hop::NodePool, Outcome::Succeeded);
-                day2_hop_done(
-                    timeline, op, hop, outcome, at, via, counted, &version, events,
-                );
+                day2_hop_done(timeline, op, hop, outcome, at, via, &version, events);
             }
             (OperationKind::NodePoolDelete, Some(r)) if r.view.phase == Phase::Failed => {
                 let at = r.since.at.max(op.started_at.at);
@@ -753,7 +775,7 @@ pub(super) fn complete_pool_operation(
 }
 
 /// Note a day-2 operation done (or failed) at `hop` at `at`, once: the hop's
-/// duration, counted from direct views only. `version` labels it: the
+/// duration, observed where the hop is read directly ([`times_hop`]). `version` labels it: the
 /// cluster's, or an upgrade's target.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn day2_hop_done(
@@ -763,7 +785,6 @@ pub(super) fn day2_hop_done(
     outcome: Outcome,
     at: Stamp,
     via: Via,
-    counted: bool,
     version: &str,
     events: &mut Vec<Event>,
 ) {
@@ -774,7 +795,7 @@ pub(super) fn day2_hop_done(
             subject: op.subject.clone(),
             hop,
             via,
-            counted: counted && via == Via::Direct,
+            counted: times_hop(via),
             platform: timeline.identity.platform.to_string(),
             version: version.to_string(),
             outcome,
@@ -801,9 +822,7 @@ pub(super) fn end_day2(
     config: &ModelConfig,
     events: &mut Vec<Event>,
 ) {
-    day2_hop_done(
-        timeline, op, hop, outcome, at, via, counted, version, events,
-    );
+    day2_hop_done(timeline, op, hop, outcome, at, via, version, events);
     if outcome == Outcome::Failed {
         op.failed_hop = Some(hop);
     }

@@ -414,7 +414,7 @@ impl Fleet {
         events: &mut Vec<Event>,
     ) -> bool {
         let target = self.config.target(kind);
-        let counted = self.config.ownership.owns(cluster_id);
+        let counted = counts_operation(&self.config, cluster_id, false);
         let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut) else {
             return false;
         };
@@ -704,7 +704,7 @@ impl Fleet {
         // A NodePool first seen in this run: its creation may be followed;
         // one whose last object went: its removal may be done.
         let mut appeared: Option<String> = None;
-        let mut vanished: Option<String> = None;
+        let mut vanished: Option<(String, Via)> = None;
         // What a HostedCluster or NodePool reports of a rollout, for its
         // upgrades (docs/design.md §15.10).
         let mut reported: Option<Reported> = None;
@@ -842,20 +842,13 @@ impl Fleet {
                                 clusters_service: true,
                             },
                         );
-                        vanished = Some(object);
+                        vanished = Some((object, via));
                         reported = Some(Reported::Gone);
                     }
                     if hop_state.objects.is_empty() {
                         let via = hop_state.via;
                         timeline.hops.remove(&hop);
-                        deletion_hop_gone(
-                            timeline,
-                            hop,
-                            via,
-                            observed_at,
-                            &self.config,
-                            &mut gone_events,
-                        );
+                        deletion_hop_gone(timeline, hop, via, observed_at, &mut gone_events);
                     }
                 }
             }
@@ -925,7 +918,7 @@ impl Fleet {
         let pool_deadlines = evaluate_pools(
             timeline,
             appeared.as_deref(),
-            vanished.as_deref(),
+            vanished.as_ref().map(|(name, via)| (name.as_str(), *via)),
             initial,
             observed_at,
             &self.config,

@@ -8,8 +8,8 @@
 //! object of one of these hops: the cluster's own object there has no name.
 
 use super::evaluate::{
-    after, complete_pool_operation, day2_hop_done, end_day2, pool_operation_mut, queue,
-    related_pools,
+    after, complete_pool_operation, counts_operation, day2_hop_done, end_day2, pool_operation_mut,
+    queue, related_pools,
 };
 use super::upgrades::{Day2Deadline, UpgradeCheck, evaluate_upgrades};
 use super::*;
@@ -278,14 +278,13 @@ fn complete_pool_operations(
     let Some(mut ops) = timeline.day2_operations.take().map(|b| *b) else {
         return;
     };
-    let owned = config.ownership.owns(&timeline.cluster_id);
     let version = timeline.identity.version.clone();
     for op in ops.iter_mut().filter(|op| {
         op.in_flight()
             && op.kind.of_node_pool()
             && op.node_pool().is_some_and(|p| related_pools(p, name))
     }) {
-        let counted = owned && !op.uncounted;
+        let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
         complete_pool_operation(timeline, op, counted, &version, config, events);
     }
     ops.retain(|op| keep_day2(timeline, op));
@@ -351,7 +350,6 @@ fn evaluate_pool_reading(
         })
         .cloned()
         .unwrap_or_else(|| name.to_string());
-    let owned = config.ownership.owns(&timeline.cluster_id);
     let version = timeline.identity.version.clone();
     let mut ops = timeline
         .day2_operations
@@ -429,7 +427,7 @@ fn evaluate_pool_reading(
                             .created_at
                             .map_or(TimeMark::observed(observed_at), TimeMark::upstream),
                     );
-                    let counted = owned && !op.uncounted;
+                    let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
                     let at = at.max(op.started_at.at);
                     let outcome = Outcome::Failed;
                     end_day2(
@@ -449,7 +447,6 @@ fn evaluate_pool_reading(
                 // Provisioned: a creation still followed is done here; an
                 // update of a pool provisioned before starts none.
                 if let Some(op) = pool_operation_mut(&mut ops, create, name) {
-                    let counted = owned && !op.uncounted;
                     op.reached_at(
                         hop,
                         r.view
@@ -465,7 +462,6 @@ fn evaluate_pool_reading(
                         outcome,
                         at,
                         Via::Direct,
-                        counted,
                         &version,
                         events,
                     );
@@ -484,7 +480,6 @@ fn evaluate_pool_reading(
         None => {
             let at = Stamp::from(observed_at);
             if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
-                let counted = owned && !op.uncounted;
                 op.reached_at(hop, TimeMark::observed(observed_at));
                 let at = at.max(op.started_at.at);
                 let outcome = Outcome::Succeeded;
@@ -495,7 +490,6 @@ fn evaluate_pool_reading(
                     outcome,
                     at,
                     Via::Direct,
-                    counted,
                     &version,
                     events,
                 );

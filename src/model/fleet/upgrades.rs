@@ -85,9 +85,8 @@ pub(super) fn evaluate_upgrades(
         config,
         &mut deadlines,
     );
-    let owned = config.ownership.owns(&timeline.cluster_id);
     for op in ops.iter_mut().filter(|op| op.kind.of_version()) {
-        let counted = owned && !op.uncounted;
+        let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
         let Some(target) = op.target_version().map(str::to_string) else {
             continue;
         };
@@ -97,7 +96,6 @@ pub(super) fn evaluate_upgrades(
         let service_failure = service_hops(
             timeline,
             op,
-            counted,
             &target,
             (initial, observed_at),
             config,
@@ -195,7 +193,6 @@ fn service_reading<'t>(
 fn service_hops(
     timeline: &Timeline,
     op: &mut Operation,
-    counted: bool,
     target: &str,
     (initial, observed_at): (bool, Timestamp),
     config: &ModelConfig,
@@ -240,7 +237,6 @@ fn service_hops(
                 Outcome::Succeeded,
                 since.at,
                 via,
-                counted,
                 target,
                 events,
             ),
@@ -255,7 +251,6 @@ fn service_hops(
                         Outcome::Failed,
                         since.at,
                         via,
-                        counted,
                         target,
                         events,
                     );
