@@ -123,6 +123,9 @@ pub struct HopMemory {
     /// The hop's duration was recorded already.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ended: bool,
+    /// Its end through Maestro's feedback was reported already.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended_via_maestro: bool,
     /// Objects whose phase time only the exporter observed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectMemory>,

@@ -401,7 +401,8 @@ fn a_pool_requested_at_the_rp_is_one_creation_from_the_request_to_the_last_hop_r
     );
 
     // HyperShift's NodePool `<cluster>-np2` appears at 34: the same pool,
-    // one operation, waiting at the NodePool now.
+    // one operation, waiting at the NodePool now, keyed by the NodePool's
+    // name from now on (the name a management instance reads too).
     f.apply(
         batch(
             false,
@@ -410,7 +411,7 @@ fn a_pool_requested_at_the_rp_is_one_creation_from_the_request_to_the_last_hop_r
         ),
         t(35),
     );
-    assert_eq!(in_flight(&f), ["c1/node_pool_create/np2"]);
+    assert_eq!(in_flight(&f), ["c1/node_pool_create/hc1-np2"]);
     let timeline = f.get("c1").unwrap();
     let op = timeline.day2_in_flight().next().unwrap();
     assert_eq!(
@@ -795,7 +796,7 @@ fn a_pool_the_rp_read_before_clusters_service_joined_its_cluster_is_applied_at_t
         t(21),
     );
     assert_eq!(f.held_pool_readings_len(), 0);
-    assert_eq!(in_flight(&f), ["c1/node_pool_create/np2"]);
+    assert_eq!(in_flight(&f), ["c1/node_pool_create/hc1-np2"]);
     let timeline = f.get("c1").unwrap();
     let op = timeline.day2_in_flight().next().unwrap();
     assert_eq!(op.started_at.at, t(15), "from the RP's request");

@@ -134,8 +134,12 @@ pub struct HopTimeline {
     /// The hop's start: its object's creation, else the previous hop's ready
     /// time, else the creation start.
     pub started_at: Option<Stamp>,
-    /// The hop's duration was recorded (or settled silently) already.
+    /// The hop's duration was recorded (or settled silently) already, in
+    /// the view read directly.
     pub ended: bool,
+    /// Its end was seen through Maestro's feedback already (a span of its
+    /// own, timed by no one): the direct view may still end it later.
+    pub ended_via_maestro: bool,
 }
 
 impl HopTimeline {
@@ -149,6 +153,7 @@ impl HopTimeline {
             ready_at: None,
             started_at: None,
             ended: false,
+            ended_via_maestro: false,
         }
     }
 
@@ -389,6 +394,12 @@ pub struct Timeline {
     /// (so the failure is not taken for a new start). Boxed: most clusters
     /// have none.
     pub day2_operations: Option<Box<Vec<super::operation::Operation>>>,
+    /// Hops whose last direct object went before this instance saw the
+    /// cluster's deletion begin, and when: separate watches deliver a
+    /// ManagedCluster's DELETED before the ManifestWork's
+    /// `deletionTimestamp`, and the deletion that begins after still owes
+    /// them their end (docs/design.md §8.2). Boxed: almost always none.
+    pub gone_before_deletion: Option<Box<Vec<(Hop, Stamp)>>>,
     /// Its node pools as the RP (ARM `nodePools`) and Clusters Service
     /// (`node_pools`) read them, kept apart from the hops' own objects so
     /// a pool never moves the cluster's `rp_frontend` or
@@ -461,6 +472,7 @@ impl Timeline {
             trace_links: None,
             day2_operations: None,
             pool_readings: None,
+            gone_before_deletion: None,
         }
     }
 

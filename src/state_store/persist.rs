@@ -422,6 +422,7 @@ mod tests {
                 since_observed: true,
                 ready_at: Some(t(i + 590)),
                 ended: true,
+                ended_via_maestro: false,
                 objects: vec![ObjectMemory {
                     via: Via::Direct,
                     object: String::new(),

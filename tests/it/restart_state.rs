@@ -52,6 +52,7 @@ fn remembered(since: Timestamp) -> ClusterMemory {
             since_observed: true,
             ready_at: None,
             ended: false,
+            ended_via_maestro: false,
             objects: Vec::new(),
         }],
         ..ClusterMemory::default()

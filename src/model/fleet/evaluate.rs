@@ -164,12 +164,20 @@ pub(super) fn refresh_hop(
         .is_some_and(|done| hop_state.started_at.is_some_and(|s| s > done));
     if outcome.is_some() && !hop_state.ended && after_creation {
         hop_state.ended = true;
+        hop_state.ended_via_maestro = true;
     }
+    // Each view ends the hop once: Maestro's feedback may show it ready
+    // before the watch does, and the direct reading still times it
+    // (docs/design.md §8.2).
+    let ended = match hop_state.via {
+        Via::Direct => &mut hop_state.ended,
+        Via::Maestro => &mut hop_state.ended_via_maestro,
+    };
     if let Some(outcome) = outcome
-        && !hop_state.ended
+        && !*ended
         && timeline.deletion.is_none()
     {
-        hop_state.ended = true;
+        *ended = true;
         let started = hop_state.started_at.unwrap_or(created_at);
         events.push(Event::HopEnded {
             cluster_id: timeline.cluster_id.clone(),
@@ -423,7 +431,38 @@ pub(super) fn evaluate_deletion(
             .filter(|m| !m.observed)
             .min_by_key(|m| m.at)
             .or_else(|| deleting().min_by_key(|m| m.at))?;
-        timeline.deletion = Some(Box::new(Operation::new(OperationKind::Delete, start)));
+        let mut deletion = Operation::new(OperationKind::Delete, start);
+        // What went before the deletion was seen begin here, after it began
+        // upstream, was its doing: done there, and timed.
+        for (hop, at) in timeline
+            .gone_before_deletion
+            .take()
+            .map(|b| *b)
+            .unwrap_or_default()
+        {
+            let read_directly = timeline
+                .hop(hop)
+                .is_some_and(|h| h.objects.keys().any(|(v, _)| *v == Via::Direct));
+            if at >= start.at
+                && !read_directly
+                && let Some(started) = deletion.done(hop, at)
+            {
+                events.push(Event::HopEnded {
+                    cluster_id: timeline.cluster_id.clone(),
+                    operation: OperationKind::Delete,
+                    subject: None,
+                    hop,
+                    via: Via::Direct,
+                    counted: times_hop(Via::Direct),
+                    platform: timeline.identity.platform.to_string(),
+                    version: timeline.identity.version.to_string(),
+                    outcome: Outcome::Succeeded,
+                    started: started.into(),
+                    ended: at.max(started).into(),
+                });
+            }
+        }
+        timeline.deletion = Some(Box::new(deletion));
         started_now = Some(after(start.at, config.delete_target));
     }
     let counted = counts_operation(config, &timeline.cluster_id, false);
@@ -628,6 +667,29 @@ pub(super) fn evaluate_pools(
         op.reached_at(Hop::NodePool, start);
         op
     };
+    // An operation the RP or Clusters Service began under their name of the
+    // pool takes the NodePool's once it shows: the name every instance
+    // reads, so a split's instances key (and trace) it alike
+    // (docs/design.md §8.2). Its deadline follows the new name.
+    if let Some(pool) = appeared {
+        for op in ops.iter_mut().filter(|op| {
+            op.in_flight()
+                && op.kind.of_node_pool()
+                && op.kind != OperationKind::NodePoolUpgrade
+                && op
+                    .subject()
+                    .is_some_and(|s| s != pool && related_pools(s, pool))
+        }) {
+            op.subject = Some(pool.into());
+            if op.slo.is_none() {
+                deadlines.push(super::upgrades::Day2Deadline {
+                    at: after(op.started_at.at, config.target(op.kind)),
+                    kind: op.kind,
+                    subject: pool.into(),
+                });
+            }
+        }
+    }
     // One creation per pool in flight: a pool restored in flight and read
     // again after a restart, or one the RP or Clusters Service showed
     // first, goes on with it.
@@ -667,8 +729,14 @@ pub(super) fn evaluate_pools(
         let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
         let pool = op.subject.clone().unwrap_or_default();
         let reading = pool_reading(timeline, &pool);
+        // Gone from every view, or from the direct one while only
+        // Maestro's lagging feedback still shows it.
         let gone_from = vanished
-            .filter(|(v, _)| related_pools(v, &pool) && reading.is_none())
+            .filter(|(v, gone_via)| {
+                related_pools(v, &pool)
+                    && (reading.is_none()
+                        || (*gone_via == Via::Direct && !pool_read_directly(timeline, &pool)))
+            })
             .map(|(_, via)| via);
         let gone_here = gone_from.is_some();
         // The view the pool was last read in: a pool gone from Maestro's
@@ -680,6 +748,11 @@ pub(super) fn evaluate_pools(
         };
         let version = timeline.identity.version.clone();
         match (op.kind, reading) {
+            (OperationKind::NodePoolCreate, _) if gone_here => {
+                op.outcome = OperationOutcome::Deleted;
+                op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
+                continue;
+            }
             (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
                 Phase::Ready => {
                     let at = r.since.at.max(op.started_at.at);
@@ -704,13 +777,8 @@ pub(super) fn evaluate_pools(
                 }
                 _ => {}
             },
-            (OperationKind::NodePoolCreate, None) if gone_here => {
-                op.outcome = OperationOutcome::Deleted;
-                op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
-                continue;
-            }
             // Gone from the NodePools.
-            (OperationKind::NodePoolDelete, None) if gone_here => {
+            (OperationKind::NodePoolDelete, _) if gone_here => {
                 let at = Stamp::from(observed_at).max(op.started_at.at);
                 let (hop, outcome) = (Hop::NodePool, Outcome::Succeeded);
                 day2_hop_done(timeline, op, hop, outcome, at, via, &version, events);

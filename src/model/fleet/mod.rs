@@ -765,6 +765,7 @@ impl Fleet {
                     if let Some(memory) = recall_hop(&mut recall, hop) {
                         fresh.ready_at = memory.ready_at.take().map(Into::into);
                         fresh.ended = std::mem::take(&mut memory.ended);
+                        fresh.ended_via_maestro = std::mem::take(&mut memory.ended_via_maestro);
                     }
                     fresh
                 });
@@ -832,8 +833,15 @@ impl Fleet {
                     && hop_state.objects.remove(&(via, object.clone())).is_some()
                 {
                     changed = true;
+                    // The last object of the view that went: a view read
+                    // directly is done there whatever Maestro's lagging
+                    // feedback still shows (docs/design.md §8.2).
+                    let last_of_view = !hop_state.objects.keys().any(|(v, _)| *v == via);
                     if hop == Hop::NodePool
-                        && !hop_state.objects.keys().any(|(_, name)| *name == object)
+                        && !hop_state
+                            .objects
+                            .keys()
+                            .any(|(v, name)| *name == object && (*v == via || via == Via::Maestro))
                     {
                         result.hint_pools(
                             cluster_id,
@@ -845,10 +853,22 @@ impl Fleet {
                         vanished = Some((object, via));
                         reported = Some(Reported::Gone);
                     }
-                    if hop_state.objects.is_empty() {
+                    let emptied = hop_state.objects.is_empty();
+                    if emptied {
                         let via = hop_state.via;
                         timeline.hops.remove(&hop);
                         deletion_hop_gone(timeline, hop, via, observed_at, &mut gone_events);
+                    } else if via == Via::Direct && last_of_view {
+                        deletion_hop_gone(timeline, hop, via, observed_at, &mut gone_events);
+                    }
+                    if via == Via::Direct && last_of_view && timeline.deletion.is_none() {
+                        // One entry per hop, the latest: bounded however
+                        // often a pool comes and goes.
+                        let gone = timeline
+                            .gone_before_deletion
+                            .get_or_insert_with(Default::default);
+                        gone.retain(|(h, _)| *h != hop);
+                        gone.push((hop, observed_at.into()));
                     }
                 }
             }

@@ -72,6 +72,7 @@ impl Fleet {
                 since_observed: h.since.observed,
                 ready_at: h.ready_at.map(Into::into),
                 ended: h.ended,
+                ended_via_maestro: h.ended_via_maestro,
                 objects: h
                     .objects
                     .iter()
