@@ -209,7 +209,7 @@ impl Exporter {
         // One trace per creation over OTLP, when OTEL_EXPORTER_OTLP_* says where.
         // A management-only instance sees a creation end too, but the root
         // span belongs to the service side's instance (one root per trace).
-        let management_only = !config.sources.kube.is_empty() && !config.sources.has_service_side();
+        let management_only = config.sources.management_only();
         let tracer = if creation_traces {
             CreationTracer::from_env(trace_metrics).map_err(AppError::Traces)?
         } else {

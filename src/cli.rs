@@ -18,6 +18,7 @@ use crate::config::{
     ClustersServiceApi, ClustersServiceOverrides, Config, ConfigError, HttpOverrides,
     KubeOverrides, LogFormat, Overrides, RpFrontendOverrides, check_config,
 };
+use crate::demo::Topology;
 use crate::model::Hop;
 use crate::sim::WorldKind;
 
@@ -30,6 +31,34 @@ use crate::sim::WorldKind;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// [`Parser::parse`], then the rules between flags that clap's
+    /// attributes cannot state; an error exits as clap's own do.
+    pub fn parse_checked() -> Cli {
+        Cli::parse().checked().unwrap_or_else(|e| e.exit())
+    }
+
+    /// The rules between flags' values that clap's attributes cannot
+    /// state (they relate flags, not values), as clap errors.
+    pub fn checked(self) -> Result<Cli, clap::Error> {
+        if let Command::Demo(demo) = &self.command
+            && demo.topology == Topology::Split
+            && demo.world != WorldKind::Aro
+        {
+            // The split is ARO HCP's: a self-managed hub has no service side
+            // to split from its management cluster.
+            return Err(<Cli as clap::CommandFactory>::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--topology split needs --world aro (got --world {}): it splits ARO HCP's service side from its management clusters",
+                    demo.world.as_str()
+                ),
+            ));
+        }
+        Ok(self)
+    }
 }
 
 // ServeArgs is large, but a Command is built once per process; boxing it
@@ -624,6 +653,13 @@ pub struct DemoArgs {
     /// status over its gRPC CloudEvents stream (the default).
     #[arg(long)]
     pub maestro_rest: bool,
+
+    /// How the exporter is deployed over the world: single (one exporter
+    /// reading every source) or split (ARO HCP's production shape: one
+    /// service-side exporter on --listen and one per management cluster on
+    /// the ports after it; --world aro only).
+    #[arg(long, value_enum, default_value_t = Topology::Single, value_name = "TOPOLOGY")]
+    pub topology: Topology,
 
     /// Log line format: text (human-readable) or json (one object per line).
     #[arg(long, env = "HCPFLOW_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]

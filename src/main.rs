@@ -5,14 +5,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
 use hcp_flow::app::{self, Exporter};
 use hcp_flow::cli::{Cli, Command};
 use hcp_flow::config::LogFormat;
-use hcp_flow::demo::{DemoSettings, start_demo_world};
+use hcp_flow::demo::{DemoSettings, Role, SplitInstance, Topology, start_demo_world};
 
 fn main() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    let cli = Cli::parse_checked();
     // reqwest is built with rustls and no default provider; kube uses ring too.
     let _ = rustls::crypto::ring::default_provider().install_default();
 
@@ -52,7 +51,10 @@ fn main() -> anyhow::Result<ExitCode> {
                 maestro_stream: !args.maestro_rest,
             };
             let runtime = runtime()?;
-            runtime.block_on(demo(settings))?;
+            match args.topology {
+                Topology::Single => runtime.block_on(demo(settings))?,
+                Topology::Split => runtime.block_on(demo_split(settings))?,
+            }
             runtime.shutdown_timeout(Duration::from_millis(100));
             telemetry.shutdown_within(DEMO_SHUTDOWN_GRACE);
             Ok(ExitCode::SUCCESS)
@@ -208,6 +210,107 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     exporter
         .serve(listener, shutdown_signal(), DEMO_SHUTDOWN_GRACE)
         .await?;
+    Ok(())
+}
+
+/// ARO HCP's production shape over one world: the service-side exporter on
+/// `--listen`, one per management cluster on the ports after it, each a
+/// real exporter with only its own sources (docs/design.md §8.2).
+async fn demo_split(settings: DemoSettings) -> anyhow::Result<()> {
+    // --listen first, as in the single demo: a port in use fails at once.
+    let service_listener = app::bind(settings.listen).await?;
+    let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
+    let mut instances = hcp_flow::demo::split_configs(&demo.config);
+    let mut listeners = vec![service_listener];
+    for index in 1..instances.len() {
+        let addr = hcp_flow::demo::split_listen(settings.listen, index)?;
+        listeners.push(app::bind(addr).await?);
+    }
+    // Each file names the address its instance really listens on.
+    for (instance, listener) in instances.iter_mut().zip(&listeners) {
+        instance.config.listen = listener.local_addr().context("reading the bound address")?;
+    }
+    let bound: Vec<(&SplitInstance, std::net::SocketAddr)> =
+        instances.iter().map(|i| (i, i.config.listen)).collect();
+    let files = demo.write_split(&bound)?;
+
+    // One signal stops every instance.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut serving = Vec::new();
+    for (instance, listener) in instances.iter().zip(listeners) {
+        let mut exporter = Exporter::start(&instance.config, settings.speed)
+            .with_context(|| format!("starting instance {}", instance.name))?;
+        // The ground truth is the world's, not a management cluster's.
+        if instance.role == Role::Service {
+            exporter = exporter.with_routes(demo.routes());
+        }
+        let mut stop = stop_rx.clone();
+        let stopped = async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        };
+        serving.push(exporter.serve(listener, stopped, DEMO_SHUTDOWN_GRACE));
+    }
+
+    let target = demo.config.slo.creation_target;
+    let mut banner = format!(
+        "hcp-flow demo: {world} world, {clusters} simulated clusters, speed {speed}×, seed {seed}, faults {faults}, topology split\n\
+         \x20 SLO target {target:.1?} (1200 s / {speed}); histogram buckets and hop budgets divided by {speed} too\n\
+         \x20 simulated upstreams: {upstreams}\n\
+         \x20 ARO HCP's production shape: one exporter on the service side, one per management cluster\n",
+        world = settings.world.as_str(),
+        clusters = settings.clusters,
+        speed = settings.speed,
+        seed = settings.seed,
+        faults = if settings.faults { "on" } else { "off" },
+        upstreams = demo.describe_upstreams(),
+    );
+    for (instance, config_path) in instances.iter().zip(&files.configs) {
+        let base = format!("http://{}", instance.config.listen);
+        let reads: Vec<String> = instance
+            .config
+            .sources
+            .http_sources()
+            .iter()
+            .map(|(name, _)| name.to_string())
+            .chain(instance.config.sources.kube.iter().map(|k| k.source_name()))
+            .collect();
+        banner.push_str(&format!(
+            "  instance {name}, role {role}, reads {reads}\n\
+             \x20   {base}/metrics            Prometheus metrics\n\
+             \x20   {base}/api/v1/clusters    every creation's timeline (JSON)\n\
+             \x20   {base}/readyz             sync status of its sources\n\
+             \x20   {base}/                   the web UI\n",
+            name = instance.name,
+            role = instance.role.as_str(),
+            reads = reads.join(", "),
+        ));
+        if instance.role == Role::Service {
+            banner.push_str(&format!(
+                "    {base}{truth}  each cluster's injected fault and the alert it should raise\n",
+                truth = hcp_flow::demo::GROUND_TRUTH_PATH,
+            ));
+        }
+        banner.push_str(&format!(
+            "    configuration file: {}\n",
+            config_path.display()
+        ));
+    }
+    banner.push_str(&format!(
+        "  Prometheus scrape configuration (also in {path}):\n\n{yaml}\n\n\
+         \x20 configuration file of the whole world (for serve and diagnose): {config_path}\n\
+         \x20   hcp-flow diagnose --config {config_path} CLUSTER_ID\n\
+         \x20 Ctrl-C stops.",
+        path = files.scrape_config.display(),
+        yaml = files.scrape_yaml.trim_end(),
+        config_path = demo.config_path.display(),
+    ));
+    println!("{banner}");
+
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    futures::future::try_join_all(serving).await?;
     Ok(())
 }
 

@@ -299,6 +299,13 @@ impl SourcesConfig {
     pub fn has_service_side(&self) -> bool {
         self.rp_frontend.is_some() || self.clusters_service.is_some() || self.maestro.is_some()
     }
+
+    /// Whether only management clusters are read: such an instance sees a
+    /// creation's later hops but never its start, so the root span of its
+    /// trace is the service side's instance's (one root per trace).
+    pub fn management_only(&self) -> bool {
+        !self.kube.is_empty() && !self.has_service_side()
+    }
 }
 
 /// Source names: the YAML key under `sources`, and the `source` label value.

@@ -19,6 +19,7 @@ mod config_load;
 mod dashboards_data;
 mod day2_vs_world;
 mod deletion_standin;
+mod demo_split;
 mod design_rules;
 mod diagnose_demo;
 mod e2e_prometheus;
