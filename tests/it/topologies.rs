@@ -48,12 +48,16 @@ type Expect = fn(&TruthCluster) -> Vec<(String, Hop, Phase)>;
 /// and what it must show.
 type Shape = (&'static str, fn(Config) -> Config, Expect);
 
+/// An [`Expect`] a test builds from what it derives (a management
+/// cluster's name, a shard's index).
+type DynExpect = Box<dyn Fn(&TruthCluster) -> Vec<(String, Hop, Phase)> + Send + Sync>;
+
 /// [`Shape`] for instances a test derives from the world (one per
 /// management cluster, one per shard).
 struct DynShape {
     name: String,
     shape: Box<dyn Fn(Config) -> Config>,
-    expect: Box<dyn Fn(&TruthCluster) -> Vec<(String, Hop, Phase)> + Send + Sync>,
+    expect: DynExpect,
 }
 
 impl From<Shape> for DynShape {
@@ -69,7 +73,7 @@ impl From<Shape> for DynShape {
 struct Instance {
     name: String,
     store: Arc<Store>,
-    expect: Box<dyn Fn(&TruthCluster) -> Vec<(String, Hop, Phase)> + Send + Sync>,
+    expect: DynExpect,
     ended: Arc<Ended>,
     _exporter: Exporter,
 }
