@@ -914,3 +914,68 @@ fn an_update_of_a_pool_that_no_upgrade_follows_is_kept_only_until_it_settles() {
     assert!(timeline.pool_readings.is_none());
     assert_eq!(timeline.day2_operations().count(), 0);
 }
+
+/// An operation ends once (docs/design.md §2a): Maestro's feedback of a
+/// NodePool the watch reads too lags behind it, and still reports the
+/// rollout (and then its end) after the direct view ended the upgrade.
+/// The lagging view starts no second upgrade of the same key, and ends
+/// none again: its duration and its trace would count twice.
+#[test]
+fn a_lagging_maestro_view_of_a_pool_upgrade_the_watch_ended_starts_and_ends_nothing() {
+    let mut f = fleet();
+    ready_with_pool(&mut f);
+    let updating = || {
+        pool("np-1")
+            .condition(
+                "UpdatingVersion",
+                ConditionStatus::True,
+                "AsExpected",
+                t(50),
+            )
+            .upgrading("4.20.2", Some(t(50)))
+    };
+    // Both views see the rollout begin; the watch first.
+    f.apply(batch(false, t(51), vec![updating()]), t(51));
+    f.apply(
+        batch(false, t(52), vec![updating().via(Via::Maestro)]),
+        t(52),
+    );
+    assert_eq!(keys(&f), ["c1/node_pool_upgrade/np-1/4.20.2"]);
+    // The watch sees it rolled out: ended, once.
+    let r = f.apply(batch(false, t(63), vec![pool("np-1").since(t(62))]), t(63));
+    assert_eq!(
+        operation_events(&r.events),
+        [
+            "node_pool_upgrade hop node_pool succeeded 720s",
+            "node_pool_upgrade ended succeeded 720s",
+            "node_pool_upgrade slo good",
+        ]
+    );
+    // Maestro's feedback, a status push behind, still reports the rollout
+    // (a condition's time moved: the view changed), then its end.
+    let lagging = pool("np-1")
+        .condition(
+            "UpdatingVersion",
+            ConditionStatus::True,
+            "AsExpected",
+            t(61),
+        )
+        .upgrading("4.20.2", Some(t(50)))
+        .via(Via::Maestro);
+    let r = f.apply(batch(false, t(64), vec![lagging]), t(64));
+    assert_eq!(operation_events(&r.events), Vec::<String>::new());
+    assert!(keys(&f).is_empty(), "no second upgrade: {:?}", keys(&f));
+    let r = f.apply(
+        batch(
+            false,
+            t(66),
+            vec![pool("np-1").since(t(62)).via(Via::Maestro)],
+        ),
+        t(66),
+    );
+    assert_eq!(
+        operation_events(&r.events),
+        Vec::<String>::new(),
+        "ended twice"
+    );
+}

@@ -717,7 +717,24 @@ impl Fleet {
             Change::Upsert(mut view) => {
                 if matches!(hop, Hop::HostedCluster | Hop::NodePool) {
                     let rollout = view.identity.as_mut().and_then(|i| i.rollout.take());
-                    reported = Some(Reported::Upsert(rollout.map(Box::new)));
+                    // The direct view wins (docs/design.md §2.6): Maestro's
+                    // feedback of an object the watch reads lags behind it,
+                    // and its rollout, reported after the watch ended the
+                    // upgrade, would start the same upgrade again and end it
+                    // twice.
+                    let read_directly = via == Via::Maestro
+                        && timeline.hop(hop).is_some_and(|h| {
+                            h.objects.keys().any(|(v, name)| {
+                                *v == Via::Direct
+                                    && (hop == Hop::HostedCluster
+                                        || *name == object
+                                        || same_pool(name, &object)
+                                        || same_pool(&object, name))
+                            })
+                        });
+                    if !read_directly {
+                        reported = Some(Reported::Upsert(rollout.map(Box::new)));
+                    }
                 }
                 let unjoined = timeline.identity.resource_id.is_empty();
                 changed |= timeline.identity.merge(view.identity());
