@@ -199,6 +199,69 @@ fn a_deleted_cs_cluster_keeps_its_deleting_rp_resource_until_it_goes() {
     assert!(f.is_empty());
 }
 
+/// The same in shards: the shard of the provisional id, which does not
+/// follow the cluster, keeps the join too while the RP resource deletes,
+/// so no shard follows it again under its provisional id and its deletion
+/// is counted once, by the cluster's shard (docs/design.md §8.3).
+#[test]
+fn a_deleting_rp_resource_is_not_handed_to_another_shard_when_clusters_service_lets_go() {
+    let provisional = provisional_cluster_id(RID);
+    let total = 2;
+    let cs_id = (0..100)
+        .map(|i| format!("cs{i}"))
+        .find(|id| shard_of(id, total) != shard_of(&provisional, total))
+        .unwrap();
+    let mut shards: Vec<Fleet> = (0..total)
+        .map(|index| {
+            Fleet::new(ModelConfig {
+                shard: Some((index, total)),
+                ..config()
+            })
+        })
+        .collect();
+    let mut apply = |at: i64, observations: fn(&str) -> Vec<Obs>| {
+        shards
+            .iter_mut()
+            .flat_map(|f| {
+                f.apply(batch(false, t(at), observations(&cs_id)), t(at))
+                    .events
+            })
+            .collect::<Vec<Event>>()
+    };
+    apply(1, |id| {
+        vec![
+            rp(RID)
+                .state("Succeeded", Phase::Ready)
+                .created(t(0))
+                .since(t(1)),
+            cs(id).state("ready", Phase::Ready).since(t(1)),
+        ]
+    });
+    apply(10, |id| {
+        vec![
+            rp(RID).state("Deleting", Phase::Deleting).since(t(10)),
+            cs(id).state("uninstalling", Phase::Deleting).since(t(10)),
+        ]
+    });
+    apply(12, |id| vec![cs(id).gone()]);
+    let events = apply(13, |_| vec![rp(RID).gone()]);
+    let deletions: Vec<bool> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::OperationEnded {
+                operation: OperationKind::Delete,
+                counted,
+                ..
+            } => Some(*counted),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deletions, vec![true], "one deletion, counted once");
+    for (index, f) in shards.iter().enumerate() {
+        assert!(f.is_empty(), "shard {index} still follows something");
+    }
+}
+
 #[test]
 fn rp_only_creations_complete_when_the_rp_says_succeeded() {
     let mut f = Fleet::new(ModelConfig {

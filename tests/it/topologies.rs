@@ -779,11 +779,16 @@ async fn every_operation_row_by_row_equals_one_instance_in_every_topology() {
 
 async fn every_operation(exact: bool) {
     const SHARDS: u32 = 3;
+    // Seed 2 by default; HCPFLOW_TOPOLOGY_SEED pins another.
+    let seed = std::env::var("HCPFLOW_TOPOLOGY_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
     let t0: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
     let clock = Clock::manual(t0);
     let world = WorldConfig {
         speed: SPEED,
-        ..testworld::demo(CLUSTERS, 2)
+        ..testworld::demo(CLUSTERS, seed)
     };
     let demo = testworld::start_with_clock(world, clock.clone()).await;
     let mut shapes: Vec<DynShape> = vec![

@@ -12,7 +12,7 @@
 //! event nor a tick ever scans every timeline: a tick costs O(due deadlines).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -189,6 +189,12 @@ pub struct Fleet {
     by_resource_id: HashMap<Arc<str>, String>,
     resource_id_of: HashMap<String, Arc<str>>,
     rp_latest: HashMap<Arc<str>, RpReading>,
+    /// Joins a shard keeps for a cluster another shard follows, after
+    /// Clusters Service let the cluster go while its RP resource still
+    /// deletes: without them the resource would be followed again under its
+    /// provisional id, in that id's shard, and its deletion counted twice
+    /// (docs/design.md §8.3). Dropped when the RP resource goes.
+    joins_kept_for_rp: HashSet<Arc<str>>,
     /// RP pool readings of resources Clusters Service has not joined yet,
     /// applied at the join (docs/design.md §15.11).
     held_pool_readings: HashMap<Arc<str>, Vec<pool_hops::HeldPoolReading>>,
@@ -531,6 +537,11 @@ impl Fleet {
                     Change::Gone => {
                         self.rp_latest.remove(rid.as_str());
                         self.forget_held_pool_readings(&rid);
+                        if self.joins_kept_for_rp.remove(rid.as_str())
+                            && let Some(id) = self.by_resource_id.remove(rid.as_str())
+                        {
+                            self.resource_id_of.remove(&id);
+                        }
                     }
                 }
                 // Joined: under the CS id. Not (yet): tracked at once under
@@ -567,9 +578,25 @@ impl Fleet {
                 .get(&cluster_id)
                 .is_some_and(|t| t.deletion_in_flight().is_some())
         };
+        // Another shard's cluster: its deletion is not known here, its RP
+        // resource's reading is (every shard keeps every one).
+        let rp_deleting = |fleet: &Fleet| {
+            !fleet.in_shard(&cluster_id)
+                && fleet
+                    .resource_id_of
+                    .get(&cluster_id)
+                    .and_then(|rid| fleet.rp_latest.get(rid))
+                    .is_some_and(|r| r.view.phase == Phase::Deleting)
+        };
         let mut unjoined = None;
-        if observation.hop == Hop::ClustersService
-            && matches!(observation.change, Change::Gone)
+        let cs_gone =
+            observation.hop == Hop::ClustersService && matches!(observation.change, Change::Gone);
+        if cs_gone
+            && rp_deleting(self)
+            && let Some(rid) = self.resource_id_of.get(&cluster_id)
+        {
+            self.joins_kept_for_rp.insert(rid.clone());
+        } else if cs_gone
             && !deleting()
             && let Some(rid) = self.resource_id_of.remove(&cluster_id)
             && self.by_resource_id.get(&*rid) == Some(&cluster_id)
