@@ -17,6 +17,7 @@
 //! function of the world and the steps.
 
 use crate::common::exporter;
+use crate::common::otlp;
 use crate::common::world as testworld;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -33,6 +34,7 @@ use hcp_flow::model::{
 };
 use hcp_flow::sim::{Truth, TruthCluster, WorldConfig};
 use hcp_flow::store::Store;
+use hcp_flow::traces::{CreationTracer, TraceMetrics, TracerOptions};
 use jiff::Timestamp;
 
 const SPEED: f64 = 60.0;
@@ -58,6 +60,10 @@ struct DynShape {
     name: String,
     shape: Box<dyn Fn(Config) -> Config>,
     expect: DynExpect,
+    /// Export its operation spans over OTLP to the run's receiver, as its
+    /// configuration says a deployed instance would (root spans only where
+    /// it is not management-only).
+    traced: bool,
 }
 
 impl From<Shape> for DynShape {
@@ -66,6 +72,7 @@ impl From<Shape> for DynShape {
             name: name.to_string(),
             shape: Box::new(shape),
             expect: Box::new(expect),
+            traced: false,
         }
     }
 }
@@ -75,6 +82,7 @@ struct Instance {
     store: Arc<Store>,
     expect: DynExpect,
     ended: Arc<Ended>,
+    tracer: Option<Arc<CreationTracer>>,
     _exporter: Exporter,
 }
 
@@ -363,7 +371,7 @@ async fn run(seed: u64, instances: Vec<Shape>) -> Run {
     let clock = Clock::manual(t0);
     let demo = testworld::start_with_clock(world, clock.clone()).await;
     let instances = instances.into_iter().map(DynShape::from).collect();
-    walk(&demo, clock, instances, STEPS).await
+    walk(&demo, clock, instances, STEPS, None).await
 }
 
 /// Start one exporter per shape over `demo` (on `clock`), and walk the
@@ -373,6 +381,7 @@ async fn walk(
     clock: Clock,
     instances: Vec<DynShape>,
     steps: usize,
+    otlp_endpoint: Option<&str>,
 ) -> Run {
     let target = demo.config.slo.creation_target;
     let instances: Vec<Instance> = instances
@@ -382,18 +391,44 @@ async fn walk(
                  name,
                  shape,
                  expect,
+                 traced,
              }| {
-                let exporter = exporter::with_config(&shape(demo.config.clone()))
+                let config = shape(demo.config.clone());
+                let exporter = exporter::with_config(&config)
                     .time_scale(SPEED)
                     .clock(clock.clone())
                     .start();
                 let ended = Arc::new(Ended::default());
                 exporter.store.add_listener(ended.clone());
+                let tracer = traced.then(|| {
+                    let endpoint = otlp_endpoint.expect("a receiver for traced instances");
+                    let env = std::collections::HashMap::from([
+                        (
+                            "OTEL_EXPORTER_OTLP_ENDPOINT".to_string(),
+                            endpoint.to_string(),
+                        ),
+                        (
+                            "OTEL_EXPORTER_OTLP_PROTOCOL".to_string(),
+                            "grpc".to_string(),
+                        ),
+                        ("OTEL_SERVICE_NAME".to_string(), name.clone()),
+                    ]);
+                    let tracer = CreationTracer::from_env_map(&env, TraceMetrics::default())
+                        .expect("valid OTLP settings")
+                        .expect("an endpoint is set")
+                        .with_options(TracerOptions {
+                            root_spans: !config.sources.management_only(),
+                        });
+                    let tracer = Arc::new(tracer);
+                    exporter.store.add_listener(tracer.clone());
+                    tracer
+                });
                 Instance {
                     name,
                     store: exporter.store.clone(),
                     expect,
                     ended,
+                    tracer,
                     _exporter: exporter,
                 }
             },
@@ -438,6 +473,11 @@ async fn walk(
     tokio::time::sleep(Duration::from_millis(600)).await;
     let end = clock.now();
     let truth = demo.world.truth();
+    for tracer in instances.iter().filter_map(|i| i.tracer.clone()) {
+        tokio::task::spawn_blocking(move || tracer.flush())
+            .await
+            .expect("the flush ran");
+    }
     Run {
         stores: instances
             .iter()
@@ -791,17 +831,21 @@ async fn every_operation(exact: bool) {
         ..testworld::demo(CLUSTERS, seed)
     };
     let demo = testworld::start_with_clock(world, clock.clone()).await;
+    let (received, endpoint) = otlp::grpc_receiver();
     let mut shapes: Vec<DynShape> = vec![
         DynShape::from((
             "single",
             everything as fn(Config) -> Config,
             churning_single_view as Expect,
         )),
-        DynShape::from((
-            "service",
-            service_only as fn(Config) -> Config,
-            churning_service_view as Expect,
-        )),
+        DynShape {
+            traced: true,
+            ..DynShape::from((
+                "service",
+                service_only as fn(Config) -> Config,
+                churning_service_view as Expect,
+            ))
+        },
     ];
     let mgmt_clusters: Vec<String> = demo
         .config
@@ -831,6 +875,7 @@ async fn every_operation(exact: bool) {
                     Vec::new()
                 }
             }),
+            traced: true,
         });
     }
     for index in 0..SHARDS {
@@ -849,9 +894,10 @@ async fn every_operation(exact: bool) {
                     .filter(|(id, _, _)| shard_of(id, SHARDS) == index)
                     .collect()
             }),
+            traced: false,
         });
     }
-    let run = walk(&demo, clock, shapes, STEPS).await;
+    let run = walk(&demo, clock, shapes, STEPS, Some(&endpoint)).await;
     let of = |name: &str| observed(&run.stores[name]);
     let single = of("single");
     let management: Vec<Observed> = mgmt_clusters
@@ -1021,6 +1067,71 @@ async fn every_operation(exact: bool) {
         spans.sort();
         spans
     };
+    // Over OTLP, the split's instances each exporting what their
+    // configuration says (docs/design.md §7.4, §8.2): every span once, the
+    // roots from the service side only, each hop's direct span from the
+    // side that reads it, and both sides' spans of one operation under one
+    // trace id.
+    let spans = received.spans();
+    let mut ids = BTreeSet::new();
+    for got in &spans {
+        assert!(
+            ids.insert((got.span.trace_id.clone(), got.span.span_id.clone())),
+            "{} exported twice by {}",
+            got.span.name,
+            got.service
+        );
+        let hop_of = |hops: &[Hop]| hops.iter().any(|h| got.span.name == format!("hcp.hop.{h}"));
+        let management_hop = hop_of(&[
+            Hop::Manifestwork,
+            Hop::HostedCluster,
+            Hop::ControlPlane,
+            Hop::ManagedCluster,
+            Hop::NodePool,
+        ]);
+        let service_hop = hop_of(&[Hop::RpFrontend, Hop::ClustersService, Hop::MaestroBundle]);
+        let root = got.span.parent_span_id.is_empty();
+        let from_management = got.service.starts_with("management/");
+        assert!(
+            !(root && from_management),
+            "a root span from {}: {}",
+            got.service,
+            got.span.name
+        );
+        assert!(
+            !(management_hop && !from_management) && !(service_hop && from_management),
+            "{} from {}",
+            got.span.name,
+            got.service
+        );
+    }
+    let both_sides = |name: &str| {
+        spans
+            .iter()
+            .filter(|g| g.span.parent_span_id.is_empty() && g.span.name == name)
+            .filter(|root| {
+                let sides: BTreeSet<bool> = spans
+                    .iter()
+                    .filter(|g| {
+                        g.span.trace_id == root.span.trace_id && !g.span.parent_span_id.is_empty()
+                    })
+                    .map(|g| g.service.starts_with("management/"))
+                    .collect();
+                sides.len() == 2
+            })
+            .count()
+    };
+    for operation in [
+        "hcp.cluster.create",
+        "hcp.cluster.delete",
+        "hcp.node_pool.create",
+    ] {
+        assert!(
+            both_sides(operation) > 0,
+            "no {operation} trace holds spans of both sides ({} spans received)",
+            spans.len()
+        );
+    }
     let split_spans = direct_spans(&split_names);
     let single_spans = direct_spans(&["single".to_string()]);
     let distinct: BTreeSet<&(String, Hop)> = split_spans.iter().collect();
