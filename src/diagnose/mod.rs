@@ -658,6 +658,8 @@ mod tests {
             markdown.contains("- **stuck**: node_pool_create of node pool np-2 stuck at node_pool"),
             "{markdown}"
         );
-        assert_ne!(report.exit_code(), 2, "the cluster's own verdict decides");
+        // The cluster's verdict is the worst of its operations in flight
+        // (docs/design.md §15.7): the pool's stuck creation, exit code 2.
+        assert_eq!(report.exit_code(), 2, "the worst operation decides");
     }
 }

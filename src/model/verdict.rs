@@ -29,9 +29,9 @@ pub enum Status {
     /// The operation in flight has waited at a hop for at least its budget
     /// (a creation: pending, progressing or unknown; a deletion: deleting).
     Stuck,
-    /// No operation is in flight and a hop regressed after the last one
-    /// ended: failed, or not ready past its budget. A health state, not a
-    /// verdict on a finished operation (docs/design.md §15.7).
+    /// A hop no open operation holds regressed (at once) or never became
+    /// ready past its creation budget. A health state, not a verdict on a
+    /// finished operation (docs/design.md §15.7).
     Degraded,
     /// A hop failed.
     Failed,
@@ -189,9 +189,9 @@ pub fn failed_hop(timeline: &Timeline) -> Option<(Hop, &HopTimeline)> {
         .map(|(hop, h)| (*hop, h))
 }
 
-/// The verdict on `timeline` at `now` (docs/design.md §3.9, §15.7). It
-/// judges the operation in flight, else the creation and the cluster's
-/// health since:
+/// The verdict on `timeline` at `now` (docs/design.md §3.9, §15.7): a
+/// deletion in flight alone, else the worst of the cluster's open
+/// operations and of the hops none of them holds. The creation, while open:
 /// - a deletion in flight: `failed` when the RP or Clusters Service failed
 ///   it; `stuck` at the first hop on the deletion's flow that has been
 ///   deleting for at least its deletion budget (everything after it waits
@@ -206,9 +206,11 @@ pub fn failed_hop(timeline: &Timeline) -> Option<(Hop, &HopTimeline)> {
 /// - in flight with a not-ready hop past the fleet's p95 for it: `at_risk`,
 ///   the deepest such hop;
 /// - in flight otherwise: `in_progress`, at the deepest not-ready hop;
-/// - completed, and a hop failed or not ready past its budget since:
-///   `degraded` at that hop — never `stuck`, no operation being in flight;
-/// - completed otherwise: `ready`.
+/// - each day-2 operation in flight by [`operation_verdict`], one that
+///   failed and is still shown `failed`;
+/// - a hop no open operation holds: `degraded` at once when it regressed or
+///   failed, past its creation budget when it never became ready;
+/// - nothing open, nothing regressed: `ready`.
 pub fn verdict(
     timeline: &Timeline,
     budgets: &OperationBudgets,
@@ -223,7 +225,209 @@ pub fn verdict(
     {
         return deletion_verdict(timeline, &budgets.delete, now);
     }
-    creation_verdict(timeline, &budgets.create, p95, now)
+    if timeline.outcome == CreationOutcome::Deleted {
+        return creation_verdict(timeline, &budgets.create, p95, now);
+    }
+    // Every operation open on the cluster, each by its own flow and budgets;
+    // then the hops none of them holds, by what they read now.
+    let mut judged: Vec<Verdict> = Vec::new();
+    // A creation that failed stays open while a hop still reads failed; one
+    // whose hops recovered since is judged by its health, like one that
+    // completed.
+    let creation_open = timeline.in_flight()
+        || (timeline.outcome == CreationOutcome::Failed && failed_hop(timeline).is_some());
+    if creation_open {
+        judged.push(creation_verdict(timeline, &budgets.create, p95, now));
+    }
+    for op in timeline.day2_operations() {
+        if op.in_flight() {
+            judged.push(operation_verdict(timeline, op, budgets, now));
+        } else if op.outcome == OperationOutcome::Failed {
+            judged.push(failed_operation_verdict(timeline, op, budgets, now));
+        }
+    }
+    let held = held_hops(timeline, creation_open);
+    judged.extend(degraded_hops(timeline, &held, &budgets.create, now));
+    // The worst wins (failed, degraded, stuck, at risk, in progress); of
+    // equals, the first: the creation, then the operations oldest first.
+    let mut worst: Option<Verdict> = None;
+    for v in judged {
+        if worst.as_ref().is_none_or(|w| v.status > w.status) {
+            worst = Some(v);
+        }
+    }
+    worst.unwrap_or_else(|| ready(timeline))
+}
+
+/// The hops an operation open on the cluster holds, judged by it alone
+/// (docs/design.md §15.7): every hop while the creation is open; a
+/// deletion's are judged before this; a pool's operation holds the
+/// cluster's `node_pool` hop and the bundle and ManifestWork that carry the
+/// pool (at the RP and Clusters Service a pool is a resource of its own);
+/// an upgrade the RP, Clusters Service, the
+/// HostedCluster and the control plane it rolls out. An upgrade settling
+/// (rolled out, the RP or Clusters Service still updating) holds its hops
+/// until they settle.
+fn held_hops(timeline: &Timeline, creation_open: bool) -> Vec<Hop> {
+    if creation_open {
+        return Hop::ALL.to_vec();
+    }
+    let mut held = Vec::new();
+    for op in timeline
+        .day2_operations()
+        .filter(|op| op.in_flight() || op.settling() || op.outcome == OperationOutcome::Failed)
+    {
+        let hops: &[Hop] = match op.kind {
+            // The pool's bundle and ManifestWork carry its NodePool: they
+            // are its operation's to judge while it runs (a bundle never
+            // applied is that pool's creation stuck), at the price of not
+            // telling the cluster's own bundle regressing meanwhile.
+            OperationKind::NodePoolCreate
+            | OperationKind::NodePoolDelete
+            | OperationKind::NodePoolUpgrade => {
+                &[Hop::MaestroBundle, Hop::Manifestwork, Hop::NodePool]
+            }
+            OperationKind::Upgrade => &[
+                Hop::RpFrontend,
+                Hop::ClustersService,
+                Hop::HostedCluster,
+                Hop::ControlPlane,
+            ],
+            OperationKind::Create | OperationKind::Delete => &Hop::ALL,
+        };
+        held.extend_from_slice(hops);
+    }
+    held
+}
+
+/// The hops no open operation holds that are not ready now: a hop that was
+/// ready and regressed (or failed) is `degraded` at once, with how long
+/// (docs/design.md §15.7; the alerts keep their own thresholds); one never
+/// ready since the creation completed (a service still catching up with the
+/// HostedCluster) only past its creation budget. The deepest first, so the
+/// cause leads: the RP and Clusters Service read not ready for as long as
+/// what is beneath them is. Hops Maestro carries, unknown because their
+/// bundle has no status, inherit its silence and are not named.
+fn degraded_hops(
+    timeline: &Timeline,
+    held: &[Hop],
+    budgets: &HopBudgets,
+    now: Timestamp,
+) -> Option<Verdict> {
+    let bundle_waits = timeline
+        .hop(Hop::MaestroBundle)
+        .is_some_and(|h| not_ready(h.phase) && !held.contains(&Hop::MaestroBundle));
+    let (hop, h) = timeline
+        .hops
+        .iter()
+        .filter(|(hop, _)| !held.contains(hop))
+        .filter(|(_, h)| h.phase == Phase::Failed || not_ready(h.phase))
+        .filter(|(hop, h)| {
+            h.phase == Phase::Failed
+                || h.ready_at.is_some()
+                || seconds(waiting_since(h), now) >= budgets.get(**hop).as_secs_f64()
+        })
+        .filter(|(_, h)| {
+            !(bundle_waits && h.via == super::hop::Via::Maestro && h.phase == Phase::Unknown)
+        })
+        .max_by_key(|(hop, h)| (h.phase == Phase::Failed, hop.index()))?;
+    let since = if h.phase == Phase::Failed {
+        h.since.at
+    } else {
+        waiting_since(h)
+    };
+    let elapsed = seconds(since, now);
+    let reason = if h.phase == Phase::Failed {
+        format!(
+            "degraded: {hop} failed {} ago: {}",
+            human(elapsed),
+            explain(h)
+        )
+    } else if h.ready_at.is_some() {
+        format!(
+            "degraded: {hop} not ready again for {}, no operation in flight there: {}",
+            human(elapsed),
+            explain(h)
+        )
+    } else {
+        format!(
+            "degraded: {hop} not ready for {} (budget {}), after the creation completed: {}",
+            human(elapsed),
+            human(budgets.get(*hop).as_secs_f64()),
+            explain(h)
+        )
+    };
+    Some(Verdict {
+        status: Status::Degraded,
+        operation: None,
+        hop: Some(*hop),
+        since: Some(since.into()),
+        elapsed_seconds: Some(elapsed),
+        budget_seconds: None,
+        p95_seconds: None,
+        reason,
+    })
+}
+
+/// Nothing open and nothing regressed: the creation's end says the rest.
+fn ready(timeline: &Timeline) -> Verdict {
+    let reason = match timeline.completed_at {
+        Some(done) => format!(
+            "completed in {}",
+            human(seconds(timeline.created_at.at, done))
+        ),
+        None => "completed".to_string(),
+    };
+    Verdict {
+        status: Status::Ready,
+        operation: Some(OperationKind::Create),
+        hop: None,
+        since: timeline.completed_at.map(Into::into),
+        elapsed_seconds: None,
+        budget_seconds: None,
+        p95_seconds: None,
+        reason,
+    }
+}
+
+/// A day-2 operation that failed and is still shown (a pool's, while a hop
+/// shows the pool; an upgrade's, while its object reports the target).
+fn failed_operation_verdict(
+    timeline: &Timeline,
+    op: &super::operation::Operation,
+    budgets: &OperationBudgets,
+    now: Timestamp,
+) -> Verdict {
+    let mut v = operation_verdict(timeline, op, budgets, now);
+    let hop = op.failed_hop.unwrap_or_else(|| op.waiting_hop());
+    let at = op.ended_at.unwrap_or(op.started_at.at);
+    let mut what = op.kind.as_str().to_string();
+    if let Some(pool) = op.node_pool() {
+        what.push_str(&format!(" of node pool {pool}"));
+    }
+    if let Some(version) = op.target_version() {
+        what.push_str(&format!(" to {version}"));
+    }
+    let detail = match op
+        .node_pool()
+        .filter(|_| matches!(hop, Hop::RpFrontend | Hop::ClustersService))
+    {
+        Some(pool) => timeline
+            .pool_reading_of(hop, pool)
+            .map(|r| format!("the pool reads \"{}\" there", r.state.view.state))
+            .unwrap_or_default(),
+        None => timeline.hop(hop).map(explain).unwrap_or_default(),
+    };
+    v.status = Status::Failed;
+    v.hop = Some(hop);
+    v.since = Some(at.into());
+    v.elapsed_seconds = Some(seconds(at, now));
+    v.budget_seconds = Some(budgets.of(op.kind).get(hop).as_secs_f64());
+    v.reason = format!(
+        "{what} failed at {hop} {} ago: {detail}",
+        human(seconds(at, now))
+    );
+    v
 }
 
 /// What a verdict about one hop is measured against: the operation's
@@ -392,7 +596,7 @@ fn creation_verdict(
 ) -> Verdict {
     let op = Some(OperationKind::Create);
     let about = |status: Status, hop: Hop, h: &HopTimeline, reason: String| {
-        let operation = if status == Status::Degraded { None } else { op };
+        let operation = op;
         let against = Against {
             budget: budgets,
             p95: p95.get(hop),
@@ -412,16 +616,7 @@ fn creation_verdict(
             reason: "deleted before it completed".to_string(),
         };
     }
-    let completed = timeline.outcome == CreationOutcome::Succeeded;
     if let Some((hop, h)) = failed_hop(timeline) {
-        if completed {
-            let reason = format!(
-                "degraded: {hop} failed {} ago, after the creation completed: {}",
-                human(seconds(h.since.at, now)),
-                explain(h)
-            );
-            return about(Status::Degraded, hop, h, reason);
-        }
         let reason = format!(
             "failed at {hop} {} ago: {}",
             human(seconds(h.since.at, now)),
@@ -457,15 +652,6 @@ fn creation_verdict(
         .rev()
         .find(|(hop, h)| elapsed(h) >= budgets.get(*hop).as_secs_f64())
     {
-        if completed {
-            let reason = format!(
-                "degraded: {hop} not ready for {} (budget {}), after the creation completed: {}",
-                human(elapsed(h)),
-                human(budgets.get(hop).as_secs_f64()),
-                explain(h)
-            );
-            return about(Status::Degraded, hop, h, reason);
-        }
         let reason = format!(
             "stuck at {hop} for {} (budget {}): {}",
             human(elapsed(h)),
@@ -475,23 +661,7 @@ fn creation_verdict(
         return about(Status::Stuck, hop, h, reason);
     }
     if !timeline.in_flight() {
-        let reason = match timeline.completed_at {
-            Some(done) => format!(
-                "completed in {}",
-                human(seconds(timeline.created_at.at, done))
-            ),
-            None => "completed".to_string(),
-        };
-        return Verdict {
-            status: Status::Ready,
-            operation: op,
-            hop: None,
-            since: timeline.completed_at.map(Into::into),
-            elapsed_seconds: None,
-            budget_seconds: None,
-            p95_seconds: None,
-            reason,
-        };
+        return ready(timeline);
     }
     if let Some(&(hop, h)) = waiting
         .iter()
@@ -533,9 +703,8 @@ fn creation_verdict(
 /// The verdict on one day-2 operation in flight (a node pool's creation,
 /// removal or upgrade, a control-plane upgrade; docs/design.md §15.10): it
 /// waits at its one hop from its start there, `stuck` once that hop's
-/// budget for its kind has run out, else `in_progress`. Beside the
-/// cluster's verdict, never instead of it: `diagnose`'s exit code and the
-/// fleet's status judge the cluster's own operations (§15.7).
+/// budget for its kind has run out, else `in_progress`. The cluster's
+/// verdict is the worst of these and its creation's (§15.7).
 pub fn operation_verdict(
     timeline: &Timeline,
     op: &super::operation::Operation,
@@ -877,5 +1046,157 @@ mod tests {
         assert_eq!(human(599.0), "9m59s");
         assert_eq!(human(3600.0), "1h");
         assert_eq!(human(7500.0), "2h5m");
+    }
+
+    /// One verdict rule across operations (docs/design.md §15.7): every
+    /// operation in flight × what the hops read. The cluster reads as its
+    /// worst operation, each judged by its own flow and budgets; a hop an
+    /// operation holds is judged only by it; a hop none holds that regressed
+    /// is `degraded` at once.
+    #[test]
+    fn the_worst_operation_in_flight_or_a_regression_outside_them_decides() {
+        use crate::model::OperationKind::{self, *};
+        // A cluster created at 0 and complete at 9: CS ready, the bundle
+        // applied, the HostedCluster available, one pool ready.
+        let ready = || {
+            vec![
+                obs("c1", Hop::ClustersService)
+                    .state("ready", Phase::Ready)
+                    .created(t(0))
+                    .since(t(9)),
+                obs("c1", Hop::MaestroBundle)
+                    .state("Applied", Phase::Ready)
+                    .since(t(2)),
+                obs("c1", Hop::HostedCluster)
+                    .state("Available/Completed", Phase::Ready)
+                    .since(t(9)),
+                obs("c1", Hop::NodePool)
+                    .object("np-1")
+                    .state("Ready", Phase::Ready)
+                    .created(t(0))
+                    .since(t(9))
+                    .replicas(2, 2, 2),
+            ]
+        };
+        let hc = || obs("c1", Hop::HostedCluster).state("Available/Partial", Phase::Ready);
+        // What happens at 20 (each case one operation, or none).
+        let operations: [(&str, Vec<Obs>, Option<OperationKind>); 4] = [
+            ("none", vec![], None),
+            (
+                "a pool added",
+                vec![
+                    obs("c1", Hop::NodePool)
+                        .object("np-2")
+                        .state("WaitingForAvailableMachines", Phase::Progressing)
+                        .created(t(20))
+                        .since(t(20)),
+                ],
+                Some(NodePoolCreate),
+            ),
+            (
+                "a control-plane upgrade",
+                vec![
+                    hc().upgrading("4.20.2", Some(t(20))),
+                    obs("c1", Hop::ClustersService)
+                        .state("updating", Phase::Progressing)
+                        .since(t(20)),
+                ],
+                Some(Upgrade),
+            ),
+            (
+                "a pool upgrade",
+                vec![
+                    obs("c1", Hop::NodePool)
+                        .object("np-1")
+                        .state("Ready", Phase::Ready)
+                        .created(t(0))
+                        .since(t(9))
+                        .replicas(2, 2, 2)
+                        .condition(
+                            "UpdatingVersion",
+                            ConditionStatus::True,
+                            "AsExpected",
+                            t(20),
+                        )
+                        .upgrading("4.20.2", Some(t(20))),
+                ],
+                Some(NodePoolUpgrade),
+            ),
+        ];
+        // What a hop reads at 21: nothing new, or the HostedCluster's API
+        // server down (it was available: a regression).
+        let unavailable = || {
+            obs("c1", Hop::HostedCluster)
+                .state("KubeAPIServerUnavailable", Phase::Progressing)
+                .since(t(21))
+                .condition(
+                    "Available",
+                    ConditionStatus::False,
+                    "KubeAPIServerUnavailable",
+                    t(21),
+                )
+        };
+        let states: [(&str, Vec<Obs>); 2] = [
+            ("every hop ready", vec![]),
+            ("API server down", vec![unavailable()]),
+        ];
+        // Two instants: within every default budget, and a day later, past
+        // all of them.
+        for (minutes, late) in [(22, false), (24 * 60, true)] {
+            for (op_name, op_obs, op_kind) in &operations {
+                for (state_name, state_obs) in &states {
+                    let mut fleet = Fleet::new(ModelConfig {
+                        creation_target: Duration::from_secs(20 * 60),
+                        terminal_hops: vec![Hop::HostedCluster],
+                        ..ModelConfig::default()
+                    });
+                    fleet.apply(batch(false, t(9), ready()), t(9));
+                    fleet.apply(batch(false, t(20), op_obs.clone()), t(20));
+                    fleet.apply(batch(false, t(21), state_obs.clone()), t(21));
+                    let now = t(minutes);
+                    let timeline = fleet.get("c1").unwrap();
+                    let v = verdict(
+                        timeline,
+                        &OperationBudgets::default(),
+                        &HopP95::default(),
+                        now,
+                    );
+                    let case = format!("{op_name} × {state_name} at {minutes}m: {v:?}");
+                    let api_down = !state_obs.is_empty();
+                    // The HostedCluster is the control-plane upgrade's own
+                    // hop: judged by it alone; otherwise its regression is
+                    // degraded at once, worse than any operation waiting.
+                    let upgrade_holds_it = *op_kind == Some(Upgrade);
+                    let (status, operation, hop) = match (op_kind, api_down && !upgrade_holds_it) {
+                        (_, true) => (Status::Degraded, None, Some(Hop::HostedCluster)),
+                        (None, false) => (Status::Ready, Some(Create), None),
+                        (Some(kind), false) => {
+                            // The deepest hop not done: an upgrade waits for
+                            // its rollout at the HostedCluster.
+                            let hop = match kind {
+                                Upgrade => Hop::HostedCluster,
+                                _ => Hop::NodePool,
+                            };
+                            let status = if late {
+                                Status::Stuck
+                            } else {
+                                Status::InProgress
+                            };
+                            (status, Some(*kind), Some(hop))
+                        }
+                    };
+                    assert_eq!(v.status, status, "{case}");
+                    assert_eq!(v.operation, operation, "{case}");
+                    assert_eq!(v.hop, hop, "{case}");
+                    if status == Status::Degraded {
+                        assert!(
+                            v.reason
+                                .starts_with("degraded: hosted_cluster not ready again for"),
+                            "{case}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -314,8 +314,13 @@ fn a_day_two_pools_creation_is_judged_counted_and_listed_on_its_own() {
         fleet::list(&rows, &query("operation=upgrade").unwrap()).total,
         0
     );
-    // The cluster's own list line is unchanged by it.
-    assert_ne!(c.status, Status::Stuck);
+    // The cluster reads as its worst operation in flight, the pool's
+    // stuck creation, named as that operation (docs/design.md §15.7).
+    assert_eq!(c.status, Status::Stuck);
+    assert_eq!(
+        c.verdict.operation,
+        Some(crate::model::OperationKind::NodePoolCreate)
+    );
 }
 
 /// A NodePool that moves tells the RP's and Clusters Service's pool reads

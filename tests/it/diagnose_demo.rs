@@ -27,9 +27,10 @@ fn fault_hop(fault: &str) -> &'static [&'static str] {
         "clusters_service_error"
         | "unknown_clusters_service_state"
         | "clusters_service_uninstall_error" => &["clusters_service"],
-        "bundle_never_applied"
-        | "maestro_status_not_updated"
-        | "node_pool_bundle_never_applied" => &["maestro_bundle"],
+        "bundle_never_applied" | "maestro_status_not_updated" => &["maestro_bundle"],
+        // A pool's bundle never applied: its creation is stuck (at the
+        // NodePool it waits for, or the bundle that carries it).
+        "node_pool_bundle_never_applied" => &["maestro_bundle", "node_pool"],
         "hosted_cluster_degraded" | "hosted_cluster_unavailable" => &["hosted_cluster"],
         "node_pool_stuck" | "kubevirt_machines_pending" | "no_free_agent" => &["node_pool"],
         "release_image_invalid" => &["hosted_cluster"],
@@ -64,33 +65,32 @@ fn allowed(truth: &GroundTruthCluster, from: Timestamp, to: Timestamp) -> Option
             | "release_image_invalid"
             | "clusters_service_uninstall_error"
     );
-    // Faults that strike after the creation completed: no operation is in
-    // flight, so the cluster is degraded, never stuck (docs/design.md §15.7).
+    // Faults that strike after the creation completed with no operation
+    // of theirs in flight: the cluster is degraded, never stuck
+    // (docs/design.md §15.7).
     let after_completion = matches!(
+        fault,
+        "managed_cluster_never_joins" | "hosted_cluster_unavailable"
+    );
+    // A pool's operation (its creation, with the cluster or added later; its
+    // upgrade) or the control plane's upgrade stuck: the cluster reads as
+    // its worst operation in flight, stuck (docs/design.md §15.7).
+    let operation_stuck = matches!(
         fault,
         "node_pool_stuck"
             | "kubevirt_machines_pending"
             | "no_free_agent"
-            | "managed_cluster_never_joins"
             | "node_pool_bundle_never_applied"
-            | "hosted_cluster_unavailable"
-    );
-    // Day 2: the cluster's creation completed; its own verdict is its
-    // health (a pool short of nodes past the budget degrades it, an upgrade
-    // or a pool rolling a version does not), and the stuck operation is
-    // judged on its own (checked below).
-    let day2_not_ready = matches!(
-        fault,
-        "node_pool_never_reaches_ignition"
+            | "node_pool_never_reaches_ignition"
             | "added_pool_vm_unschedulable"
             | "added_pool_no_free_agent"
+            | "upgrade_stuck_partial"
+            | "node_pool_stuck_updating"
     );
-    let day2_ready = matches!(fault, "upgrade_stuck_partial" | "node_pool_stuck_updating");
     let due = truth.alert_due_at?;
     if due <= from - SLACK {
         return Some(match fault {
-            _ if day2_not_ready => vec![5],
-            _ if day2_ready => vec![0, 1],
+            _ if operation_stuck => vec![2],
             _ if failing => vec![3],
             // The regression ends after 25–35 world minutes. Read once, a
             // HostedCluster not Available now may show a creation that never
@@ -113,8 +113,8 @@ fn allowed(truth: &GroundTruthCluster, from: Timestamp, to: Timestamp) -> Option
         // before the fault.
         return Some(if failing {
             vec![0, 1, 3]
-        } else if day2_not_ready || day2_ready {
-            vec![0, 1, 5]
+        } else if operation_stuck {
+            vec![0, 1, 2]
         } else if after_completion || fault == "maestro_status_not_updated" {
             vec![0, 1, 2, 5]
         } else {
