@@ -54,7 +54,8 @@ pub struct TimelineJson<'a> {
     /// The operation in flight, if any (`create`, `delete`).
     pub operation_in_flight: Option<OperationKind>,
     /// Every operation of the cluster the exporter follows, oldest first:
-    /// the creation and, once it began, the deletion.
+    /// the creation, each node pool's creation, removal and upgrade, each
+    /// control-plane upgrade, and the deletion once it began.
     pub operations: Vec<OperationJson>,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
 }

@@ -65,6 +65,18 @@ impl Condition {
         }
     }
 
+    /// What the condition's status means for its object (docs/design.md
+    /// §12.5): for most types `True` is good; for the negative ones
+    /// (`Degraded` and its kin) `False` is. `Unknown` says nothing.
+    pub fn meaning(&self) -> Meaning {
+        let negative = NEGATIVE_CONDITIONS.contains(&self.kind.as_str());
+        match (self.status, negative) {
+            (ConditionStatus::Unknown, _) => Meaning::Unknown,
+            (ConditionStatus::True, false) | (ConditionStatus::False, true) => Meaning::Good,
+            _ => Meaning::Bad,
+        }
+    }
+
     pub fn is_finalizer(&self) -> bool {
         self.kind == Self::FINALIZER
     }
@@ -107,11 +119,25 @@ impl fmt::Debug for Condition {
 
 /// As the JSON API has always shown it: `type`, `status`, `reason`,
 /// `message`, `last_transition`.
+/// Condition types whose `True` is the bad state.
+pub const NEGATIVE_CONDITIONS: &[&str] =
+    &["Degraded", "ManifestWorkDegraded", "HostedClusterDegraded"];
+
+/// What a condition's status means for its object, whatever its polarity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Meaning {
+    Good,
+    Bad,
+    Unknown,
+}
+
 impl Serialize for Condition {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut out = serializer.serialize_struct("Condition", 5)?;
+        let mut out = serializer.serialize_struct("Condition", 6)?;
         out.serialize_field("type", &self.kind)?;
         out.serialize_field("status", &self.status)?;
+        out.serialize_field("meaning", &self.meaning())?;
         out.serialize_field("reason", &self.reason)?;
         out.serialize_field("message", &self.message)?;
         out.serialize_field("last_transition", &self.last_transition)?;
@@ -175,8 +201,30 @@ mod tests {
         let json = serde_json::to_value(&c).unwrap_or_default();
         assert_eq!(
             json,
-            serde_json::json!({"type": "Applied", "status": "true", "reason": "Done",
-                "message": "ok", "last_transition": null})
+            serde_json::json!({"type": "Applied", "status": "true", "meaning": "good",
+                "reason": "Done", "message": "ok", "last_transition": null})
         );
+    }
+
+    /// A negative condition (`Degraded`) is good when false: the web UI
+    /// colours it by this, not by its status.
+    #[test]
+    fn its_meaning_follows_its_polarity() {
+        let cases = [
+            ("Available", ConditionStatus::True, Meaning::Good),
+            ("Available", ConditionStatus::False, Meaning::Bad),
+            ("Degraded", ConditionStatus::False, Meaning::Good),
+            ("Degraded", ConditionStatus::True, Meaning::Bad),
+            (
+                "HostedClusterDegraded",
+                ConditionStatus::False,
+                Meaning::Good,
+            ),
+            ("Degraded", ConditionStatus::Unknown, Meaning::Unknown),
+        ];
+        for (kind, status, want) in cases {
+            let c = Condition::new(kind, status, "", "", None);
+            assert_eq!(c.meaning(), want, "{kind}={status:?}");
+        }
     }
 }

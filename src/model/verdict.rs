@@ -121,9 +121,6 @@ pub fn human(secs: f64) -> String {
     }
 }
 
-/// Condition types whose `True` is the bad state.
-const NEGATIVE_CONDITIONS: &[&str] = &["Degraded", "ManifestWorkDegraded", "HostedClusterDegraded"];
-
 /// What explains a hop's state: its error, else its first condition in a bad
 /// state, else its raw state.
 pub fn explain(hop: &HopTimeline) -> String {
@@ -134,14 +131,9 @@ pub fn explain(hop: &HopTimeline) -> String {
             format!("{}: {}", error.code, error.message)
         };
     }
-    let bad = hop.conditions().find(|(_, c)| {
-        let negative = NEGATIVE_CONDITIONS.contains(&c.kind.as_str());
-        match c.status {
-            ConditionStatus::True => negative,
-            ConditionStatus::False => !negative,
-            ConditionStatus::Unknown => true,
-        }
-    });
+    let bad = hop
+        .conditions()
+        .find(|(_, c)| c.meaning() != super::condition::Meaning::Good);
     if let Some((object, c)) = bad {
         let status = match c.status {
             ConditionStatus::True => "True",
@@ -575,12 +567,18 @@ fn deletion_verdict(timeline: &Timeline, budgets: &HopBudgets, now: Timestamp) -
 /// What holds a hop's deletion: HyperShift's finalizers and deletion
 /// conditions when the view carries them, else the hop's own explanation.
 fn explain_deletion(h: &HopTimeline) -> String {
-    let finalizers: Vec<&str> = h
+    // Each once: the HostedCluster read directly and through Maestro, and
+    // each of a hop's objects, name the same finalizers.
+    let mut finalizers: Vec<&str> = Vec::new();
+    for c in h
         .effective_objects()
         .flat_map(|(_, o)| o.view.conditions.iter())
         .filter(|c| c.is_finalizer())
-        .map(|c| &*c.reason)
-        .collect();
+    {
+        if !finalizers.contains(&&*c.reason) {
+            finalizers.push(&c.reason);
+        }
+    }
     let mut out = explain(h);
     if !finalizers.is_empty() {
         out.push_str(&format!("; finalizers {}", finalizers.join(", ")));
@@ -1198,5 +1196,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A deletion held by a finalizer names it once, however many objects
+    /// and views carry it.
+    #[test]
+    fn a_deletion_names_each_finalizer_once() {
+        let held = |o: Obs| {
+            o.state("deleting", Phase::Deleting)
+                .since(t(10))
+                .condition(
+                    crate::model::Condition::FINALIZER,
+                    ConditionStatus::True,
+                    "hypershift.openshift.io/finalizer",
+                    t(10),
+                )
+                .condition(
+                    crate::model::Condition::FINALIZER,
+                    ConditionStatus::True,
+                    "hypershift.io/destroy-cloud-resources",
+                    t(10),
+                )
+        };
+        let mut fleet = Fleet::new(ModelConfig::default());
+        fleet.apply(
+            batch(
+                false,
+                t(10),
+                vec![
+                    held(obs("c1", Hop::HostedCluster).object("hc").created(t(0))),
+                    held(obs("c1", Hop::HostedCluster).object("hc-2")),
+                    held(
+                        obs("c1", Hop::HostedCluster)
+                            .object("hc")
+                            .via(crate::model::Via::Maestro),
+                    ),
+                ],
+            ),
+            t(10),
+        );
+        let timeline = fleet.get("c1").unwrap();
+        let v = verdict(
+            timeline,
+            &OperationBudgets::default(),
+            &HopP95::default(),
+            t(11),
+        );
+        assert_eq!(v.operation, Some(OperationKind::Delete), "{v:?}");
+        assert_eq!(
+            v.reason
+                .matches("hypershift.openshift.io/finalizer")
+                .count(),
+            1,
+            "{}",
+            v.reason
+        );
+        assert!(
+            v.reason.ends_with(
+                "finalizers hypershift.openshift.io/finalizer, hypershift.io/destroy-cloud-resources"
+            ),
+            "{}",
+            v.reason
+        );
     }
 }

@@ -419,6 +419,30 @@ async fn the_pages_render_the_fleet_and_a_failed_creation_as_the_exporter_sees_t
             .any(|a| a.get("data-error-code").map(String::as_str) == Some(code)),
         "the error code {code} is not on the failed hop"
     );
+    // Conditions coloured by what they mean: a negative condition
+    // (`Degraded`) is good when false, drawn as ready, not failed.
+    let conditions = region(&cluster_dom, "conditions");
+    let mut judged = 0;
+    for row in conditions.split("<tr").skip(1) {
+        let attrs = attributes(row);
+        let (Some(kind), Some(status)) = (attrs.get("data-condition"), attrs.get("data-status"))
+        else {
+            continue;
+        };
+        let negative = kind.ends_with("Degraded");
+        let want = match (status.as_str(), negative) {
+            ("true", false) | ("false", true) => "phase-ready",
+            ("true", true) | ("false", false) => "phase-failed",
+            _ => "phase-unknown",
+        };
+        assert!(
+            row.contains(want),
+            "{kind}={status} is not drawn {want}: <tr{}",
+            &row[..row.len().min(400)]
+        );
+        judged += 1;
+    }
+    assert!(judged > 0, "no condition drawn:\n{conditions}");
     let trace_id = timeline["trace_id"].as_str().unwrap();
     let links = tags(region(&cluster_dom, "identity"), "a");
     let trace = links

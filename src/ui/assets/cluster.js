@@ -173,8 +173,10 @@
           h("td", { class: "mono" }, hj.error.code), h("td", {}, hj.error.message), h("td", {}, time(hj.since.at))));
       }
       for (const c of hj.conditions || []) {
-        const st = c.status === "true" ? "ready" : (c.status === "false" ? "failed" : "unknown");
-        rows.push(h("tr", { "data-hop": hop, "data-condition": c.type, "data-status": c.status },
+        // Coloured by what the status means (the server says: a Degraded
+        // condition is good when false), not by true or false.
+        const st = c.meaning === "good" ? "ready" : (c.meaning === "bad" ? "failed" : "unknown");
+        rows.push(h("tr", { "data-hop": hop, "data-condition": c.type, "data-status": c.status, "data-meaning": c.meaning },
           h("td", {}, hop), h("td", { class: "mono" }, c.object || ""), h("td", {}, c.type),
           h("td", {}, h("span", { class: "badge phase-" + st }, c.status)),
           h("td", {}, c.reason), h("td", {}, c.message), h("td", {}, time(c.last_transition))));
