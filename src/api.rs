@@ -57,7 +57,21 @@ pub struct TimelineJson<'a> {
     /// the creation, each node pool's creation, removal and upgrade, each
     /// control-plane upgrade, and the deletion once it began.
     pub operations: Vec<OperationJson>,
+    /// Its ended operations, oldest first, each with its hops' times, within
+    /// `history.retention` and `history.max_per_cluster` (docs/design.md
+    /// §15.12).
+    pub history: Vec<HistoryJson<'a>>,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
+}
+
+/// One ended operation of a cluster's history.
+#[derive(Debug, Serialize)]
+pub struct HistoryJson<'a> {
+    #[serde(flatten)]
+    pub ended: &'a crate::model::EndedOperation,
+    /// Its trace id (every operation's is derived from its key).
+    pub trace_id: String,
+    pub duration_seconds: f64,
 }
 
 /// One operation of a cluster (docs/design.md §15).
@@ -195,6 +209,23 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
         operation_in_flight: timeline.operation_in_flight(),
         operations: operations_json(timeline, &verdict, judge),
         verdict,
+        history: timeline
+            .history
+            .iter()
+            .flat_map(|h| h.iter())
+            .map(|ended| HistoryJson {
+                trace_id: trace_id_hex(
+                    &ended
+                        .operation
+                        .key(&timeline.cluster_id, ended.subject.as_deref()),
+                ),
+                duration_seconds: (ended.ended_at - ended.started_at)
+                    .total(jiff::Unit::Second)
+                    .unwrap_or_default()
+                    .max(0.0),
+                ended,
+            })
+            .collect(),
         hops,
     }
 }

@@ -168,6 +168,7 @@ impl Exporter {
                         .filter(|k| k.mode == crate::config::KubeMode::SelfManaged)
                         .map(|k| k.mgmt_cluster.clone())
                         .collect(),
+                    history: config.history.limits(),
                 },
                 render: RenderConfig::default(),
                 time_scale,

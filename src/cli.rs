@@ -145,6 +145,23 @@ pub struct ServeOverrides {
     )]
     pub shutdown_grace: Option<Duration>,
 
+    /// How long each cluster keeps its ended operations (served in its JSON,
+    /// drawn on its page, kept across restarts). Default: 7d. Config key:
+    /// history.retention.
+    #[arg(
+        long,
+        env = "HCPFLOW_HISTORY_RETENTION",
+        value_name = "DURATION",
+        value_parser = parse_duration
+    )]
+    pub history_retention: Option<Duration>,
+
+    /// At most this many ended operations per cluster, the oldest dropped
+    /// first (0 keeps none). Default: 20. Config key:
+    /// history.max_per_cluster.
+    #[arg(long, env = "HCPFLOW_HISTORY_MAX_PER_CLUSTER", value_name = "N")]
+    pub history_max_per_cluster: Option<usize>,
+
     /// Directory where the times only the exporter observed (phase changes
     /// upstream gives no time for, first readiness, completion, SLO verdicts)
     /// are kept across restarts, in one file replaced atomically every 15s
@@ -305,6 +322,8 @@ impl From<&ServeOverrides> for Overrides {
             listen: o.listen,
             log_format: o.log_format,
             shutdown_grace: o.shutdown_grace,
+            history_retention: o.history_retention,
+            history_max_per_cluster: o.history_max_per_cluster,
             state_dir: o.state_dir.clone(),
             slo_creation_target: o.slo_creation_target,
             slo_terminal_hops: o.slo_terminal_hops.clone(),

@@ -23,6 +23,7 @@ const TOP_KEYS: &[&str] = &[
     "shard",
     "sources",
     "ui",
+    "history",
 ];
 const SOURCE_KEYS: &[&str] = &[
     SOURCE_RP_FRONTEND,
@@ -121,6 +122,11 @@ pub(super) fn parse_file(text: &str, origin: &str) -> ParsedFile {
             "ui" => {
                 if let Some(v) = typed(&mut out, "ui", value) {
                     out.config.ui = v;
+                }
+            }
+            "history" => {
+                if let Some(v) = typed(&mut out, "history", value) {
+                    out.config.history = v;
                 }
             }
             _ => out.errors.push(unknown_key("", &key, TOP_KEYS)),

@@ -30,8 +30,8 @@ pub use overlay::{
     ClustersServiceOverrides, HttpOverrides, KubeOverrides, Overrides, RpFrontendOverrides,
 };
 pub use types::{
-    Auth, ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, KubeMode,
-    KubeSourceConfig, LogFormat, MaestroConfig, MaestroGrpcConfig, OperationSloConfig,
+    Auth, ClustersServiceApi, ClustersServiceConfig, Config, HistoryConfig, HttpSourceConfig,
+    KubeMode, KubeSourceConfig, LogFormat, MaestroConfig, MaestroGrpcConfig, OperationSloConfig,
     OperationsSloConfig, RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO,
     SOURCE_RP_FRONTEND, ShardConfig, SloConfig, SourcesConfig, TRACE_ID_PLACEHOLDER, UiConfig,
     UpgradeSloConfig, default_rp_api_version, defaults, grpc_defaults, shard_of,

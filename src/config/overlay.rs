@@ -34,6 +34,8 @@ pub struct Overrides {
     pub slo_hop_budgets: Vec<(Hop, Duration)>,
     pub shard: Option<u32>,
     pub total_shards: Option<u32>,
+    pub history_retention: Option<Duration>,
+    pub history_max_per_cluster: Option<usize>,
     pub rp_frontend: RpFrontendOverrides,
     pub clusters_service: ClustersServiceOverrides,
     pub maestro: HttpOverrides,
@@ -123,6 +125,12 @@ impl Config {
         }
         if let Some(grace) = o.shutdown_grace {
             self.shutdown_grace = grace;
+        }
+        if let Some(retention) = o.history_retention {
+            self.history.retention = retention;
+        }
+        if let Some(max) = o.history_max_per_cluster {
+            self.history.max_per_cluster = max;
         }
         if let Some(dir) = &o.state_dir {
             self.state_dir = Some(dir.clone());

@@ -29,6 +29,7 @@ pub struct Config {
     pub shard: ShardConfig,
     pub sources: SourcesConfig,
     pub ui: UiConfig,
+    pub history: HistoryConfig,
 }
 
 impl Default for Config {
@@ -42,6 +43,7 @@ impl Default for Config {
             shard: ShardConfig::default(),
             sources: SourcesConfig::default(),
             ui: UiConfig::default(),
+            history: HistoryConfig::default(),
         }
     }
 }
@@ -225,6 +227,39 @@ pub struct UiConfig {
     /// Grafana's base URL; the cluster page links the cluster dashboard
     /// there.
     pub grafana_url: Option<Url>,
+}
+
+/// How many ended operations each cluster keeps, and for how long
+/// (docs/design.md §15.12): served in its JSON, drawn on its page, kept in
+/// the state store.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// Ended operations older than this are dropped (ARM keeps operation
+    /// records for seven days).
+    #[serde(with = "humantime_serde")]
+    pub retention: Duration,
+    /// At most this many per cluster, the oldest dropped first; 0 keeps none.
+    pub max_per_cluster: usize,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        let limits = crate::model::HistoryLimits::default();
+        HistoryConfig {
+            retention: limits.retention,
+            max_per_cluster: limits.max_per_cluster,
+        }
+    }
+}
+
+impl HistoryConfig {
+    pub fn limits(&self) -> crate::model::HistoryLimits {
+        crate::model::HistoryLimits {
+            retention: self.retention,
+            max_per_cluster: self.max_per_cluster,
+        }
+    }
 }
 
 /// What [`UiConfig::trace_url_template`] must hold.
@@ -811,6 +846,11 @@ impl Config {
                 }
             ),
             format!("shard: {} of {}", self.shard.index, self.shard.total),
+            format!(
+                "history: {} per cluster for {}",
+                self.history.max_per_cluster,
+                humantime::format_duration(self.history.retention)
+            ),
             format!(
                 "ui: trace links {}, grafana {}",
                 self.ui.trace_url_template.as_deref().unwrap_or("none"),

@@ -658,6 +658,14 @@ mod tests {
             markdown.contains("- **stuck**: node_pool_create of node pool np-2 stuck at node_pool"),
             "{markdown}"
         );
+        // The creation that ended is the history's first row, with its hop.
+        assert!(markdown.contains("\n## History\n"), "{markdown}");
+        assert!(
+            markdown.contains(
+                "| create | 2027-01-15T08:00:00Z | 9m | succeeded | good | hosted_cluster 9m |"
+            ),
+            "{markdown}"
+        );
         // The cluster's verdict is the worst of its operations in flight
         // (docs/design.md §15.7): the pool's stuck creation, exit code 2.
         assert_eq!(report.exit_code(), 2, "the worst operation decides");

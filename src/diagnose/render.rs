@@ -258,6 +258,54 @@ fn json(report: &Report) -> String {
         + "\n"
 }
 
+/// The history the timeline carries (docs/design.md §15.12), a row per
+/// ended operation: what, when, how long, how it ended, its hops.
+fn history_rows(report: &Report) -> Vec<Vec<String>> {
+    let Some(ended) = report
+        .timeline
+        .as_ref()
+        .and_then(|t| t["history"].as_array())
+    else {
+        return Vec::new();
+    };
+    let seconds_between = |from: &serde_json::Value, to: &serde_json::Value| -> Option<f64> {
+        let from: jiff::Timestamp = from.as_str()?.parse().ok()?;
+        let to: jiff::Timestamp = to.as_str()?.parse().ok()?;
+        Some((to - from).total(jiff::Unit::Second).ok()?.max(0.0))
+    };
+    ended
+        .iter()
+        .map(|e| {
+            let mut what = text(e, "/operation");
+            let subject = text(e, "/subject");
+            if !subject.is_empty() {
+                what = format!("{what} {subject}");
+            }
+            let hops: Vec<String> = e["hops"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| {
+                    let hop = text(h, "/hop");
+                    match seconds_between(&h["started_at"], &h["ended_at"]) {
+                        Some(took) => format!("{hop} {}", crate::model::human(took)),
+                        None => format!("{hop} (not done)"),
+                    }
+                })
+                .collect();
+            vec![
+                what,
+                text(e, "/started_at"),
+                crate::model::human(e["duration_seconds"].as_f64().unwrap_or_default()),
+                text(e, "/outcome"),
+                text(e, "/slo"),
+                hops.join(", "),
+                format!("`{}`", text(e, "/trace_id")),
+            ]
+        })
+        .collect()
+}
+
 /// Markdown cells must not break the table.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -304,6 +352,16 @@ fn markdown(report: &Report) -> String {
         out.push_str("\n## Node pool and upgrade operations in flight\n\n");
         for (status, reason) in &day2 {
             out.push_str(&format!("- **{status}**: {}\n", cell(reason)));
+        }
+    }
+    let history = history_rows(report);
+    if !history.is_empty() {
+        out.push_str("\n## History\n\nThe cluster's ended operations, oldest first, each hop it passed with how long it took there.\n\n| operation | started | took | outcome | SLO | hops | trace id |\n|---|---|---|---|---|---|---|\n");
+        for row in &history {
+            out.push_str(&format!(
+                "| {} |\n",
+                row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+            ));
         }
     }
     if !report.unreadable.is_empty() {

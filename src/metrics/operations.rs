@@ -358,6 +358,7 @@ impl OperationMetrics {
                 started,
                 ended,
                 counted: true,
+                ..
             } => {
                 let platform = if platform.is_empty() {
                     platform_of(cluster_id)

@@ -65,6 +65,11 @@ pub struct ClusterMemory {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub day2_operations: Vec<Day2OperationMemory>,
+    /// Its ended operations (docs/design.md §15.12), so a restart keeps
+    /// "what happened to this cluster this week". Still version 2: absent
+    /// reads as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<super::history::EndedOperation>,
 }
 
 /// A day-2 operation as a restart must find it again.

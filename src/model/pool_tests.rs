@@ -829,3 +829,60 @@ fn a_pool_held_for_a_join_goes_with_its_rp_resource() {
     f.apply(batch(false, t(30), vec![gone]), t(30));
     assert_eq!(f.held_pool_readings_len(), 0);
 }
+
+/// A cluster's history (docs/design.md §15.12): its creation and the pool
+/// added on day 2, each with its outcome, SLO verdict and hop times, kept
+/// across a restart through the state store's memory.
+#[test]
+fn ended_operations_are_kept_in_the_history_and_survive_a_restart() {
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    f.apply(batch(false, t(21), vec![waiting("np-2", t(20))]), t(21));
+    let ready = pool("np-2")
+        .state("AsExpected", Phase::Ready)
+        .created(t(20))
+        .since(t(26))
+        .replicas(2, 2, 2);
+    f.apply(batch(false, t(27), vec![ready.clone()]), t(27));
+    let history = |f: &Fleet| -> Vec<String> {
+        f.get("c1")
+            .unwrap()
+            .history
+            .iter()
+            .flat_map(|h| h.iter())
+            .map(|e| {
+                let hops: Vec<String> = e
+                    .hops
+                    .iter()
+                    .map(|h| {
+                        let took = h.ended_at.map(|end| (end - h.started_at).get_seconds());
+                        format!("{}:{took:?}", h.hop)
+                    })
+                    .collect();
+                format!(
+                    "{} {} {} {:?} {}s [{}]",
+                    e.operation,
+                    e.subject.as_deref().unwrap_or("-"),
+                    e.outcome.as_str(),
+                    e.slo,
+                    (e.ended_at - e.started_at).get_seconds(),
+                    hops.join(" ")
+                )
+            })
+            .collect()
+    };
+    let want = vec![
+        "create - succeeded Some(Good) 540s [clusters_service:Some(540) maestro_bundle:Some(0) hosted_cluster:Some(420)]"
+            .to_string(),
+        "node_pool_create np-2 succeeded Some(Good) 360s [node_pool:Some(360)]".to_string(),
+    ];
+    assert_eq!(history(&f), want);
+
+    // A restart: the next run reads the cluster again and finds its
+    // history where it was.
+    let memory = super::edge_tests::memory_of(&f);
+    let mut after = fleet();
+    after.restore(memory);
+    ready_cluster(&mut after);
+    assert_eq!(history(&after), want);
+}

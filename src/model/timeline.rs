@@ -400,6 +400,9 @@ pub struct Timeline {
     /// `deletionTimestamp`, and the deletion that begins after still owes
     /// them their end (docs/design.md §8.2). Boxed: almost always none.
     pub gone_before_deletion: Option<Box<Vec<(Hop, Stamp)>>>,
+    /// Its ended operations, oldest first, within the history's limits
+    /// (docs/design.md §15.12). Boxed: none until one ends.
+    pub history: Option<Box<Vec<super::history::EndedOperation>>>,
     /// Its node pools as the RP (ARM `nodePools`) and Clusters Service
     /// (`node_pools`) read them, kept apart from the hops' own objects so
     /// a pool never moves the cluster's `rp_frontend` or
@@ -473,6 +476,7 @@ impl Timeline {
             day2_operations: None,
             pool_readings: None,
             gone_before_deletion: None,
+            history: None,
         }
     }
 

@@ -454,6 +454,23 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
+            // Every fourth has ended an operation: its history.
+            history: (i % 4 == 0)
+                .then(|| crate::model::EndedOperation {
+                    operation: OperationKind::NodePoolCreate,
+                    subject: Some(format!("np-{i}").into()),
+                    started_at: t(i + 100),
+                    ended_at: t(i + 400),
+                    outcome: crate::model::Outcome::Succeeded,
+                    slo: Some(SloOutcome::Good),
+                    hops: vec![crate::model::EndedHop {
+                        hop: Hop::NodePool,
+                        started_at: t(i + 100),
+                        ended_at: Some(t(i + 400)),
+                    }],
+                })
+                .into_iter()
+                .collect(),
         }
     }
 

@@ -65,8 +65,8 @@ fn every_serve_flag_and_variable_is_documented() {
         checked += 1;
     }
     // --config, 9 global settings, 9 per source, 3 RP-only, 1 CS-only, 5
-    // for management clusters and 2 for the web UI.
-    assert_eq!(checked, 1 + 9 + 3 * 9 + 3 + 1 + 5 + 2);
+    // for management clusters, 2 for the web UI and 2 for the history.
+    assert_eq!(checked, 1 + 9 + 3 * 9 + 3 + 1 + 5 + 2 + 2);
 }
 
 #[test]

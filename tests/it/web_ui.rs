@@ -419,6 +419,28 @@ async fn the_pages_render_the_fleet_and_a_failed_creation_as_the_exporter_sees_t
             .any(|a| a.get("data-error-code").map(String::as_str) == Some(code)),
         "the error code {code} is not on the failed hop"
     );
+    // The history drawn as the JSON holds it: as many rows as ended
+    // operations, each with as many hop lanes as the entry has hops.
+    let history = timeline["history"].as_array().cloned().unwrap_or_default();
+    let drawn = region(&cluster_dom, "history");
+    assert!(
+        drawn.contains(&format!("data-history=\"{}\"", history.len())),
+        "the history region does not hold {} operations:\n{drawn}",
+        history.len()
+    );
+    let rows = tags(drawn, "tr");
+    let drawn_rows: Vec<&BTreeMap<String, String>> = rows
+        .iter()
+        .filter(|a| a.contains_key("data-operation"))
+        .collect();
+    assert_eq!(drawn_rows.len(), history.len(), "{drawn}");
+    for (row, entry) in drawn_rows.iter().zip(&history) {
+        assert_eq!(row["data-operation"], entry["operation"].as_str().unwrap());
+        assert_eq!(
+            row["data-hops"],
+            entry["hops"].as_array().map_or(0, Vec::len).to_string()
+        );
+    }
     // Conditions coloured by what they mean: a negative condition
     // (`Degraded`) is good when false, drawn as ready, not failed.
     let conditions = region(&cluster_dom, "conditions");

@@ -8,6 +8,9 @@ use super::*;
 /// What the model needs to know of the configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelConfig {
+    /// How many ended operations each cluster keeps, and for how long
+    /// (docs/design.md §15.12).
+    pub history: crate::model::HistoryLimits,
     /// A creation completing within this is good (docs/design.md §6.1).
     pub creation_target: Duration,
     /// Hops whose readiness completes a creation; all must be ready.
@@ -163,6 +166,7 @@ impl Default for ModelConfig {
             ownership: Ownership::ALL,
             rp_in_scope: false,
             self_managed_hubs: Vec::new(),
+            history: crate::model::HistoryLimits::default(),
         }
     }
 }

@@ -278,6 +278,7 @@ pub(super) fn evaluate_creation(
             started: started.into(),
             ended: failed_at.into(),
             target,
+            hops: creation_hops(timeline),
         };
         ending.record(&mut timeline.slo, events);
         return;
@@ -343,9 +344,43 @@ pub(super) fn evaluate_creation(
             started: started.into(),
             ended: completed_at.into(),
             target,
+            hops: creation_hops(timeline),
         };
         ending.record(&mut timeline.slo, events);
     }
+}
+
+/// A creation's hops for its history: each from its start to its first
+/// ready (or its failure).
+fn creation_hops(timeline: &Timeline) -> Vec<crate::model::EndedHop> {
+    timeline
+        .hops
+        .iter()
+        .map(|(hop, h)| {
+            let started = h.started_at.unwrap_or(timeline.created_at.at);
+            crate::model::EndedHop {
+                hop: *hop,
+                started_at: started.into(),
+                // Never before its start, as its duration is measured.
+                ended_at: h
+                    .ready_at
+                    .or((h.phase == Phase::Failed).then_some(h.since.at))
+                    .map(|end| end.max(started).into()),
+            }
+        })
+        .collect()
+}
+
+/// Any other operation's hops for its history.
+fn operation_hops(op: &Operation) -> Vec<crate::model::EndedHop> {
+    op.hops
+        .iter()
+        .map(|h| crate::model::EndedHop {
+            hop: h.hop,
+            started_at: h.started_at.into(),
+            ended_at: h.done_at.map(Into::into),
+        })
+        .collect()
 }
 
 /// How an operation ended: what its duration and its one SLO verdict are
@@ -362,6 +397,8 @@ pub(super) struct Ending<'a> {
     pub(super) started: Timestamp,
     pub(super) ended: Timestamp,
     pub(super) target: Duration,
+    /// Each hop it passed, for the cluster's history.
+    pub(super) hops: Vec<crate::model::EndedHop>,
 }
 
 impl Ending<'_> {
@@ -371,6 +408,12 @@ impl Ending<'_> {
     /// otherwise.
     pub(super) fn record(self, slo: &mut Option<SloOutcome>, events: &mut Vec<Event>) {
         let ended = self.ended.max(self.started);
+        let took = elapsed(self.started, ended);
+        let verdict = match self.outcome {
+            Outcome::Succeeded if took <= self.target => SloOutcome::Good,
+            Outcome::Failed if took < self.target => SloOutcome::Failed,
+            _ => SloOutcome::Late,
+        };
         events.push(Event::OperationEnded {
             cluster_id: self.cluster_id.to_string(),
             operation: self.operation,
@@ -381,16 +424,12 @@ impl Ending<'_> {
             outcome: self.outcome,
             started: self.started,
             ended,
+            slo: Some(slo.unwrap_or(verdict)),
+            hops: self.hops,
         });
         if slo.is_some() {
             return;
         }
-        let took = elapsed(self.started, ended);
-        let verdict = match self.outcome {
-            Outcome::Succeeded if took <= self.target => SloOutcome::Good,
-            Outcome::Failed if took < self.target => SloOutcome::Failed,
-            _ => SloOutcome::Late,
-        };
         *slo = Some(verdict);
         events.push(Event::Slo {
             cluster_id: self.cluster_id.to_string(),
@@ -505,6 +544,7 @@ pub(super) fn evaluate_deletion(
             started: started.into(),
             ended: failed_at.into(),
             target: config.delete_target,
+            hops: operation_hops(deletion),
         };
         ending.record(&mut deletion.slo, events);
     }
@@ -571,6 +611,7 @@ pub(super) fn deletion_done(
         started,
         ended: at,
         target: config.delete_target,
+        hops: operation_hops(deletion),
     };
     ending.record(&mut deletion.slo, events);
 }
@@ -926,6 +967,7 @@ pub(super) fn finish_day2(
         started: op.started_at.at.into(),
         ended: at.into(),
         target: config.target(op.kind),
+        hops: operation_hops(op),
     };
     ending.record(&mut op.slo, events);
 }

@@ -96,6 +96,10 @@ pub enum Event {
         outcome: Outcome,
         started: Timestamp,
         ended: Timestamp,
+        /// Its SLO verdict, given now or before.
+        slo: Option<SloOutcome>,
+        /// Each hop it passed, with its times (the cluster's history).
+        hops: Vec<super::history::EndedHop>,
     },
     /// An operation's SLO verdict; exactly once per operation.
     Slo {
@@ -330,7 +334,43 @@ impl Fleet {
             BTreeSet::new()
         };
         self.settle_due(now, &silent, &mut result);
+        self.keep_history(&result.events, now);
         result
+    }
+
+    /// Each operation that ended, into its cluster's history
+    /// (docs/design.md §15.12): only ends witnessed after a first sync, as
+    /// every event is.
+    fn keep_history(&mut self, events: &[Event], now: Timestamp) {
+        for event in events {
+            let Event::OperationEnded {
+                cluster_id,
+                operation,
+                subject,
+                outcome,
+                started,
+                ended,
+                slo,
+                hops,
+                ..
+            } = event
+            else {
+                continue;
+            };
+            let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut) else {
+                continue;
+            };
+            let entry = super::history::EndedOperation {
+                operation: *operation,
+                subject: subject.clone(),
+                started_at: *started,
+                ended_at: *ended,
+                outcome: *outcome,
+                slo: *slo,
+                hops: hops.clone(),
+            };
+            super::history::keep(&mut timeline.history, entry, self.config.history, now);
+        }
     }
 
     /// Advance the clock: creations in flight that pass the target become late
@@ -339,6 +379,7 @@ impl Fleet {
     pub fn tick(&mut self, now: Timestamp) -> ApplyResult {
         let mut result = ApplyResult::default();
         self.settle_due(now, &BTreeSet::new(), &mut result);
+        self.keep_history(&result.events, now);
         result
     }
 
@@ -646,6 +687,7 @@ impl Fleet {
                     restored.slo = recall.slo.take();
                     restored.deletion = recall.deletion.take();
                     restored.day2_operations = std::mem::take(&mut recall.day2_operations);
+                    restored.history = std::mem::take(&mut recall.history);
                 }
                 let created = match (view.created_at, restored.created_at) {
                     (Some(at), _) => TimeMark::upstream(at),
@@ -702,6 +744,14 @@ impl Fleet {
                         timeline.outcome = CreationOutcome::Deleted;
                     }
                     timeline.deletion = Some(Box::new(deletion));
+                }
+                // Its history, within today's limits (docs/design.md §15.12).
+                if !restored.history.is_empty() {
+                    let mut history = std::mem::take(&mut restored.history);
+                    super::history::prune(&mut history, self.config.history, now);
+                    if !history.is_empty() {
+                        timeline.history = Some(Box::new(history));
+                    }
                 }
                 // Its node pools' operations likewise (docs/design.md §15.9).
                 for m in restored.day2_operations {

@@ -14,6 +14,7 @@ pub(super) struct Recall {
     pub(super) slo: Option<SloOutcome>,
     pub(super) deletion: Option<DeletionMemory>,
     pub(super) day2_operations: Vec<Day2OperationMemory>,
+    pub(super) history: Vec<crate::model::EndedOperation>,
     pub(super) hops: HashMap<Hop, HopMemory>,
     pub(super) objects: HashMap<(Hop, Via, String), ObjectMemory>,
 }
@@ -35,6 +36,7 @@ impl From<ClusterMemory> for Recall {
             slo: m.slo,
             deletion: m.deletion,
             day2_operations: m.day2_operations,
+            history: m.history,
             hops,
             objects,
         }
@@ -121,6 +123,7 @@ impl Fleet {
                     uncounted: op.uncounted,
                 })
                 .collect(),
+            history: timeline.history.as_deref().cloned().unwrap_or_default(),
         })
     }
 }

@@ -94,6 +94,37 @@
   // The cluster's operations, and a deletion's flow: each hop in the order
   // the deletion takes it, gone (and after how long), deleting against its
   // budget, or not deleting yet.
+  // The cluster's ended operations on one time line: a row each, its hops
+  // as bars placed by their start and end between the oldest start and the
+  // newest end.
+  function history(t) {
+    const ended = t.history || [];
+    if (!ended.length) {
+      replace("history", h("p", { class: "muted", "data-history": 0 }, "No operation ended yet (or none within the retention)."));
+      return;
+    }
+    const ms = (at) => new Date(at).getTime();
+    const from = Math.min(...ended.map((e) => ms(e.started_at)));
+    const to = Math.max(...ended.map((e) => ms(e.ended_at)), from + 1);
+    const pct = (at) => (100 * (ms(at) - from) / (to - from)).toFixed(2);
+    const what = (e) => e.operation + (e.subject ? " " + e.subject : "");
+    const head = h("tr", {}, ["operation", "started", "took", "outcome", "SLO", "hops", "trace id"].map((c) => h("th", {}, c)));
+    const rows = ended.map((e) => {
+      const bars = (e.hops || []).map((hp) => {
+        const end = hp.ended_at || e.ended_at;
+        const took = (ms(end) - ms(hp.started_at)) / 1000;
+        return h("div", { class: "lane", "data-hop": hp.hop, title: hp.hop + ": " + duration(took) },
+          h("span", { class: "lane-label" }, hp.hop + " " + duration(took)),
+          h("span", { class: "bar " + (hp.ended_at ? "done" : "open"), style: "left:" + pct(hp.started_at) + "%;width:" + Math.max(0.5, pct(end) - pct(hp.started_at)) + "%" }));
+      });
+      return h("tr", { "data-operation": e.operation, "data-subject": e.subject || "", "data-outcome": e.outcome, "data-hops": (e.hops || []).length },
+        h("td", {}, what(e)), h("td", {}, time(e.started_at)), h("td", {}, duration(e.duration_seconds)),
+        h("td", {}, badge("phase", e.outcome === "succeeded" ? "ready" : "failed")), h("td", {}, e.slo || "–"),
+        h("td", { class: "lanes" }, bars), h("td", { class: "mono" }, e.trace_id));
+    });
+    replace("history", h("table", { "data-history": ended.length }, h("thead", {}, head), h("tbody", {}, rows)));
+  }
+
   function operations(t) {
     const ops = t.operations || [];
     const head = h("tr", {}, ["operation", "started", "ended", "outcome", "SLO", "verdict", "why", "trace id"].map((c) => h("th", {}, c)));
@@ -199,7 +230,7 @@
       if (e.status !== 404) throw e;
       replace("verdict", h("div", { class: "verdict failed", "data-found": "false" },
         "Cluster ", h("code", {}, id), " is not tracked: deleted, never seen, or followed by another shard."));
-      for (const region of ["identity", "flow", "operations", "node-pools", "pods", "conditions"]) replace(region);
+      for (const region of ["identity", "flow", "operations", "history", "node-pools", "pods", "conditions"]) replace(region);
       main.dataset.found = "false";
       main.dataset.rendered = "true";
       return;
@@ -208,6 +239,7 @@
     identity(t);
     flow(t);
     operations(t);
+    history(t);
     nodePools(t);
     pods(t);
     conditions(t);
