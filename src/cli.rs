@@ -625,6 +625,16 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration)]
     pub wait: Duration,
 
+    /// Walk again every --interval and redraw (table output) until the
+    /// verdict says the operation ended (ready, failed, degraded or deleted)
+    /// or Ctrl-C; exit with the last verdict's code. Works with --from.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// With --watch: how long between two walks.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration, requires = "watch")]
+    pub interval: Duration,
+
     /// serve's configuration: the same file, flags and HCPFLOW_* variables
     /// (state_dir is never written by diagnose, and no traces are sent).
     #[command(flatten)]

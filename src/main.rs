@@ -59,6 +59,13 @@ fn main() -> anyhow::Result<ExitCode> {
             telemetry.shutdown_within(DEMO_SHUTDOWN_GRACE);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Diagnose(args) if args.watch => {
+            let _telemetry = init_logging(args.serve.overrides.log_format.unwrap_or_default())?;
+            let runtime = runtime()?;
+            let code = runtime.block_on(diagnose_watch(&args))?;
+            runtime.shutdown_timeout(Duration::from_millis(100));
+            Ok(ExitCode::from(code))
+        }
         Command::Diagnose(args) => {
             // Logs go to stderr: stdout is the report.
             let _telemetry = init_logging(args.serve.overrides.log_format.unwrap_or_default())?;
@@ -174,6 +181,74 @@ async fn serve(config: hcp_flow::config::Config) -> Result<(), hcp_flow::Error> 
         .serve(listener, shutdown_signal(), config.shutdown_grace)
         .await?;
     Ok(())
+}
+
+/// `diagnose --watch`: walk, draw, and again every interval until the
+/// verdict says the operation ended or Ctrl-C; the last verdict's code.
+async fn diagnose_watch(args: &hcp_flow::cli::DiagnoseArgs) -> anyhow::Result<u8> {
+    use std::io::{IsTerminal, Write};
+    // Where each walk reads: a running exporter, or the upstreams with
+    // serve's configuration.
+    let live = match &args.from {
+        Some(_) => None,
+        None => Some(load_config(&args.serve)?),
+    };
+    let terminal = std::io::stdout().is_terminal();
+    let mut last;
+    let mut frames = 0u64;
+    loop {
+        let report = match (&live, &args.from) {
+            (Some(config), _) => hcp_flow::diagnose::live(config, &args.target, args.wait).await,
+            (None, Some(url)) => hcp_flow::diagnose::from_exporter(url, &args.target).await,
+            (None, None) => anyhow::bail!("diagnose --watch needs --from or a configuration"),
+        };
+        frames += 1;
+        let mut out = std::io::stdout().lock();
+        // A terminal is redrawn in place; a pipe gets one frame after another.
+        if terminal {
+            write!(out, "\x1b[2J\x1b[H")?;
+        } else if frames > 1 {
+            writeln!(out)?;
+        }
+        writeln!(
+            out,
+            "hcp-flow diagnose --watch {} (walk {frames}, {})",
+            args.target,
+            jiff::Timestamp::now().strftime("%H:%M:%S")
+        )?;
+        let ended = match &report {
+            Ok(report) => {
+                write!(
+                    out,
+                    "{}",
+                    hcp_flow::diagnose::render::render(
+                        report,
+                        hcp_flow::diagnose::render::Output::Table
+                    )
+                )?;
+                last = report.exit_code();
+                report.watch_ends()
+            }
+            Err(error) => {
+                writeln!(
+                    out,
+                    "nothing could be read: {}",
+                    hcp_flow::sources::health::cause_chain(error)
+                )?;
+                last = hcp_flow::diagnose::Outcome::Unreadable as u8;
+                false
+            }
+        };
+        out.flush()?;
+        drop(out);
+        if ended {
+            return Ok(last);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(args.interval) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(last),
+        }
+    }
 }
 
 async fn demo(settings: DemoSettings) -> anyhow::Result<()> {

@@ -116,6 +116,17 @@ impl Report {
         self.outcome() as u8
     }
 
+    /// Whether `diagnose --watch` stops at this report: the verdict says the
+    /// operation ended — ready, failed, degraded (nothing in flight holds
+    /// the hop that regressed) or deleted. Stuck, at risk, in progress and
+    /// unreadable keep watching: each may still change.
+    pub fn watch_ends(&self) -> bool {
+        matches!(
+            self.outcome(),
+            Outcome::Ready | Outcome::Failed | Outcome::Degraded
+        ) || self.status() == Some(Status::Deleted)
+    }
+
     /// The one-line answer.
     pub fn verdict_line(&self) -> String {
         match (&self.timeline, self.status()) {

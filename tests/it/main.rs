@@ -22,6 +22,7 @@ mod deletion_standin;
 mod demo_split;
 mod design_rules;
 mod diagnose_demo;
+mod diagnose_watch;
 mod e2e_prometheus;
 mod exporter_vs_world;
 mod hostile_input;
