@@ -61,6 +61,11 @@ pub struct TimelineJson<'a> {
     /// `history.retention` and `history.max_per_cluster` (docs/design.md
     /// §15.12).
     pub history: Vec<HistoryJson<'a>>,
+    /// The ids the upstreams gave its operations, which their logs are
+    /// searched by: each object's log-tracing annotations
+    /// (`logging.open-cluster-management.io/<name>`), by hop and object
+    /// (docs/design.md §15.13).
+    pub upstream_ids: Vec<&'a crate::model::UpstreamIdOf>,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
 }
 
@@ -209,6 +214,11 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
         operation_in_flight: timeline.operation_in_flight(),
         operations: operations_json(timeline, &verdict, judge),
         verdict,
+        upstream_ids: timeline
+            .upstream_ids
+            .iter()
+            .flat_map(|v| v.iter())
+            .collect(),
         history: timeline
             .history
             .iter()

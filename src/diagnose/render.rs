@@ -234,6 +234,13 @@ fn table(report: &Report) -> String {
             out.push_str(&format!("  {status:<12}{reason}\n"));
         }
     }
+    let ids = upstream_ids(report);
+    if !ids.is_empty() {
+        out.push_str(&format!(
+            "\nupstream ids: {}\n",
+            ids.join(", ").replace('`', "")
+        ));
+    }
     out.push_str(&format!(
         "\nverdict: {} (exit {})\n",
         report.verdict_line(),
@@ -256,6 +263,26 @@ fn json(report: &Report) -> String {
     });
     serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
         + "\n"
+}
+
+/// The upstreams' ids the timeline carries, `name=value (hop object)`.
+fn upstream_ids(report: &Report) -> Vec<String> {
+    report
+        .timeline
+        .as_ref()
+        .and_then(|t| t["upstream_ids"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|u| {
+            format!(
+                "`{}={}` ({} {})",
+                text(u, "/name"),
+                text(u, "/value"),
+                text(u, "/hop"),
+                text(u, "/object")
+            )
+        })
+        .collect()
 }
 
 /// The history the timeline carries (docs/design.md §15.12), a row per
@@ -352,6 +379,13 @@ fn markdown(report: &Report) -> String {
         out.push_str("\n## Node pool and upgrade operations in flight\n\n");
         for (status, reason) in &day2 {
             out.push_str(&format!("- **{status}**: {}\n", cell(reason)));
+        }
+    }
+    let ids = upstream_ids(report);
+    if !ids.is_empty() {
+        out.push_str("\n## Upstream ids\n\nSearch the upstreams' logs by these (OCM log tracing, `logging.open-cluster-management.io/<name>`).\n\n");
+        for id in &ids {
+            out.push_str(&format!("- {}\n", cell(id)));
         }
     }
     let history = history_rows(report);

@@ -16,6 +16,7 @@ pub mod testing;
 mod text;
 mod timeline;
 mod trace_link;
+mod upstream_ids;
 mod verdict;
 
 pub use budget::{HopBudgets, OperationBudgets};
@@ -52,6 +53,7 @@ pub use timeline::{
     Timeline, Waiting, same_pool,
 };
 pub use trace_link::{TRACEPARENT_ANNOTATIONS, TraceLink, TraceParent, TraceParentError};
+pub use upstream_ids::{LOG_TRACING_PREFIX, UpstreamId, UpstreamIdOf, log_tracing_ids};
 pub use verdict::{Status, Verdict, explain, failed_hop, human, operation_verdict, verdict};
 
 #[cfg(test)]

@@ -234,6 +234,9 @@ pub struct IdentityPatch {
     /// hop's span links to (docs/design.md §7.7). Here, not on the view, so
     /// a view without any costs nothing.
     pub trace_parents: Vec<super::TraceParent>,
+    /// Likewise: the ids the upstreams gave the object's operation in its
+    /// log-tracing annotations (docs/design.md §15.13).
+    pub upstream_ids: Vec<super::UpstreamId>,
     /// Not the identity either: the release rollout the object reports
     /// (a HostedCluster's version history, a NodePool's version), which
     /// starts and ends its upgrade operation (docs/design.md §15.10). Read
@@ -278,6 +281,7 @@ impl IdentityPatch {
         platform: None,
         version: None,
         trace_parents: Vec::new(),
+        upstream_ids: Vec::new(),
         rollout: None,
     };
 }

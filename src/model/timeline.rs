@@ -403,6 +403,9 @@ pub struct Timeline {
     /// Its ended operations, oldest first, within the history's limits
     /// (docs/design.md §15.12). Boxed: none until one ends.
     pub history: Option<Box<Vec<super::history::EndedOperation>>>,
+    /// The ids its objects' log-tracing annotations give (docs/design.md
+    /// §15.13), per hop and object. Boxed: most clusters carry none.
+    pub upstream_ids: Option<Box<Vec<super::UpstreamIdOf>>>,
     /// Its node pools as the RP (ARM `nodePools`) and Clusters Service
     /// (`node_pools`) read them, kept apart from the hops' own objects so
     /// a pool never moves the cluster's `rp_frontend` or
@@ -477,6 +480,7 @@ impl Timeline {
             pool_readings: None,
             gone_before_deletion: None,
             history: None,
+            upstream_ids: None,
         }
     }
 
@@ -627,6 +631,34 @@ impl Timeline {
         if links.is_empty() {
             self.trace_links = None;
         }
+    }
+
+    /// Replace what `hop`'s `object` says of its upstream ids.
+    pub(crate) fn set_upstream_ids(&mut self, hop: Hop, object: &str, ids: Vec<super::UpstreamId>) {
+        if ids.is_empty() && self.upstream_ids.is_none() {
+            return;
+        }
+        let kept = self.upstream_ids.get_or_insert_with(Default::default);
+        kept.retain(|i| !(i.hop == hop && &*i.object == object));
+        kept.extend(ids.into_iter().map(|id| super::UpstreamIdOf {
+            hop,
+            object: object.into(),
+            id,
+        }));
+        if kept.is_empty() {
+            self.upstream_ids = None;
+        }
+    }
+
+    /// Every upstream id its objects give, each name and value once.
+    pub fn upstream_ids(&self) -> Vec<&super::UpstreamId> {
+        let mut ids: Vec<&super::UpstreamId> = Vec::new();
+        for i in self.upstream_ids.iter().flat_map(|v| v.iter()) {
+            if !ids.contains(&&i.id) {
+                ids.push(&i.id);
+            }
+        }
+        ids
     }
 
     /// The links of `hop`'s span.

@@ -227,6 +227,7 @@ impl SavedObject {
                 version: some(id.version),
                 // Maestro's readings: no annotations are read through it.
                 trace_parents: Vec::new(),
+                upstream_ids: Vec::new(),
                 // A rollout is read again with the bundle's next status; a
                 // restored reading starts no upgrade (it loads silently).
                 rollout: None,

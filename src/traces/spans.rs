@@ -96,6 +96,14 @@ fn identity_attributes(
         attributes.push(KeyValue::new("hcp.target_version", version.to_string()));
     }
     if let Some(timeline) = timeline {
+        // The ids the upstreams gave the operation, named for where they
+        // come from: OCM's log tracing (docs/design.md §15.13).
+        for id in timeline.upstream_ids() {
+            attributes.push(KeyValue::new(
+                format!("ocm.log_tracing.{}", id.name),
+                id.value.to_string(),
+            ));
+        }
         let identity = &timeline.identity;
         for (key, value) in [
             ("hcp.cluster.name", identity.name.as_str()),

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 const NAMESPACE: &str = "clusters";
 const HC_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const HC_SPAN: &str = "00f067aa0ba902b7";
+const OP_ID: &str = "2e9d5cb2-2f9a-4a3b-8c1a-7f0b1c2d3e4f";
 const POOL_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const POOL_SPAN: &str = "b7ad6b7169203331";
 
@@ -51,7 +52,12 @@ fn hosted_cluster(id: &str, created: Timestamp, available: Option<Timestamp>) ->
             "namespace": NAMESPACE,
             "uid": "uid-example",
             "creationTimestamp": at(created),
-            "annotations": {"traceparent": format!("00-{HC_TRACE}-{HC_SPAN}-01")},
+            "annotations": {
+                "traceparent": format!("00-{HC_TRACE}-{HC_SPAN}-01"),
+                // OCM's log tracing, as Clusters Service sets it: the id
+                // its logs are searched by (docs/design.md §15.13).
+                "logging.open-cluster-management.io/op-id": OP_ID,
+            },
         },
         "spec": hypershift::hosted_cluster_spec(id),
         "status": {
@@ -182,6 +188,22 @@ async fn hop_spans_link_to_the_trace_contexts_their_objects_are_annotated_with()
     );
     // The link names another trace than the span's own.
     assert_ne!(hex(&hosted[0].span.trace_id), HC_TRACE);
+    // The upstream's operation id rides on the span, and on the timeline
+    // the JSON, the page and diagnose read.
+    assert_eq!(
+        otlp::attr(&hosted[0].span.attributes, "ocm.log_tracing.op-id").as_deref(),
+        Some(OP_ID)
+    );
+    let ids: Vec<(String, String)> = h.store.with_timelines(|t| {
+        t.flat_map(|t| {
+            t.upstream_ids()
+                .into_iter()
+                .map(|i| (i.name.to_string(), i.value.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+    });
+    assert_eq!(ids, vec![("op-id".to_string(), OP_ID.to_string())]);
 
     // The creation's node_pool span: only the well-formed context of the
     // two pools.

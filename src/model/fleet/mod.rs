@@ -827,6 +827,12 @@ impl Fleet {
                         .map(|i| std::mem::take(&mut i.trace_parents))
                         .unwrap_or_default();
                     timeline.set_trace_links(hop, &object, parents);
+                    let ids = view
+                        .identity
+                        .as_mut()
+                        .map(|i| std::mem::take(&mut i.upstream_ids))
+                        .unwrap_or_default();
+                    timeline.set_upstream_ids(hop, &object, ids);
                 }
                 // Kept once on the timeline, not per object: at fleet scale
                 // the copies would cost more than the rest of the view.
@@ -922,6 +928,7 @@ impl Fleet {
             Change::Gone => {
                 if via == Via::Direct {
                     timeline.set_trace_links(hop, &object, Vec::new());
+                    timeline.set_upstream_ids(hop, &object, Vec::new());
                 }
                 if let Some(hop_state) = timeline.hops.get_mut(&hop)
                     && hop_state.objects.remove(&(via, object.clone())).is_some()

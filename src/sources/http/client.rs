@@ -198,6 +198,27 @@ pub fn sanitise(text: &str) -> String {
     out
 }
 
+/// An error body for the log and `/readyz`: the OCM error's
+/// `operation_id` first when it has one (Clusters Service and Maestro
+/// answer `{id, kind, href, code, reason, operation_id}`; the id is what
+/// their logs are searched by, docs/design.md §15.13), then the body's
+/// start, sanitised.
+pub fn error_body(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct OcmError {
+        operation_id: Option<String>,
+    }
+    let text = sanitise(&String::from_utf8_lossy(body));
+    match serde_json::from_slice::<OcmError>(body)
+        .ok()
+        .and_then(|e| e.operation_id)
+        .filter(|id| !id.is_empty())
+    {
+        Some(id) => format!("operation_id {}; {text}", sanitise(&id)),
+        None => text,
+    }
+}
+
 /// The body around `line`:`column` (1-based, as serde_json counts), at
 /// most [`ERROR_BODY_EXCERPT`] characters, sanitised.
 fn excerpt_around(body: &[u8], line: usize, column: usize) -> String {
@@ -519,7 +540,7 @@ impl HttpClient {
                 return Err(SourceError::Status {
                     url: url.to_string(),
                     status: 404,
-                    body: sanitise(&String::from_utf8_lossy(&body)),
+                    body: error_body(&body),
                 });
             }
         };
@@ -631,7 +652,7 @@ impl HttpClient {
             return Err(SourceError::Status {
                 url: url.to_string(),
                 status: status.as_u16(),
-                body: sanitise(&String::from_utf8_lossy(&body)),
+                body: error_body(&body),
             });
         }
         Ok(Answer::Found(body))
@@ -706,6 +727,15 @@ mod tests {
         );
         assert!(!out.chars().any(char::is_control));
         assert_eq!(sanitise("short"), "short");
+        // An OCM error body names its operation id first, however long
+        // its reason.
+        let ocm = format!(
+            r#"{{"id":"503","kind":"Error","href":"/api/clusters_mgmt/v1/errors/503","code":"CLUSTERS-MGMT-503","reason":"{}","operation_id":"2d1c7f6a-0c1b"}}"#,
+            "x".repeat(400)
+        );
+        let said = error_body(ocm.as_bytes());
+        assert!(said.starts_with("operation_id 2d1c7f6a-0c1b; {"), "{said}");
+        assert_eq!(error_body(b"<html>down</html>"), "<html>down</html>");
     }
 
     #[test]

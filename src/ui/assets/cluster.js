@@ -53,7 +53,9 @@
       card("join", t.join),
       card("resource id", t.resource_id),
       card("trace id", trace),
-      card("Grafana", grafana));
+      card("Grafana", grafana),
+      // The ids the upstreams gave its operations, to search their logs by.
+      ...(t.upstream_ids || []).map((u) => card(u.name + " (" + u.hop + ")", u.value, { "data-upstream-id": u.name })));
   }
 
   function flow(t) {

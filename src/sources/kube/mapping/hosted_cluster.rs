@@ -40,6 +40,10 @@ impl ToFacts for objects::HostedCluster {
         if !parents.is_empty() {
             reading.view.identity_mut().trace_parents = parents;
         }
+        let ids = super::upstream_ids(&self.metadata);
+        if !ids.is_empty() {
+            reading.view.identity_mut().upstream_ids = ids;
+        }
         Facts::HostedCluster(Box::new(HostedClusterFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             spec_cluster_id: self.spec.cluster_id.clone().filter(|s| !s.is_empty()),
@@ -72,6 +76,7 @@ impl Mapper {
             platform: f.platform.clone(),
             version: f.reading.version.clone(),
             trace_parents: f.reading.view.identity().trace_parents.clone(),
+            upstream_ids: f.reading.view.identity().upstream_ids.clone(),
             rollout: f.reading.rollout.as_deref().cloned(),
             ..self.identity()
         });

@@ -25,6 +25,10 @@ impl ToFacts for objects::ManifestWork {
         );
         view.created_at = created(&self.metadata);
         super::mark_deletion(&self.metadata, &mut view);
+        let ids = super::upstream_ids(&self.metadata);
+        if !ids.is_empty() {
+            view.identity_mut().upstream_ids = ids;
+        }
         Facts::ManifestWork(ManifestWorkFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             name_label: label(&self.metadata, &cfg.name_label),
@@ -39,6 +43,7 @@ impl Mapper {
         let mut view = f.view.clone();
         view.set_identity(IdentityPatch {
             name: f.name_label.clone(),
+            upstream_ids: f.view.identity().upstream_ids.clone(),
             ..self.identity()
         });
         Some(Emitted {

@@ -151,6 +151,15 @@ pub(super) fn trace_parents(
     parents
 }
 
+/// The ids the object's log-tracing annotations give its operation
+/// (docs/design.md §15.13), bounded.
+pub(super) fn upstream_ids(meta: &ObjectMeta) -> Vec<crate::model::UpstreamId> {
+    meta.annotations
+        .as_ref()
+        .map(|a| crate::model::log_tracing_ids(a.iter()))
+        .unwrap_or_default()
+}
+
 pub(super) fn created(meta: &ObjectMeta) -> Option<Stamp> {
     meta.creation_timestamp.as_ref().map(|t| t.0.into())
 }

@@ -39,6 +39,10 @@ impl ToFacts for objects::NodePool {
         if !parents.is_empty() {
             view.identity_mut().trace_parents = parents;
         }
+        let ids = super::upstream_ids(&self.metadata);
+        if !ids.is_empty() {
+            view.identity_mut().upstream_ids = ids;
+        }
         Facts::NodePool(NodePoolFacts {
             label_id: label(&self.metadata, &cfg.id_label),
             name_label: label(&self.metadata, &cfg.name_label),
@@ -68,6 +72,7 @@ impl Mapper {
         view.set_identity(IdentityPatch {
             name: f.name_label.clone(),
             trace_parents: f.view.identity().trace_parents.clone(),
+            upstream_ids: f.view.identity().upstream_ids.clone(),
             rollout: f.view.identity().rollout.clone(),
             ..self.identity()
         });
