@@ -34,6 +34,7 @@ mod kube_spans;
 mod kube_watch;
 mod layering;
 mod maestro_stream;
+mod maestro_upstream_shape;
 mod metrics_exposition;
 mod multi_object_hops;
 mod node_pools_service;

@@ -349,7 +349,9 @@ struct Sent {
 }
 
 struct PlanSent {
-    _plan: std::sync::Arc<Plan>,
+    /// Kept alive so its address is never another plan's, and read for
+    /// the consumer and deletion time of a bundle that goes.
+    plan: std::sync::Arc<Plan>,
     seen: u64,
     /// Each bundle sent: its id and the status version sent.
     bundles: Vec<(String, (Ms, Option<Ms>))>,
@@ -385,7 +387,7 @@ fn snapshot(world: &World) -> Sent {
         sent.plans.insert(
             std::sync::Arc::as_ptr(p) as usize,
             PlanSent {
-                _plan: p.clone(),
+                plan: p.clone(),
                 seen: 0,
                 bundles,
             },
@@ -413,7 +415,7 @@ fn changes(world: &World, sent: &mut Sent) -> Vec<CloudEvent> {
             .plans
             .entry(std::sync::Arc::as_ptr(p) as usize)
             .or_insert_with(|| PlanSent {
-                _plan: p.clone(),
+                plan: p.clone(),
                 seen: generation,
                 bundles: Vec::new(),
             });
@@ -449,7 +451,7 @@ fn changes(world: &World, sent: &mut Sent) -> Vec<CloudEvent> {
             let keep = i >= before || alive[i];
             i += 1;
             if !keep {
-                gone.push(id.clone());
+                gone.push((p.clone(), id.clone()));
             }
             keep
         });
@@ -457,27 +459,46 @@ fn changes(world: &World, sent: &mut Sent) -> Vec<CloudEvent> {
     // A plan no longer in the world: every bundle it had sent is gone.
     sent.plans.retain(|_, plan| {
         if plan.seen != generation {
-            gone.extend(plan.bundles.drain(..).map(|(id, _)| id));
+            let p = &plan.plan;
+            gone.extend(plan.bundles.drain(..).map(|(id, _)| (p.clone(), id)));
         }
         plan.seen == generation
     });
-    for id in gone {
-        let rest = json!({
-            "id": id,
-            "updated_at": wire::time(now, 6),
-            "status": {
-                "SequenceID": ((now as u64) << 16).to_string(),
-                "conditions": [{
-                    "type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
-                    "message": "All manifests are deleted",
-                    "lastTransitionTime": wire::time(now, 0),
-                }],
-                "resourceStatus": [],
-            },
-        });
-        out.push(status_event(&rest, "", true));
+    for (p, id) in gone {
+        out.push(deleted_event(&p, &id, now));
     }
     out
+}
+
+/// The last status of a bundle that is gone, as the work agent sends it
+/// once the work's finalizers are removed (sdk-go's agent client and
+/// codec): the agent's source and cluster name as in every status, its
+/// ObjectMeta with the `deletionTimestamp` the deletion set, and a
+/// `Deleted` condition True. sdk-go's agent codec writes no
+/// `ce-deletiontimestamp` extension on a status (only a source's spec
+/// events carry it), so neither does this.
+fn deleted_event(p: &Plan, id: &str, now: Ms) -> CloudEvent {
+    let b = p.bundles.iter().find(|b| b.id == id);
+    let created = b.map(|b| wire::time(b.created, 0));
+    // Gone means its deletion time is past; `now` only if the plan lost
+    // the bundle some other way.
+    let deleted = b.and_then(|b| p.bundle_deleted_at(b, now)).unwrap_or(now);
+    let rest = json!({
+        "id": id,
+        "updated_at": wire::time(now, 6),
+        "deleted_at": wire::time(deleted, 0),
+        "metadata": { "creationTimestamp": created },
+        "status": {
+            "SequenceID": ((now as u64) << 16).to_string(),
+            "conditions": [{
+                "type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
+                "message": format!("The manifests are deleted from the cluster {}", p.shard().consumer_name),
+                "lastTransitionTime": wire::time(now, 0),
+            }],
+            "resourceStatus": [],
+        },
+    });
+    status_event(&rest, p.shard().consumer_name, true)
 }
 
 /// The `maestro.resource.type` label Maestro puts on the works it sends
