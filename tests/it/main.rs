@@ -33,6 +33,7 @@ mod kube_sim_protocol;
 mod kube_spans;
 mod kube_watch;
 mod layering;
+mod maestro_connect;
 mod maestro_stream;
 mod maestro_upstream_shape;
 mod metrics_exposition;
