@@ -6,7 +6,9 @@
 //! - the model settles time-driven phases from a deadline queue: no code path
 //!   of `Fleet` walks every timeline except the read-only `iter()` accessor;
 //! - comments cite the project's own docs, never a document outside the
-//!   repository or an issue number.
+//!   repository or an issue number;
+//! - Maestro's gRPC messages are generated from Maestro's own proto, and the
+//!   simulated Maestro takes its own copy of them, not the source's.
 
 use std::path::{Path, PathBuf};
 
@@ -104,6 +106,58 @@ fn the_fleet_never_walks_every_timeline_on_the_way_of_an_event() {
         accessor.contains("pub fn iter(&self)"),
         "a walk over every timeline outside `iter()`: {found:?}"
     );
+}
+
+/// Both sides of Maestro's stream take their messages from the verbatim
+/// upstream proto that build.rs compiles, each into a module of its own: no
+/// hand-written message in the source or the simulator, and no simulator
+/// code that borrows the source's wire module (docs/design.md §10.12).
+#[test]
+fn maestro_wire_types_come_from_the_upstream_proto_on_each_side() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let proto = root.join("proto/io/cloudevents/v1/cloudevent.proto");
+    let text = std::fs::read_to_string(&proto).unwrap_or_else(|e| panic!("{proto:?}: {e}"));
+    assert!(
+        text.contains("service CloudEventService"),
+        "{proto:?} is not Maestro's CloudEvent service"
+    );
+    let build = std::fs::read_to_string(root.join("build.rs")).unwrap_or_default();
+    assert!(
+        build.contains("proto/io/cloudevents/v1/cloudevent.proto"),
+        "build.rs does not compile the upstream proto"
+    );
+    let mut hits = Vec::new();
+    for (path, text) in files_under(&["src/sources/maestro", "src/sim"]) {
+        for (n, line) in text.lines().enumerate() {
+            let code = code_of(line);
+            if code.contains("prost::Message") || code.contains("prost::Oneof") {
+                hits.push(format!(
+                    "{}:{}: a hand-written message: {}",
+                    path.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+            if path.starts_with(root.join("src/sim")) && code.contains("sources::maestro::proto") {
+                hits.push(format!(
+                    "{}:{}: the simulator uses the source's wire types: {}",
+                    path.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    for side in [
+        "src/sources/maestro/proto.rs",
+        "src/sim/server/maestro_grpc.rs",
+    ] {
+        let text = std::fs::read_to_string(root.join(side)).unwrap_or_default();
+        if !text.contains("/io.cloudevents.v1.rs\"))") {
+            hits.push(format!("{side}: does not include the generated messages"));
+        }
+    }
+    assert!(hits.is_empty(), "{}", hits.join("\n"));
 }
 
 #[test]

@@ -31,9 +31,66 @@ use tokio::sync::{mpsc, watch};
 
 use crate::sim::plan::{BundlePlan, Ms, Plan};
 use crate::sim::{World, wire};
-use crate::sources::maestro::proto::{
-    self, AttributeValue, CloudEvent, Data, Empty, PublishRequest, SubscriptionRequest, attr,
+use pb::cloud_event::Data;
+use pb::cloud_event_attribute_value::Attr;
+use pb::{
+    CloudEvent, CloudEventAttributeValue as AttributeValue, PublishRequest, SubscriptionRequest,
 };
+
+/// The simulated Maestro's own copy of the messages generated from Maestro's
+/// proto (build.rs): not the source's types, so a mistake on one side is
+/// not shared by the other (docs/design.md §10.12).
+#[allow(clippy::all, clippy::pedantic)]
+mod pb {
+    include!(concat!(env!("OUT_DIR"), "/io.cloudevents.v1.rs"));
+}
+
+/// The service's paths and the names sdk-go gives event types and
+/// attributes (sdk-go `generic/types/types.go`), written here apart from
+/// the source's, for the same reason.
+mod names {
+    pub const SUBSCRIBE_PATH: &str = "/io.cloudevents.v1.CloudEventService/Subscribe";
+    pub const PUBLISH_PATH: &str = "/io.cloudevents.v1.CloudEventService/Publish";
+    pub const HEARTBEAT_TYPE: &str = "io.open-cluster-management.cloudevents.heartbeat";
+    pub const STATUS_UPDATE_TYPE: &str =
+        "io.open-cluster-management.works.v1alpha1.manifestbundles.status.update_request";
+}
+
+/// Attribute keys as sdk-go's protobuf writer names them: `contenttype`
+/// bare, every extension `ce-<name>`.
+mod attr {
+    pub const CONTENT_TYPE: &str = "contenttype";
+    pub const TIME: &str = "ce-time";
+    pub const RESOURCE_ID: &str = "ce-resourceid";
+    pub const RESOURCE_VERSION: &str = "ce-resourceversion";
+    pub const SEQUENCE_ID: &str = "ce-sequenceid";
+    pub const STATUS_HASH: &str = "ce-statushash";
+    pub const CLUSTER_NAME: &str = "ce-clustername";
+    pub const ORIGINAL_SOURCE: &str = "ce-originalsource";
+    pub const METADATA: &str = "ce-metadata";
+    pub const LOG_TRACING: &str = "ce-logtracing";
+}
+
+fn string(s: impl Into<String>) -> AttributeValue {
+    AttributeValue {
+        attr: Some(Attr::CeString(s.into())),
+    }
+}
+
+fn integer(i: i32) -> AttributeValue {
+    AttributeValue {
+        attr: Some(Attr::CeInteger(i)),
+    }
+}
+
+fn timestamp(t: jiff::Timestamp) -> AttributeValue {
+    AttributeValue {
+        attr: Some(Attr::CeTimestamp(prost_types::Timestamp {
+            seconds: t.as_second(),
+            nanos: t.subsec_nanosecond(),
+        })),
+    }
+}
 
 /// The source id the simulated bundles were created by (what Clusters
 /// Service subscribes as, and so must hcp-flow).
@@ -132,16 +189,17 @@ impl tower::Service<http::Request<tonic::body::Body>> for Service {
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
         let world = self.world.clone();
         match req.uri().path() {
-            proto::SUBSCRIBE_PATH => Box::pin(async move {
+            names::SUBSCRIBE_PATH => Box::pin(async move {
                 let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::<
                     CloudEvent,
                     SubscriptionRequest,
                 >::default());
                 Ok(grpc.server_streaming(Subscribe { world }, req).await)
             }),
-            proto::PUBLISH_PATH => Box::pin(async move {
+            names::PUBLISH_PATH => Box::pin(async move {
+                // `google.protobuf.Empty` is `()` in prost.
                 let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::<
-                    Empty,
+                    (),
                     PublishRequest,
                 >::default());
                 Ok(grpc.unary(Publish { world }, req).await)
@@ -174,8 +232,8 @@ struct Publish {
 }
 
 impl tonic::server::UnaryService<PublishRequest> for Publish {
-    type Response = Empty;
-    type Future = BoxFuture<Result<tonic::Response<Empty>, tonic::Status>>;
+    type Response = ();
+    type Future = BoxFuture<Result<tonic::Response<()>, tonic::Status>>;
 
     fn call(&mut self, req: tonic::Request<PublishRequest>) -> Self::Future {
         let ctl = self.world.stream_control();
@@ -254,7 +312,7 @@ async fn broadcast(
                 vec![CloudEvent {
                     id: format!("heartbeat-{beats}"),
                     spec_version: "1.0".to_string(),
-                    r#type: proto::HEARTBEAT_TYPE.to_string(),
+                    r#type: names::HEARTBEAT_TYPE.to_string(),
                     ..CloudEvent::default()
                 }]
             }
@@ -291,7 +349,9 @@ struct Sent {
 }
 
 struct PlanSent {
-    _plan: std::sync::Arc<Plan>,
+    /// Kept alive so its address is never another plan's, and read for
+    /// the consumer and deletion time of a bundle that goes.
+    plan: std::sync::Arc<Plan>,
     seen: u64,
     /// Each bundle sent: its id and the status version sent.
     bundles: Vec<(String, (Ms, Option<Ms>))>,
@@ -327,7 +387,7 @@ fn snapshot(world: &World) -> Sent {
         sent.plans.insert(
             std::sync::Arc::as_ptr(p) as usize,
             PlanSent {
-                _plan: p.clone(),
+                plan: p.clone(),
                 seen: 0,
                 bundles,
             },
@@ -355,7 +415,7 @@ fn changes(world: &World, sent: &mut Sent) -> Vec<CloudEvent> {
             .plans
             .entry(std::sync::Arc::as_ptr(p) as usize)
             .or_insert_with(|| PlanSent {
-                _plan: p.clone(),
+                plan: p.clone(),
                 seen: generation,
                 bundles: Vec::new(),
             });
@@ -391,7 +451,7 @@ fn changes(world: &World, sent: &mut Sent) -> Vec<CloudEvent> {
             let keep = i >= before || alive[i];
             i += 1;
             if !keep {
-                gone.push(id.clone());
+                gone.push((p.clone(), id.clone()));
             }
             keep
         });
@@ -399,27 +459,46 @@ fn changes(world: &World, sent: &mut Sent) -> Vec<CloudEvent> {
     // A plan no longer in the world: every bundle it had sent is gone.
     sent.plans.retain(|_, plan| {
         if plan.seen != generation {
-            gone.extend(plan.bundles.drain(..).map(|(id, _)| id));
+            let p = &plan.plan;
+            gone.extend(plan.bundles.drain(..).map(|(id, _)| (p.clone(), id)));
         }
         plan.seen == generation
     });
-    for id in gone {
-        let rest = json!({
-            "id": id,
-            "updated_at": wire::time(now, 6),
-            "status": {
-                "SequenceID": ((now as u64) << 16).to_string(),
-                "conditions": [{
-                    "type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
-                    "message": "All manifests are deleted",
-                    "lastTransitionTime": wire::time(now, 0),
-                }],
-                "resourceStatus": [],
-            },
-        });
-        out.push(status_event(&rest, "", true));
+    for (p, id) in gone {
+        out.push(deleted_event(&p, &id, now));
     }
     out
+}
+
+/// The last status of a bundle that is gone, as the work agent sends it
+/// once the work's finalizers are removed (sdk-go's agent client and
+/// codec): the agent's source and cluster name as in every status, its
+/// ObjectMeta with the `deletionTimestamp` the deletion set, and a
+/// `Deleted` condition True. sdk-go's agent codec writes no
+/// `ce-deletiontimestamp` extension on a status (only a source's spec
+/// events carry it), so neither does this.
+fn deleted_event(p: &Plan, id: &str, now: Ms) -> CloudEvent {
+    let b = p.bundles.iter().find(|b| b.id == id);
+    let created = b.map(|b| wire::time(b.created, 0));
+    // Gone means its deletion time is past; `now` only if the plan lost
+    // the bundle some other way.
+    let deleted = b.and_then(|b| p.bundle_deleted_at(b, now)).unwrap_or(now);
+    let rest = json!({
+        "id": id,
+        "updated_at": wire::time(now, 6),
+        "deleted_at": wire::time(deleted, 0),
+        "metadata": { "creationTimestamp": created },
+        "status": {
+            "SequenceID": ((now as u64) << 16).to_string(),
+            "conditions": [{
+                "type": "Deleted", "status": "True", "reason": "ManifestsDeleted",
+                "message": format!("The manifests are deleted from the cluster {}", p.shard().consumer_name),
+                "lastTransitionTime": wire::time(now, 0),
+            }],
+            "resourceStatus": [],
+        },
+    });
+    status_event(&rest, p.shard().consumer_name, true)
 }
 
 /// The `maestro.resource.type` label Maestro puts on the works it sends
@@ -466,27 +545,21 @@ fn status_event(rest: &Value, consumer: &str, deleted: bool) -> CloudEvent {
     let mut put = |k: &str, v: AttributeValue| {
         attributes.insert(k.to_string(), v);
     };
-    put(
-        attr::CONTENT_TYPE,
-        AttributeValue::string("application/json"),
-    );
-    put(attr::TIME, AttributeValue::timestamp(time));
-    put(attr::RESOURCE_ID, AttributeValue::string(id));
-    put(attr::RESOURCE_VERSION, AttributeValue::integer(1));
-    put(attr::SEQUENCE_ID, AttributeValue::string(sequence.clone()));
-    put(
-        attr::STATUS_HASH,
-        AttributeValue::string(format!("{sequence:0>64}")),
-    );
-    put(attr::CLUSTER_NAME, AttributeValue::string(consumer));
-    put(attr::ORIGINAL_SOURCE, AttributeValue::string("maestro"));
-    put(attr::METADATA, AttributeValue::string(meta.to_string()));
-    put("ce-logtracing", AttributeValue::string("{}"));
+    put(attr::CONTENT_TYPE, string("application/json"));
+    put(attr::TIME, timestamp(time));
+    put(attr::RESOURCE_ID, string(id));
+    put(attr::RESOURCE_VERSION, integer(1));
+    put(attr::SEQUENCE_ID, string(sequence.clone()));
+    put(attr::STATUS_HASH, string(format!("{sequence:0>64}")));
+    put(attr::CLUSTER_NAME, string(consumer));
+    put(attr::ORIGINAL_SOURCE, string("maestro"));
+    put(attr::METADATA, string(meta.to_string()));
+    put(attr::LOG_TRACING, string("{}"));
     CloudEvent {
         id: format!("{id}-{sequence}"),
         source: format!("{consumer}-work-agent"),
         spec_version: "1.0".to_string(),
-        r#type: proto::STATUS_UPDATE_TYPE.to_string(),
+        r#type: names::STATUS_UPDATE_TYPE.to_string(),
         attributes,
         data: Some(Data::BinaryData(payload.to_string().into_bytes().into())),
     }
@@ -500,10 +573,10 @@ fn malformed(n: usize) -> CloudEvent {
         id: format!("malformed-{n}"),
         source: "sim-work-agent".to_string(),
         spec_version: "1.0".to_string(),
-        r#type: proto::STATUS_UPDATE_TYPE.to_string(),
+        r#type: names::STATUS_UPDATE_TYPE.to_string(),
         attributes: HashMap::from([(
             attr::RESOURCE_ID.to_string(),
-            AttributeValue::string(format!("malformed-{n}")),
+            string(format!("malformed-{n}")),
         )]),
         data: Some(Data::BinaryData(b"{\"conditions\": [".to_vec().into())),
     };
@@ -515,14 +588,10 @@ fn malformed(n: usize) -> CloudEvent {
         2 => ev.r#type = "io.open-cluster-management.works.v1alpha1.frobnicate".to_string(),
         3 => ev.data = Some(Data::TextData("{}".to_string())),
         _ => {
-            ev.attributes.insert(
-                attr::METADATA.to_string(),
-                AttributeValue::string("{not json"),
-            );
-            ev.attributes.insert(
-                attr::SEQUENCE_ID.to_string(),
-                AttributeValue::string("minus one"),
-            );
+            ev.attributes
+                .insert(attr::METADATA.to_string(), string("{not json"));
+            ev.attributes
+                .insert(attr::SEQUENCE_ID.to_string(), string("minus one"));
             ev.data = Some(Data::BinaryData(
                 br#"{"conditions":{"not":"a list"}}"#.to_vec().into(),
             ));

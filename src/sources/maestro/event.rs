@@ -171,3 +171,100 @@ pub fn decode(event: &CloudEvent, out: &mut Vec<UnknownValue>) -> Option<StatusE
         sequence,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::maestro::proto::AttributeValue;
+
+    const ID: &str = "55c61e54-a3f6-563d-9fec-b1fe297bdfdb";
+
+    /// A status event as sdk-go's agent codec writes it for a work in
+    /// `namespace`, its ObjectMeta `meta`, its payload `payload`.
+    fn status(meta: serde_json::Value, payload: serde_json::Value) -> CloudEvent {
+        let mut ev = CloudEvent {
+            id: "event".to_string(),
+            source: "mgmt-1-work-agent".to_string(),
+            spec_version: "1.0".to_string(),
+            r#type: proto::STATUS_UPDATE_TYPE.to_string(),
+            data: Some(Data::BinaryData(payload.to_string().into())),
+            ..CloudEvent::default()
+        };
+        for (k, v) in [
+            (attr::RESOURCE_ID, AttributeValue::string(ID)),
+            (attr::SEQUENCE_ID, AttributeValue::string("7")),
+            (attr::CLUSTER_NAME, AttributeValue::string("mgmt-1")),
+            (attr::METADATA, AttributeValue::string(meta.to_string())),
+        ] {
+            ev.attributes.insert(k.to_string(), v);
+        }
+        ev
+    }
+
+    fn applied() -> serde_json::Value {
+        serde_json::json!({"conditions": [{"type": "Applied", "status": "True",
+            "lastTransitionTime": "2025-01-01T00:05:00Z", "reason": "AppliedManifestWorkComplete",
+            "message": "Apply manifest work complete"}], "resourceStatus": []})
+    }
+
+    /// sdk-go's event builder writes a deletion time as the extension
+    /// `deletiontimestamp`, a CloudEvents timestamp (`ce-deletiontimestamp`
+    /// on the wire); an ObjectMeta without one leaves it the only source of
+    /// the bundle's `deleted_at`.
+    #[test]
+    fn ce_deletiontimestamp_is_the_bundles_deleted_at() {
+        let mut ev = status(
+            serde_json::json!({"name": ID, "namespace": "mgmt-1"}),
+            applied(),
+        );
+        let at: jiff::Timestamp = "2025-01-01T00:20:00.5Z".parse().expect("a time");
+        ev.attributes.insert(
+            attr::DELETION_TIMESTAMP.to_string(),
+            AttributeValue::timestamp(at),
+        );
+        let mut unknown = Vec::new();
+        let Some(StatusEvent::Status { bundle, sequence }) = decode(&ev, &mut unknown) else {
+            panic!("not read as a status: {unknown:?}");
+        };
+        assert!(unknown.is_empty(), "{unknown:?}");
+        assert_eq!(sequence, Some(7));
+        assert_eq!(bundle.deleted_at.as_deref(), Some("2025-01-01T00:20:00.5Z"));
+        assert_eq!(bundle.consumer_name.as_deref(), Some("mgmt-1"));
+
+        // As RFC 3339 text, as a JSON transport's string extension would be.
+        ev.attributes.insert(
+            attr::DELETION_TIMESTAMP.to_string(),
+            AttributeValue::string("2025-01-01T00:20:00Z"),
+        );
+        let Some(StatusEvent::Status { bundle, .. }) = decode(&ev, &mut unknown) else {
+            panic!("not read as a status: {unknown:?}");
+        };
+        assert_eq!(bundle.deleted_at.as_deref(), Some("2025-01-01T00:20:00Z"));
+    }
+
+    /// A work's last status as the agent sends it once its finalizers are
+    /// gone: the ObjectMeta's `deletionTimestamp` and a `Deleted` condition
+    /// True, whatever else it carries: the bundle is gone.
+    #[test]
+    fn the_agents_last_status_of_a_deleted_work_is_a_deletion() {
+        let payload = serde_json::json!({"conditions": [{"type": "Deleted", "status": "True",
+            "lastTransitionTime": "2025-01-01T00:21:00Z", "reason": "ManifestsDeleted",
+            "message": "The manifests are deleted from the cluster mgmt-1"}], "resourceStatus": []});
+        let mut ev = status(
+            serde_json::json!({"name": ID, "namespace": "mgmt-1",
+                "deletionTimestamp": "2025-01-01T00:20:00Z"}),
+            payload,
+        );
+        ev.attributes.insert(
+            attr::DELETION_TIMESTAMP.to_string(),
+            AttributeValue::string("2025-01-01T00:20:00Z"),
+        );
+        let mut unknown = Vec::new();
+        match decode(&ev, &mut unknown) {
+            Some(StatusEvent::Deleted { id, sequence }) => {
+                assert_eq!((id.as_str(), sequence), (ID, Some(7)));
+            }
+            other => panic!("not a deletion: {other:?}, {unknown:?}"),
+        }
+    }
+}

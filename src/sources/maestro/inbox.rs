@@ -81,6 +81,14 @@ impl StreamError {
             Code::Internal | Code::Unknown => RequestErrorKind::status_5xx,
             _ => RequestErrorKind::other,
         };
+        // A TLS failure may surface only once the channel is used: in TLS
+        // 1.3 the client finishes its handshake before the server checks
+        // the client certificate, so a refused one arrives as an alert on
+        // the subscription's first read, which tonic reports as an
+        // `Unknown` transport error, not as a connect failure.
+        if tls_failure(self) {
+            return RequestErrorKind::tls;
+        }
         match self {
             StreamError::Token { .. } | StreamError::TokenValue { .. } => {
                 RequestErrorKind::credentials
@@ -108,6 +116,27 @@ impl StreamError {
             }
         }
     }
+}
+
+/// Whether `error` or one of its causes is rustls refusing the connection
+/// (an alert received, a certificate not trusted). Looked for by type
+/// where the chain keeps it (an `io::Error` hides what it wraps from
+/// `source()`, so that is looked into), and otherwise by rustls's words:
+/// h2 keeps only an I/O error's kind and text to share it between the
+/// streams of a connection, so the alert on a subscription arrives as text.
+fn tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let wrapped = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref);
+        if e.is::<rustls::Error>() || wrapped.is_some_and(|w| w.is::<rustls::Error>()) {
+            return true;
+        }
+        next = e.source();
+    }
+    let chain = cause_chain(error);
+    chain.contains("received fatal alert") || chain.contains("invalid peer certificate")
 }
 
 /// What the reading task hands the source.

@@ -1,20 +1,34 @@
-//! The wire types of Maestro's gRPC CloudEvents API, written by hand from
-//! the proto of the open-cluster-management SDK
-//! (`io.cloudevents.v1.CloudEventService`; field numbers as there), and the
-//! names sdk-go gives the attributes (docs/design.md §10.12).
+//! The wire types of Maestro's gRPC CloudEvents API
+//! (`io.cloudevents.v1.CloudEventService`), generated at build time from
+//! Maestro's own proto (build.rs, `proto/io/cloudevents/v1/cloudevent.proto`,
+//! a verbatim copy of sdk-go's), and the names sdk-go gives the attributes
+//! (docs/design.md §10.12).
 //!
-//! Only what hcp-flow reads or the simulated server writes: `proto_data`
-//! (an `Any`) is kept as opaque bytes, `Publish` is named only so the
-//! simulated server can refuse it and count it.
+//! The messages are not written here: a hand-written field number or type
+//! that differed from upstream's would decode Maestro's events wrongly and
+//! no test against our own encoder would notice. The simulated Maestro
+//! includes the same generated code into a module of its own, so neither
+//! side checks the other against a shared mistake.
+//!
+//! The service itself is called by hand (stream.rs): only `Subscribe` is
+//! named, never `Publish` (docs/design.md §9.10).
 
-use bytes::Bytes;
+/// The messages of `io.cloudevents.v1`, as prost-build writes them: its
+/// code, not ours, to lint; `PublishRequest` stays unused, as the source
+/// never publishes.
+#[allow(clippy::all, clippy::pedantic, dead_code)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/io.cloudevents.v1.rs"));
+}
+
+pub use generated::cloud_event::Data;
+pub use generated::cloud_event_attribute_value::Attr;
+pub use generated::{CloudEvent, CloudEventAttributeValue as AttributeValue, SubscriptionRequest};
 
 /// The service's gRPC name.
 pub const SERVICE: &str = "io.cloudevents.v1.CloudEventService";
 /// The streaming method hcp-flow calls, as an HTTP/2 path.
 pub const SUBSCRIBE_PATH: &str = "/io.cloudevents.v1.CloudEventService/Subscribe";
-/// The method hcp-flow never calls (docs/design.md §9.10).
-pub const PUBLISH_PATH: &str = "/io.cloudevents.v1.CloudEventService/Publish";
 
 /// The event type of a heartbeat: `spec_version` and `id` only.
 pub const HEARTBEAT_TYPE: &str = "io.open-cluster-management.cloudevents.heartbeat";
@@ -37,110 +51,22 @@ pub mod attr {
     pub const DELETION_TIMESTAMP: &str = "ce-deletiontimestamp";
 }
 
-/// `CloudEvent`.
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct CloudEvent {
-    #[prost(string, tag = "1")]
-    pub id: String,
-    #[prost(string, tag = "2")]
-    pub source: String,
-    #[prost(string, tag = "3")]
-    pub spec_version: String,
-    #[prost(string, tag = "4")]
-    pub r#type: String,
-    #[prost(map = "string, message", tag = "5")]
-    pub attributes: std::collections::HashMap<String, AttributeValue>,
-    #[prost(oneof = "Data", tags = "6, 7, 8")]
-    pub data: Option<Data>,
-}
-
-/// `CloudEvent.data`.
-#[derive(Clone, PartialEq, ::prost::Oneof)]
-pub enum Data {
-    /// Where sdk-go puts the JSON payload.
-    #[prost(bytes = "bytes", tag = "6")]
-    BinaryData(Bytes),
-    /// Ignored by Maestro; not read.
-    #[prost(string, tag = "7")]
-    TextData(String),
-    /// A `google.protobuf.Any`, kept encoded; not read.
-    #[prost(bytes = "bytes", tag = "8")]
-    ProtoData(Bytes),
-}
-
-/// `CloudEventAttributeValue`.
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct AttributeValue {
-    #[prost(oneof = "Attr", tags = "1, 2, 3, 4, 5, 6, 7")]
-    pub attr: Option<Attr>,
-}
-
-/// `CloudEventAttributeValue.attr`.
-#[derive(Clone, PartialEq, ::prost::Oneof)]
-pub enum Attr {
-    #[prost(bool, tag = "1")]
-    Boolean(bool),
-    #[prost(int32, tag = "2")]
-    Integer(i32),
-    #[prost(string, tag = "3")]
-    String(String),
-    #[prost(bytes = "bytes", tag = "4")]
-    Bytes(Bytes),
-    #[prost(string, tag = "5")]
-    Uri(String),
-    #[prost(string, tag = "6")]
-    UriRef(String),
-    #[prost(message, tag = "7")]
-    Timestamp(Timestamp),
-}
-
-/// `google.protobuf.Timestamp`.
-#[derive(Clone, Copy, PartialEq, Eq, ::prost::Message)]
-pub struct Timestamp {
-    #[prost(int64, tag = "1")]
-    pub seconds: i64,
-    #[prost(int32, tag = "2")]
-    pub nanos: i32,
-}
-
-/// `SubscriptionRequest`.
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct SubscriptionRequest {
-    #[prost(string, tag = "1")]
-    pub source: String,
-    #[prost(string, tag = "2")]
-    pub cluster_name: String,
-    #[prost(string, tag = "3")]
-    pub data_type: String,
-}
-
-/// `PublishRequest`.
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct PublishRequest {
-    #[prost(message, optional, tag = "1")]
-    pub event: Option<CloudEvent>,
-}
-
-/// `google.protobuf.Empty`.
-#[derive(Clone, Copy, PartialEq, Eq, ::prost::Message)]
-pub struct Empty {}
-
 impl AttributeValue {
     pub fn string(s: impl Into<String>) -> AttributeValue {
         AttributeValue {
-            attr: Some(Attr::String(s.into())),
+            attr: Some(Attr::CeString(s.into())),
         }
     }
 
     pub fn integer(i: i32) -> AttributeValue {
         AttributeValue {
-            attr: Some(Attr::Integer(i)),
+            attr: Some(Attr::CeInteger(i)),
         }
     }
 
     pub fn timestamp(t: jiff::Timestamp) -> AttributeValue {
         AttributeValue {
-            attr: Some(Attr::Timestamp(Timestamp {
+            attr: Some(Attr::CeTimestamp(prost_types::Timestamp {
                 seconds: t.as_second(),
                 nanos: t.subsec_nanosecond(),
             })),
@@ -151,17 +77,17 @@ impl AttributeValue {
     /// decimal (a `resourceversion` is either, by transport).
     pub fn as_text(&self) -> Option<String> {
         match self.attr.as_ref()? {
-            Attr::String(s) | Attr::Uri(s) | Attr::UriRef(s) => Some(s.clone()),
-            Attr::Integer(i) => Some(i.to_string()),
-            Attr::Boolean(_) | Attr::Bytes(_) | Attr::Timestamp(_) => None,
+            Attr::CeString(s) | Attr::CeUri(s) | Attr::CeUriRef(s) => Some(s.clone()),
+            Attr::CeInteger(i) => Some(i.to_string()),
+            Attr::CeBoolean(_) | Attr::CeBytes(_) | Attr::CeTimestamp(_) => None,
         }
     }
 
     /// The value as an instant: a timestamp, or RFC 3339 text.
     pub fn as_time(&self) -> Option<jiff::Timestamp> {
         match self.attr.as_ref()? {
-            Attr::Timestamp(t) => jiff::Timestamp::new(t.seconds, t.nanos).ok(),
-            Attr::String(s) => s.parse().ok(),
+            Attr::CeTimestamp(t) => jiff::Timestamp::new(t.seconds, t.nanos).ok(),
+            Attr::CeString(s) => s.parse().ok(),
             _ => None,
         }
     }
