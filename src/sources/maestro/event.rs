@@ -60,6 +60,8 @@ struct EventMeta {
     name: Option<String>,
     #[serde(default, deserialize_with = "null_default")]
     labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_default")]
+    annotations: BTreeMap<String, String>,
     #[serde(default)]
     creation_timestamp: Option<String>,
     #[serde(default)]
@@ -127,7 +129,7 @@ pub fn decode(event: &CloudEvent, out: &mut Vec<UnknownValue>) -> Option<StatusE
     {
         return Some(StatusEvent::Deleted { id, sequence });
     }
-    let meta = match event.attribute(attr::METADATA).and_then(|v| v.as_text()) {
+    let mut meta = match event.attribute(attr::METADATA).and_then(|v| v.as_text()) {
         None => EventMeta::default(),
         Some(json) => match serde_json::from_str::<Option<EventMeta>>(&json) {
             Ok(m) => m.unwrap_or_default(),
@@ -137,6 +139,14 @@ pub fn decode(event: &CloudEvent, out: &mut Vec<UnknownValue>) -> Option<StatusE
             }
         },
     };
+    // OCM's log tracing travels as an extension of its own, a JSON object
+    // of the object's logging annotations (docs/design.md §15.13).
+    if let Some(json) = event.attribute(attr::LOG_TRACING).and_then(|v| v.as_text()) {
+        match serde_json::from_str::<Option<BTreeMap<String, String>>>(&json) {
+            Ok(tracing) => meta.annotations.extend(tracing.unwrap_or_default()),
+            Err(err) => unknown(out, "cloudevent.ce-logtracing", &err.to_string()),
+        }
+    }
     let updated_at = event
         .attribute(attr::TIME)
         .and_then(proto::AttributeValue::as_time)
@@ -158,6 +168,7 @@ pub fn decode(event: &CloudEvent, out: &mut Vec<UnknownValue>) -> Option<StatusE
         deleted_at,
         metadata: Some(BundleMetadata {
             labels: meta.labels,
+            annotations: meta.annotations,
         }),
         manifests: payload.manifest_bundle.and_then(|b| b.manifests),
         status: Some(BundleStatus {
@@ -266,5 +277,50 @@ mod tests {
             }
             other => panic!("not a deletion: {other:?}, {unknown:?}"),
         }
+    }
+
+    /// OCM's log tracing rides on its own extension, a JSON object of the
+    /// object's logging annotations; the bundle's observation carries the
+    /// ids it names (docs/design.md §15.13), and garbage there is counted.
+    #[test]
+    fn ce_logtracing_gives_the_bundle_its_upstream_ids() {
+        let mut ev = status(
+            serde_json::json!({"name": ID, "namespace": "mgmt-1",
+                "labels": {"api.openshift.com/id": "c1"}}),
+            applied(),
+        );
+        ev.attributes.insert(
+            attr::LOG_TRACING.to_string(),
+            AttributeValue::string(
+                r#"{"logging.open-cluster-management.io/op-id":"2e9d5cb2","other":"x"}"#,
+            ),
+        );
+        let mut unknown = Vec::new();
+        let Some(StatusEvent::Status { bundle, .. }) = decode(&ev, &mut unknown) else {
+            panic!("not read as a status: {unknown:?}");
+        };
+        assert!(unknown.is_empty(), "{unknown:?}");
+        let parsed = crate::sources::maestro::parse_bundle(&bundle, &mut unknown);
+        let ids: Vec<(String, String)> = parsed
+            .observations
+            .iter()
+            .filter(|o| o.hop == crate::model::Hop::MaestroBundle)
+            .filter_map(|o| match &o.change {
+                crate::model::Change::Upsert(view) => view.identity.as_ref(),
+                crate::model::Change::Gone => None,
+            })
+            .flat_map(|i| i.upstream_ids.iter())
+            .map(|i| (i.name.to_string(), i.value.to_string()))
+            .collect();
+        assert_eq!(ids, vec![("op-id".to_string(), "2e9d5cb2".to_string())]);
+
+        ev.attributes.insert(
+            attr::LOG_TRACING.to_string(),
+            AttributeValue::string("not json"),
+        );
+        let mut unknown = Vec::new();
+        assert!(decode(&ev, &mut unknown).is_some(), "still read");
+        assert_eq!(unknown.len(), 1);
+        assert_eq!(unknown[0].field, "cloudevent.ce-logtracing");
     }
 }

@@ -326,7 +326,10 @@ mod tests {
             created_at: Some("2026-11-26T10:00:00.123456Z".to_string()),
             updated_at: None,
             deleted_at: None,
-            metadata: Some(BundleMetadata { labels }),
+            metadata: Some(BundleMetadata {
+                labels,
+                ..BundleMetadata::default()
+            }),
             manifests: None,
             status: None,
         }

@@ -138,6 +138,9 @@ impl ResourceBundle {
 pub struct BundleMetadata {
     #[serde(default, deserialize_with = "null_default")]
     pub labels: BTreeMap<String, String>,
+    /// Read for OCM's log-tracing ids (docs/design.md §15.13).
+    #[serde(default, deserialize_with = "null_default")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// Bundle `status`: the key `ObservedVersion` is not read; `SequenceID`
@@ -478,6 +481,15 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
     let mut bundle_view = work::read(conditions::read(wire_conditions, unknown), deleting);
     bundle_view.created_at = parse_time(bundle.created_at.as_deref(), "created_at", unknown);
     bundle_view.updated_at = updated_at;
+    // The ids the bundle's source gave its operation (OCM log tracing).
+    let ids = bundle
+        .metadata
+        .as_ref()
+        .map(|m| crate::model::log_tracing_ids(m.annotations.iter()))
+        .unwrap_or_default();
+    if !ids.is_empty() {
+        bundle_view.identity_mut().upstream_ids = ids;
+    }
 
     let nested = match &bundle.status {
         Some(status) => read_nested(

@@ -49,6 +49,9 @@ pub mod attr {
     pub const ORIGINAL_SOURCE: &str = "ce-originalsource";
     pub const METADATA: &str = "ce-metadata";
     pub const DELETION_TIMESTAMP: &str = "ce-deletiontimestamp";
+    /// OCM's log tracing: a JSON object of the object's
+    /// `logging.open-cluster-management.io/` annotations.
+    pub const LOG_TRACING: &str = "ce-logtracing";
 }
 
 impl AttributeValue {
