@@ -258,3 +258,83 @@ fn the_latency_pass_lists_exactly_the_modules_that_take_a_heavy_share() {
         ".ci/latency-tests (left) must name every tests/it module that takes a heavy share (right)"
     );
 }
+
+/// Every `cargo test` command the README and docs/ show names what exists:
+/// a `--test` target of this crate (the integration tests are one crate,
+/// `it`), and, after `--test it`, a module of tests/it (its first filter
+/// word, or the module of a `module::test` path). A command a reader copies
+/// must run tests, not match nothing.
+#[test]
+fn every_documented_cargo_test_command_names_a_target_that_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md")];
+    let mut stack = vec![root.join("docs")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                docs.push(path);
+            }
+        }
+    }
+    let targets = |name: &str| {
+        root.join("tests").join(format!("{name}.rs")).is_file()
+            || root.join("tests").join(name).join("main.rs").is_file()
+    };
+    let module = |name: &str| root.join("tests/it").join(format!("{name}.rs")).is_file();
+    let mut commands = 0;
+    let mut wrong = Vec::new();
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap_or_default();
+        for line in text.lines() {
+            let Some(at) = line.find("cargo test") else {
+                continue;
+            };
+            let command = line[at..].split('`').next().unwrap_or_default();
+            let words: Vec<&str> = command.split_whitespace().collect();
+            let Some(i) = words.iter().position(|w| *w == "--test") else {
+                continue;
+            };
+            commands += 1;
+            let Some(target) = words.get(i + 1) else {
+                wrong.push(format!("{}: `{command}` names no target", doc.display()));
+                continue;
+            };
+            if !targets(target) {
+                wrong.push(format!(
+                    "{}: `{command}`: no test target {target}",
+                    doc.display()
+                ));
+                continue;
+            }
+            // The filter: the first word after the target that is not a
+            // flag (before or after `--`), up to its first `::`.
+            let mut rest = words[i + 2..].iter().take_while(|w| !w.starts_with('#'));
+            let mut filter = None;
+            while let Some(w) = rest.next() {
+                if *w == "-Z" {
+                    // Its value is not a filter.
+                    rest.next();
+                } else if !w.starts_with('-') && !w.contains('=') {
+                    filter = Some(*w);
+                    break;
+                }
+            }
+            if *target == "it"
+                && let Some(filter) = filter
+            {
+                let name = filter.split("::").next().unwrap_or_default();
+                if !module(name) {
+                    wrong.push(format!(
+                        "{}: `{command}`: tests/it has no module {name}",
+                        doc.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(commands >= 6, "only {commands} documented commands found");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
