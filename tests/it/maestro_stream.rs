@@ -1267,11 +1267,21 @@ async fn a_shard_drops_another_shards_events_without_reading_them_by_id() {
     let at = "2025-01-01T00:20:00Z".parse::<jiff::Timestamp>().unwrap();
     events.send(Ok(available_event())).await.unwrap();
     events
-        .send(Ok(status_event(BUNDLE_ID, 21, at.as_second(), &payload(true, 21))))
+        .send(Ok(status_event(
+            BUNDLE_ID,
+            21,
+            at.as_second(),
+            &payload(true, 21),
+        )))
         .await
         .unwrap();
     events
-        .send(Ok(status_event(&numbered_id(2), 30, at.as_second(), &payload(false, 30))))
+        .send(Ok(status_event(
+            &numbered_id(2),
+            30,
+            at.as_second(),
+            &payload(false, 30),
+        )))
         .await
         .unwrap();
     let mut streamed = Vec::new();
