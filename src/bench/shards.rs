@@ -201,8 +201,8 @@ pub async fn compare(
     let window = (cycle * 3).min(watch);
     let started = Instant::now();
     let mut rounds = Vec::new();
-    let mut first: Option<(Instant, Vec<Vec<(String, f64)>>)> = None;
-    let mut last: Option<(Instant, Vec<Vec<(String, f64)>>)> = None;
+    let mut first: Option<Counted> = None;
+    let mut last: Option<Counted> = None;
     let mut tracked = Vec::new();
     loop {
         let (at, requests, ids) = round(&mut scrapers).await?;
@@ -272,9 +272,15 @@ pub async fn compare(
     })
 }
 
+/// Each instance's requests by source (`hcpflow_source_requests_total`).
+type BySource = Vec<Vec<(String, f64)>>;
+
+/// A round's requests, and when the round ended.
+type Counted = (Instant, BySource);
+
 /// Scrape every instance once, back to back: when the round ended, each
 /// one's requests by source, each one's tracked cluster ids.
-type Round = (Instant, Vec<Vec<(String, f64)>>, Vec<HashSet<String>>);
+type Round = (Instant, BySource, Vec<HashSet<String>>);
 
 async fn round(scrapers: &mut [Scraper]) -> Result<Round, BenchError> {
     let mut requests = Vec::new();
@@ -302,8 +308,8 @@ fn check(ids: &[HashSet<String>], shards: u32) -> SumCheck {
 /// rounds; the window, `None` when there was no second round before the
 /// first relist.
 fn per_cycle(
-    first: Option<&(Instant, Vec<Vec<(String, f64)>>)>,
-    last: Option<&(Instant, Vec<Vec<(String, f64)>>)>,
+    first: Option<&Counted>,
+    last: Option<&Counted>,
     cycle: Duration,
     instances: usize,
 ) -> (Option<Duration>, Vec<Vec<(String, f64)>>) {

@@ -1318,7 +1318,7 @@ async fn a_shard_reads_none_of_another_shards_bundles_heard_during_its_first_lis
     let own = numbered_bundle(2);
     let mut other = rest_bundle(false, 10, "2025-01-01T00:05:00Z");
     other["created_at"] = json!("2025-01-01T00:01:00.000000Z");
-    let all = vec![own, other];
+    let all = [own, other];
     let searches = Arc::new(Mutex::new(Vec::new()));
     let seen_searches = searches.clone();
     let release = Arc::new(AtomicBool::new(false));
