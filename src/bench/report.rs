@@ -243,11 +243,11 @@ fn shard_table(run: &ShardFigures) -> String {
     });
     out.push_str(&format!(
         "
-Every instance is scraped back to back in a round, every {} s; requests are counted between the first round after every instance was ready and the last one {} later at most (three fast-poll cycles, `--maestro-watch` at most), before any instance's first full relist ({} after its first list ended){}. A round's check compares the clusters each instance tracks; the world churns, so instances that polled at different moments may differ for a round, and a few more rounds are taken until one adds up.
+Every instance is scraped back to back in a round, every {} s; requests are counted between the first round after every instance was ready and the last one, {:.0} s later (three fast-poll cycles, `--maestro-watch` at most), before any instance's first full relist ({} after its first list ended){}. A round's check compares the clusters each instance tracks; the world churns, so instances that polled at different moments may differ for a round, and a few more rounds are taken until one adds up.
 
 ",
         super::shards::ROUND_EVERY.as_secs(),
-        interval(run.window.unwrap_or_default()),
+        run.window.unwrap_or_default().as_secs_f64(),
         interval(run.full_relist),
         match run.window {
             Some(_) => String::new(),
