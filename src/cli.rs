@@ -754,9 +754,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "kube")]
     pub soak: Option<Duration>,
 
-    /// The end-to-end exporter follows shard 0 of this many
-    /// (`--shard 0 --total-shards N`) over the whole simulated fleet: one
-    /// shard's cost. 1: the whole fleet.
+    /// Above 1: the end-to-end part runs one unsharded exporter and every
+    /// shard of this many (`--shard i --total-shards N`) side by side
+    /// against one simulated fleet, and reports each one's cost against
+    /// the unsharded one's and whether the shards' clusters add up to it.
+    /// With `--warm-restart`, the exporter follows shard 0 of this many.
+    /// 1: the whole fleet.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with_all = ["kube", "soak"])]
     pub shards: u32,
 

@@ -23,6 +23,7 @@ pub mod process;
 pub mod readings;
 pub mod report;
 pub mod scraper;
+pub mod shards;
 pub mod soak;
 pub mod warm;
 
@@ -33,7 +34,7 @@ pub use figures::{Latency, mib, ms, resident_memory, resident_memory_of};
 pub use in_process::{ExpositionFigures, exposition, synthetic_cluster, synthetic_store};
 pub use kube::{KubeFigures, kube};
 pub use process::{SHIPPED_ALLOCATOR_ENV, ready_deadline, upstream_threads};
-pub use report::{report, report_kube};
+pub use report::{report, report_kube, report_shards};
 pub use scraper::{ScrapeError, Scraper};
 
 use process::{Serving, free_port, serve_child};
@@ -124,7 +125,9 @@ impl MaestroChoice {
 
 /// `hcp-flow bench`: both benchmarks, as the markdown docs/performance.md
 /// quotes; the end-to-end one once per way of reading Maestro in `maestro`,
-/// each against a fresh world of the same size and seed.
+/// each against a fresh world of the same size and seed. With `shards` > 1
+/// the end-to-end part is [`shards::compare`] instead: one unsharded
+/// instance and every shard side by side against one world.
 pub async fn run(
     clusters: usize,
     scrapes: usize,
@@ -136,6 +139,15 @@ pub async fn run(
         .await
         .map_err(|e| BenchError::Aborted(e.to_string()))?;
     let pinning = pin::Pinning::apply();
+    if shards > 1 {
+        let mut runs = Vec::new();
+        for mode in maestro.modes() {
+            runs.push(
+                shards::compare(clusters, scrapes, shards, maestro_watch, *mode, &pinning).await?,
+            );
+        }
+        return Ok(report_shards(&exposition, &runs));
+    }
     let mut runs = Vec::new();
     for mode in maestro.modes() {
         runs.push(end_to_end(clusters, scrapes, shards, maestro_watch, *mode, &pinning).await?);

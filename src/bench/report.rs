@@ -7,6 +7,7 @@ use super::end_to_end::EndToEndFigures;
 use super::figures::{Latency, mib, ms, series_budget};
 use super::in_process::ExpositionFigures;
 use super::kube::KubeFigures;
+use super::shards::{InstanceFigures, ShardFigures};
 
 /// Resident memory for a report, to a tenth of a MiB: the target, 150 MB,
 /// is 143.05 MiB, and a side that holds 142.6 or 143.4 MiB reads "143" either way.
@@ -64,6 +65,195 @@ pub fn report(exposition: &ExpositionFigures, end_to_end: &[EndToEndFigures]) ->
         rss_text(exposition.rss_after),
     ));
     out.push_str(&end_to_end_table(end_to_end));
+    out
+}
+
+/// The markdown `hcp-flow bench --shards N` (N > 1) prints: the exposition
+/// path, then per way of reading Maestro one table with a column per
+/// instance, the unsharded one first, and the sum check.
+pub fn report_shards(exposition: &ExpositionFigures, runs: &[ShardFigures]) -> String {
+    let whole = report(exposition, &[]);
+    let mut out = whole;
+    for run in runs {
+        out.push_str(&shard_table(run));
+    }
+    out
+}
+
+/// `value` and its ratio to the unsharded instance's `whole`, for a shard.
+fn with_ratio(text: String, value: f64, whole: f64, shard: bool) -> String {
+    if !shard {
+        return text;
+    }
+    match whole > 0.0 {
+        true => format!("{text} ({:.2}×)", value / whole),
+        // No ratio to nothing: the unsharded instance asked for none.
+        false => format!("{text} (– ×)"),
+    }
+}
+
+/// One side-by-side run of `hcp-flow bench --shards N`.
+fn shard_table(run: &ShardFigures) -> String {
+    let Some(whole) = run.instances.first() else {
+        return String::new();
+    };
+    let mut out = format!(
+        "## What each shard costs ({} shards and one unsharded instance side by side against one simulated world, {} clusters, {}, realistic upstream latency)
+
+",
+        run.shards,
+        run.clusters,
+        mode_heading(run.mode)
+    );
+    out.push_str("| figure |");
+    for i in &run.instances {
+        match i.shard {
+            None => out.push_str(" unsharded |"),
+            Some(s) => out.push_str(&format!(
+                " shard {s} of {} (`--shard {s} --total-shards {}`) |",
+                run.shards, run.shards
+            )),
+        }
+    }
+    out.push_str(
+        "
+|---|",
+    );
+    out.push_str(&"---|".repeat(run.instances.len()));
+    out.push('\n');
+    let mut row = |name: &str, cell: &dyn Fn(&InstanceFigures) -> String| {
+        out.push_str(&format!("| {name} |"));
+        for i in &run.instances {
+            out.push_str(&format!(" {} |", cell(i)));
+        }
+        out.push('\n');
+    };
+    row(
+        "clusters tracked (first round after every instance was ready)",
+        &|i| {
+            with_ratio(
+                i.tracked.to_string(),
+                i.tracked as f64,
+                whole.tracked as f64,
+                i.shard.is_some(),
+            )
+        },
+    );
+    row("time to /readyz (all started together; noisy)", &|i| {
+        format!("{:.1} s", i.time_to_ready.as_secs_f64())
+    });
+    let rss = |b: Option<u64>, of: Option<u64>, shard: bool| match (b, of) {
+        (Some(b), Some(of)) => with_ratio(rss_text(Some(b)), b as f64, of as f64, shard),
+        _ => rss_text(b),
+    };
+    row("resident memory at /readyz", &|i| {
+        rss(i.rss_at_ready, whole.rss_at_ready, i.shard.is_some())
+    });
+    row("resident memory after the scrapes", &|i| {
+        rss(i.rss, whole.rss, i.shard.is_some())
+    });
+    row("series", &|i| {
+        with_ratio(
+            i.series.to_string(),
+            i.series as f64,
+            whole.series as f64,
+            i.shard.is_some(),
+        )
+    });
+    row("series budget (without `cluster_id`: fleet-level)", &|i| {
+        series_budget(i.series, i.fleet_series, i.tracked)
+    });
+    row("bytes", &|i| {
+        with_ratio(
+            format!("{} ({:.1} MiB)", i.bytes, i.bytes as f64 / 1048576.0),
+            i.bytes as f64,
+            whole.bytes as f64,
+            i.shard.is_some(),
+        )
+    });
+    let mut sources: Vec<&str> = run
+        .instances
+        .iter()
+        .flat_map(|i| i.per_cycle.iter().map(|(s, _)| s.as_str()))
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    for source in &sources {
+        let of = |i: &InstanceFigures| {
+            i.per_cycle
+                .iter()
+                .find(|(s, _)| s == source)
+                .map(|(_, v)| *v)
+        };
+        let whole_rate = of(whole);
+        row(
+            &format!(
+                "upstream requests per fast-poll cycle ({}), `{source}`, same window for all",
+                interval(run.cycle)
+            ),
+            &|i| match (of(i), whole_rate) {
+                (Some(v), Some(w)) => with_ratio(format!("{v:.1}"), v, w, i.shard.is_some()),
+                (v, _) => optional(v, 1),
+            },
+        );
+    }
+    row(
+        "scrape over HTTP p50 / p99 / max (noisy: instances share the cores)",
+        &|i| {
+            format!(
+                "{:.1} / {:.1} / {:.1} ms ({} scrapes)",
+                ms(i.scrape.p50),
+                ms(i.scrape.p99),
+                ms(i.scrape.max),
+                i.scrape.samples
+            )
+        },
+    );
+    row("CPUs", &|_| run.pinning.clone());
+    let shards = run.instances.iter().filter(|i| i.shard.is_some());
+    let sum: usize = shards.map(|i| i.tracked).sum();
+    out.push_str(&format!(
+        "
+**Sum check**: the shards tracked {sum} clusters together at the first round, the unsharded instance {}. ",
+        whole.tracked
+    ));
+    out.push_str(&match run.held_at() {
+        Some(k) => {
+            let c = &run.rounds[k - 1];
+            format!(
+                "✔ The sum equals the unsharded count, no shard holding another's cluster or one held by two: round {k} of {} (sum {}, unsharded {}).
+",
+                run.rounds.len(),
+                c.sum,
+                c.whole
+            )
+        }
+        None => {
+            let closest = run.rounds.iter().min_by_key(|c| c.differing);
+            format!(
+                "✘ No round of {} added up{}.
+",
+                run.rounds.len(),
+                closest.map_or(String::new(), |c| format!(
+                    " (closest: sum {}, unsharded {}, {} clusters tracked on one side only, {} in the wrong shard, {} in two shards)",
+                    c.sum, c.whole, c.differing, c.misplaced, c.shared
+                ))
+            )
+        }
+    });
+    out.push_str(&format!(
+        "
+Every instance is scraped back to back in a round, every {} s; requests are counted between the first round after every instance was ready and the last one, {:.0} s later (three fast-poll cycles, `--maestro-watch` at most), before any instance's first full relist ({} after its first list ended){}. A round's check compares the clusters each instance tracks; the world churns, so instances that polled at different moments may differ for a round, and a few more rounds are taken until one adds up.
+
+",
+        super::shards::ROUND_EVERY.as_secs(),
+        run.window.unwrap_or_default().as_secs_f64(),
+        interval(run.full_relist),
+        match run.window {
+            Some(_) => String::new(),
+            None => ": no window this time, so no requests".to_string(),
+        }
+    ));
     out
 }
 

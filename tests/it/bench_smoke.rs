@@ -195,8 +195,6 @@ fn number_in(cell: &str) -> Option<f64> {
 #[test]
 fn the_end_to_end_bench_runs_at_small_scale() {
     let _machine = crate::common::load::hog();
-    // As one shard of two: the figures are that shard's, over its part of
-    // the fleet (tests/it/shards.rs shows the split is exact).
     // Thirty clusters at real speed never turn 50 bundles Available: half
     // a minute of watching per mode shows the figures' rows without
     // waiting six.
@@ -205,8 +203,6 @@ fn the_end_to_end_bench_runs_at_small_scale() {
         "30",
         "--scrapes",
         "3",
-        "--shards",
-        "2",
         "--maestro-watch",
         "30s",
     ]);
@@ -219,13 +215,13 @@ fn the_end_to_end_bench_runs_at_small_scale() {
     );
     for tracked in cells(&report, "| shard |") {
         let tracked = tracked
-            .strip_prefix("0 of 2 (`--shard 0 --total-shards 2`): ")
+            .strip_prefix("the whole fleet: ")
             .and_then(|rest| rest.split(' ').next())
             .and_then(|n| n.parse::<usize>().ok())
             .unwrap_or_else(|| panic!("no shard row: {report}"));
         assert!(
-            (1..30).contains(&tracked),
-            "shard 0 of 2 tracked {tracked} of 30: {report}"
+            tracked >= 25,
+            "the whole fleet tracked {tracked} of 30: {report}"
         );
     }
     for cell in cells(&report, "| time to /readyz") {
@@ -328,5 +324,73 @@ fn the_warm_restart_bench_reports_both_starts() {
     assert!(
         reflected == "no change to reflect" || reflected.contains("after the warm start"),
         "not every change reflected: {report}"
+    );
+}
+
+/// `--shards 3` at small scale: one unsharded exporter and the three shards
+/// side by side against one world, a column each with its ratio to the
+/// unsharded one, and the check that the shards' clusters add up to it.
+#[test]
+fn the_shards_bench_measures_every_shard_against_one_instance() {
+    let _machine = crate::common::load::hog();
+    let report = bench_report(&[
+        "--clusters",
+        "30",
+        "--scrapes",
+        "3",
+        "--shards",
+        "3",
+        "--maestro",
+        "stream",
+        "--maestro-watch",
+        "20s",
+    ]);
+    assert!(
+        report.contains(
+            "| figure | unsharded | shard 0 of 3 (`--shard 0 --total-shards 3`) | \
+             shard 1 of 3 (`--shard 1 --total-shards 3`) | \
+             shard 2 of 3 (`--shard 2 --total-shards 3`) |\n|---|---|---|---|---|\n"
+        ),
+        "{report}"
+    );
+    // The exposition table above has rows of the same names.
+    let at = report
+        .find("## What each shard costs")
+        .unwrap_or_else(|| panic!("no shards table: {report}"));
+    let report = &report[at..];
+    let tracked = cells(report, "| clusters tracked");
+    assert_eq!(tracked.len(), 4, "{report}");
+    let counts: Vec<f64> = tracked.iter().filter_map(|c| number_in(c)).collect();
+    assert_eq!(counts.len(), 4, "{report}");
+    assert!(counts[0] >= 25.0, "{report}");
+    assert_eq!(counts[1] + counts[2] + counts[3], counts[0], "{report}");
+    // Every shard's figure comes with its ratio to the unsharded one.
+    for row in [
+        "| clusters tracked",
+        "| resident memory at /readyz",
+        "| resident memory after the scrapes",
+        "| series |",
+        "| bytes |",
+    ] {
+        let row_cells = cells(report, row);
+        assert_eq!(row_cells.len(), 4, "{row}: {report}");
+        assert!(!row_cells[0].contains('×'), "{row}: {report}");
+        for cell in &row_cells[1..] {
+            assert!(cell.ends_with("×)"), "{row}: {report}");
+        }
+    }
+    // Each instance's own requests, by source, over one window.
+    let requests: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("| upstream requests per fast-poll cycle"))
+        .collect();
+    assert!(requests.len() >= 3, "{report}");
+    for line in requests {
+        assert_eq!(line.matches(" | ").count(), 4, "{line}");
+    }
+    assert!(
+        report.contains("**Sum check**: the shards tracked ")
+            && report.contains("✔ The sum equals the unsharded count"),
+        "{report}"
     );
 }

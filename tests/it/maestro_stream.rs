@@ -1208,3 +1208,188 @@ async fn the_simulated_stream_refuses_a_wrong_token_and_hears_only_its_source() 
         assert!(payload["conditions"].is_array(), "{payload}");
     }
 }
+
+/// A shard's sink in a stream test: follows `followed` only
+/// (docs/design.md §8.3).
+struct ShardSink {
+    recorder: Arc<crate::common::source::Recorder>,
+    followed: &'static str,
+}
+
+impl hcp_flow::sources::ObservationSink for ShardSink {
+    fn apply(&self, batch: hcp_flow::model::Batch) {
+        self.recorder.apply(batch);
+    }
+
+    fn follows(&self, cluster_id: &str) -> bool {
+        cluster_id == self.followed
+    }
+}
+
+/// An event names its bundle by id, not by cluster: a shard that heard
+/// another shard's bundle on the stream used to take it for a bundle no
+/// list had shown and read it by id, every time, so a shard of n read
+/// back (n-1)/n of all status events. The list showed whose bundle it is;
+/// its events are now dropped unread (docs/design.md §8.3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_drops_another_shards_events_without_reading_them_by_id() {
+    // cluster-1's bundle is another shard's, cluster-2's this shard's.
+    let listed = list(vec![
+        rest_bundle(false, 10, "2025-01-01T00:05:00Z"),
+        numbered_bundle(2),
+    ]);
+    let searches = Arc::new(Mutex::new(Vec::new()));
+    let seen_searches = searches.clone();
+    let stand = StandIn::start(move |seen| {
+        if seen.target.contains("search=") {
+            seen_searches.lock().push(seen.target.clone());
+        }
+        Behaviour::Answer(200, listed.clone())
+    })
+    .await;
+    let (grpc, address) = StandInServer::start().await;
+    let events = grpc.next_subscription();
+    let h = harness("maestro");
+    let mut ctx = h.ctx.clone();
+    ctx.sink = Arc::new(ShardSink {
+        recorder: h.sink.clone(),
+        followed: "cluster-2",
+    });
+    let cfg = stream_config(&stand, &address, Duration::from_secs(30));
+    let task = tokio::spawn(maestro::stream::run_configured(
+        MaestroSource::new(cfg, ctx).unwrap(),
+    ));
+    until("the first list", Duration::from_secs(10), || h.up() == 1).await;
+    h.sink.take();
+
+    // Another shard's bundle turns Available, twice; then this shard's
+    // bundle is heard, which shows every event before it was applied.
+    let at = "2025-01-01T00:20:00Z".parse::<jiff::Timestamp>().unwrap();
+    events.send(Ok(available_event())).await.unwrap();
+    events
+        .send(Ok(status_event(
+            BUNDLE_ID,
+            21,
+            at.as_second(),
+            &payload(true, 21),
+        )))
+        .await
+        .unwrap();
+    events
+        .send(Ok(status_event(
+            &numbered_id(2),
+            30,
+            at.as_second(),
+            &payload(false, 30),
+        )))
+        .await
+        .unwrap();
+    let mut streamed = Vec::new();
+    until("this shard's event", Duration::from_secs(10), || {
+        streamed.extend(h.sink.take());
+        !readings(&streamed).is_empty()
+    })
+    .await;
+    // The window in which a bundle first heard would be read by id.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    streamed.extend(h.sink.take());
+    let clusters: std::collections::BTreeSet<ClusterKey> = streamed
+        .iter()
+        .flat_map(|b| &b.observations)
+        .map(|o| o.key.clone())
+        .collect();
+    assert_eq!(clusters, [ClusterKey::Id("cluster-2".into())].into());
+    assert!(
+        searches.lock().is_empty(),
+        "another shard's bundle read by id: {:?}",
+        searches.lock()
+    );
+    task.abort();
+}
+
+/// Events heard while a first list pages, for bundles on pages it has not
+/// reached yet, wait for the list; those the list then shows as another
+/// shard's are not read by id after it (a shard of three read thousands
+/// back at fleet scale, docs/performance.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_shard_reads_none_of_another_shards_bundles_heard_during_its_first_list() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    // This shard's bundle was created first, so the list reaches it first.
+    let own = numbered_bundle(2);
+    let mut other = rest_bundle(false, 10, "2025-01-01T00:05:00Z");
+    other["created_at"] = json!("2025-01-01T00:01:00.000000Z");
+    let all = [own, other];
+    let searches = Arc::new(Mutex::new(Vec::new()));
+    let seen_searches = searches.clone();
+    let release = Arc::new(AtomicBool::new(false));
+    let released = release.clone();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let first_asked = asked.clone();
+    let stand = StandIn::start(move |seen| {
+        if seen.target.contains("search=id") {
+            seen_searches.lock().push(seen.target.clone());
+            return Behaviour::Answer(200, list(Vec::new()));
+        }
+        // The list pages by creation time (`created_at >= '…'`).
+        let url = url::Url::parse(&format!("http://standin{}", seen.target)).unwrap();
+        let query: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        let page: usize = query["page"].parse().unwrap();
+        let size: usize = query["size"].parse().unwrap();
+        let from = query
+            .get("search")
+            .and_then(|s| s.strip_prefix("created_at >= '"))
+            .and_then(|r| r.strip_suffix('\''));
+        let matching: Vec<&Value> = all
+            .iter()
+            .filter(|b| from.is_none_or(|f| b["created_at"].as_str().unwrap() >= f))
+            .collect();
+        if from.is_none() && page == 1 {
+            // The first page waits until the test has sent its events.
+            first_asked.fetch_add(1, Ordering::SeqCst);
+            let began = Instant::now();
+            while !released.load(Ordering::SeqCst) && began.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let items: Vec<&Value> = matching
+            .iter()
+            .skip((page - 1) * size)
+            .take(size)
+            .copied()
+            .collect();
+        let body = json!({"kind": "ResourceBundleList", "page": page, "size": items.len(),
+            "total": matching.len(), "items": items});
+        Behaviour::Answer(200, body.to_string())
+    })
+    .await;
+    let (grpc, address) = StandInServer::start().await;
+    let events = grpc.next_subscription();
+    let h = harness("maestro");
+    let mut ctx = h.ctx.clone();
+    ctx.sink = Arc::new(ShardSink {
+        recorder: h.sink.clone(),
+        followed: "cluster-2",
+    });
+    let mut cfg = stream_config(&stand, &address, Duration::from_secs(30));
+    cfg.http.page_size = 1;
+    let task = tokio::spawn(maestro::stream::run_configured(
+        MaestroSource::new(cfg, ctx).unwrap(),
+    ));
+    until("the first page asked", Duration::from_secs(10), || {
+        asked.load(Ordering::SeqCst) > 0
+    })
+    .await;
+    // cluster-1's bundle changes before the list reaches its page.
+    events.send(Ok(available_event())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    release.store(true, Ordering::SeqCst);
+    until("the first list", Duration::from_secs(10), || h.up() == 1).await;
+    // Bundles heard during a first list are read as soon as it ends.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        searches.lock().is_empty(),
+        "another shard's bundle read by id: {:?}",
+        searches.lock()
+    );
+    task.abort();
+}

@@ -1558,3 +1558,47 @@ async fn a_shard_keeps_only_the_bundles_of_the_clusters_it_follows() {
     );
     assert!(gone_keys(&h.sink.take()).is_empty());
 }
+
+/// A shard knows another shard's bundle by its label and reads no further:
+/// its status feedback never becomes views, so what the feedback holds
+/// costs the shard nothing and is not even counted as unreadable
+/// (docs/design.md §8.3). Its `updated_at` still moves the next
+/// incremental query's start.
+#[tokio::test]
+async fn a_shard_reads_another_shards_bundle_no_further_than_its_label() {
+    use hcp_flow::metrics::exporter::UnknownValueLabels;
+    let h = harness("maestro");
+    let mut ctx = h.ctx.clone();
+    ctx.sink = Arc::new(ShardSink {
+        recorder: h.sink.clone(),
+        followed: "c1",
+    });
+    // Both bundles' ManifestWork feedback is of a type hcp-flow cannot read.
+    let unreadable = |id: &str, cluster: &str, updated: &str| {
+        let mut b = maestro_bundle(id, cluster, updated, "True");
+        b["status"]["resourceStatus"][0]["statusFeedback"]["values"][0]["fieldValue"]["type"] =
+            json!("Bogus");
+        b
+    };
+    let bundles = vec![
+        unreadable("b1", "c1", "2026-06-10T23:00:00Z"),
+        unreadable("b2", "c2", "2026-06-10T23:05:00Z"),
+    ];
+    let mock = Mock::start(move |req| maestro_list(req, &bundles)).await;
+    let mut m = maestro_source(&mock.base, ctx);
+    assert!(m.poll(maestro::PollKind::Full).await);
+    let counted = h
+        .metrics
+        .unknown_values
+        .get_or_create(&UnknownValueLabels {
+            source: "maestro".into(),
+            field: "statusFeedback.fieldValue.type".into(),
+        })
+        .get();
+    assert_eq!(counted, 1, "only the followed bundle's feedback is read");
+    // The newest update seen is c2's, though c2 is another shard's.
+    assert_eq!(
+        m.newest_updated_at().map(|t| t.to_string()),
+        Some("2026-06-10T23:05:00Z".to_string())
+    );
+}

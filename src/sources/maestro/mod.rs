@@ -447,6 +447,18 @@ fn read_nested(
 /// failure, never copies upstream text at length.
 const MAX_FEEDBACK_MESSAGE: usize = 200;
 
+/// The cluster a bundle names by its label, as [`parse_bundle`] reads it:
+/// a shard asks it first, so another shard's bundle is never read further
+/// (docs/design.md §8.3).
+pub fn bundle_cluster_id(bundle: &ResourceBundle) -> Option<&str> {
+    bundle
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.get(CLUSTER_ID_LABEL))
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+}
+
 /// Turn one bundle into its observations: the bundle hop (object: its
 /// name), and the hops its nested feedback shows (the ManifestWork by name,
 /// the HostedCluster, each NodePool by name), each read by the same view as
@@ -456,13 +468,7 @@ const MAX_FEEDBACK_MESSAGE: usize = 200;
 /// (docs/design.md §2.6).
 pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) -> ParsedBundle {
     let updated_at = parse_time(bundle.updated_at.as_deref(), "updated_at", unknown);
-    let cluster_id = bundle
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.get(CLUSTER_ID_LABEL))
-        .map(|s| s.trim())
-        .filter(|s| !s.is_empty());
-    let Some(cluster_id) = cluster_id else {
+    let Some(cluster_id) = bundle_cluster_id(bundle) else {
         unknown.push(UnknownValue {
             field: "metadata.labels.api.openshift.com/id",
             value: bundle.id.clone(),

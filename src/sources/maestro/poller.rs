@@ -12,7 +12,7 @@ use super::event::{self, StatusEvent};
 use super::known::{KnownBundles, Lookup};
 use super::proto::CloudEvent;
 use super::{
-    BUNDLES_PATH, IDS_PER_QUERY, KIND, LIST_KIND, ResourceBundle, parse_bundle,
+    BUNDLES_PATH, IDS_PER_QUERY, KIND, LIST_KIND, ResourceBundle, bundle_cluster_id, parse_bundle,
     updated_since_search,
 };
 use crate::config::{MaestroConfig, MaestroGrpcConfig};
@@ -107,6 +107,14 @@ pub struct MaestroSource {
     known: KnownBundles,
     /// Whether Maestro is heard over its stream (and `known` kept).
     streaming: bool,
+    /// With the stream: the bundles a list showed that this instance does
+    /// not follow (another shard's, or unlabelled), by id. Their events
+    /// carry the agent's metadata, not the cluster label, so without this
+    /// each one looked like a bundle never listed and was read by id: a
+    /// shard of n read (n-1)/n of all status events back (docs/design.md
+    /// §8.3). Ids only, a few MB at fleet scale; each relist keeps only
+    /// those it showed. Empty when polling.
+    ignored: HashSet<Box<str>>,
     /// With the stream, while a list pages: the events read meanwhile,
     /// applied between two pages so a list of minutes never holds them
     /// back (docs/design.md §9.10).
@@ -155,6 +163,7 @@ impl MaestroSource {
             incremental_takes: Duration::ZERO,
             known: KnownBundles::default(),
             streaming: false,
+            ignored: HashSet::new(),
             inbox: None,
             unread: Default::default(),
             last_unread_read: None,
@@ -307,11 +316,17 @@ impl MaestroSource {
         for ev in &events {
             match event::decode(ev, &mut unknown) {
                 None => {}
+                // Another shard's too: forgotten with the rest, a window
+                // later, so a status event just behind it is still dropped.
                 Some(StatusEvent::Deleted { id, .. }) => deleted.push(id),
                 Some(StatusEvent::Status {
                     mut bundle,
                     sequence,
                 }) => {
+                    // Another shard's (or unlabelled): nothing to read.
+                    if self.ignored.contains(bundle.id.as_str()) {
+                        continue;
+                    }
                     match self.known.fill(&mut bundle, sequence) {
                         Lookup::Stale => continue,
                         Lookup::Filled => {}
@@ -400,7 +415,11 @@ impl MaestroSource {
         self.last_unread_read = Some(Instant::now());
         // A list may have shown them since they were heard, and then at
         // least as new as the event: known now, nothing to read.
-        let ids = self.known.unknown_of(std::mem::take(&mut self.unread));
+        let mut ids = self.known.unknown_of(std::mem::take(&mut self.unread));
+        // Heard before a list showed them as another shard's: a first list
+        // of a large fleet hears thousands, and read by id they made a
+        // shard ask Maestro three and a half times what one instance asks.
+        ids.retain(|id| !self.ignored.contains(id.as_str()));
         if ids.is_empty() {
             return;
         }
@@ -623,6 +642,11 @@ impl MaestroSource {
                 interleaved = true;
             }
         }
+        if self.streaming && params.is_empty() {
+            // Another shard's bundles this whole list did not show are gone
+            // (or relabelled): their ids need not be kept.
+            self.ignored.retain(|id| seen.contains(&**id));
+        }
         let missing: Vec<String> = self
             .tracker
             .owners()
@@ -814,6 +838,9 @@ impl MaestroSource {
         }
         if self.streaming {
             self.known.forget_all(gone);
+            for id in gone {
+                self.ignored.remove(id.as_str());
+            }
         }
         self.tracker.remove_vanished(gone, out);
     }
@@ -825,31 +852,46 @@ impl MaestroSource {
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) {
-        if bundle.deleted_at.as_deref().is_some_and(|d| !d.is_empty()) {
-            self.deleting.insert(bundle.id.clone());
-        } else {
-            self.deleting.remove(&bundle.id);
-        }
-        let parsed = parse_bundle(&bundle, unknown);
+        // Another shard's bundle is known by its label alone: its status
+        // feedback (the ManifestWork, HostedCluster and pools in it) is
+        // never read into views, so a shard parses only its share
+        // (docs/design.md §8.3). Its `updated_at` still moves the next
+        // incremental query's start, as every bundle's does. An unlabelled
+        // one is read as before, which counts it as unknown and stops.
+        let foreign = bundle_cluster_id(&bundle).is_some_and(|id| !self.ctx.sink.follows(id));
+        let parsed = match foreign {
+            true => super::ParsedBundle {
+                updated_at: crate::views::parse_time(
+                    bundle.updated_at.as_deref(),
+                    "updated_at",
+                    unknown,
+                ),
+                ..super::ParsedBundle::default()
+            },
+            false => parse_bundle(&bundle, unknown),
+        };
         if let Some(t) = parsed.updated_at.map(Stamp::timestamp) {
             self.newest_updated_at = Some(self.newest_updated_at.map_or(t, |n| n.max(t)));
         }
-        let followed = parsed
-            .cluster_id
-            .as_deref()
-            .is_some_and(|id| self.ctx.sink.follows(id));
-        if !followed {
+        if parsed.cluster_id.is_none() {
             // Unlabelled, or another shard's: not ours to track (a shard
             // keeps only its own bundles, docs/design.md §8.3); forget it if
             // it once was.
             self.deleting.remove(&bundle.id);
             if self.streaming {
                 self.known.forget(&bundle.id);
+                self.ignored.insert(bundle.id.as_str().into());
             }
             self.tracker.remove(&bundle.id, out);
             return;
         }
+        if bundle.deleted_at.as_deref().is_some_and(|d| !d.is_empty()) {
+            self.deleting.insert(bundle.id.clone());
+        } else {
+            self.deleting.remove(&bundle.id);
+        }
         if self.streaming {
+            self.ignored.remove(bundle.id.as_str());
             self.known.remember(&bundle);
         }
         let mode = UpdateMode {
