@@ -78,6 +78,11 @@ impl StreamError {
             Code::Unauthenticated | Code::PermissionDenied | Code::NotFound => {
                 RequestErrorKind::status_4xx
             }
+            // tonic reports a connection that broke under the call (a TLS
+            // refusal heard only as a closed connection, a reset) as
+            // `Unknown` with the transport's error as its source: the
+            // connection's failure, not an error Maestro answered.
+            Code::Unknown if std::error::Error::source(s).is_some() => RequestErrorKind::connect,
             Code::Internal | Code::Unknown => RequestErrorKind::status_5xx,
             _ => RequestErrorKind::other,
         };
