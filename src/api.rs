@@ -60,7 +60,7 @@ pub struct TimelineJson<'a> {
     /// Its ended operations, oldest first, each with its hops' times, within
     /// `history.retention` and `history.max_per_cluster` (docs/design.md
     /// §15.12).
-    pub history: Vec<HistoryJson<'a>>,
+    pub history: Vec<HistoryJson>,
     /// The ids the upstreams gave its operations, which their logs are
     /// searched by: each object's log-tracing annotations
     /// (`logging.open-cluster-management.io/<name>`), by hop and object
@@ -71,9 +71,9 @@ pub struct TimelineJson<'a> {
 
 /// One ended operation of a cluster's history.
 #[derive(Debug, Serialize)]
-pub struct HistoryJson<'a> {
+pub struct HistoryJson {
     #[serde(flatten)]
-    pub ended: &'a crate::model::EndedOperation,
+    pub ended: crate::model::EndedOperation,
     /// Its trace id (every operation's is derived from its key).
     pub trace_id: String,
     pub duration_seconds: f64,
@@ -221,8 +221,8 @@ pub fn timeline_json<'a>(timeline: &'a Timeline, judge: &Judge) -> TimelineJson<
             .collect(),
         history: timeline
             .history
-            .iter()
-            .flat_map(|h| h.iter())
+            .entries()
+            .into_iter()
             .map(|ended| HistoryJson {
                 trace_id: trace_id_hex(
                     &ended

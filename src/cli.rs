@@ -786,6 +786,14 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["kube", "soak"])]
     pub warm_restart: bool,
 
+    /// Give the exporter a state directory in which every cluster holds
+    /// this many ended operations (8: a busy week, every kind a live
+    /// cluster has; 0: a state directory and no history), each hop timed,
+    /// restored as a restart would, so resident memory includes what the
+    /// history costs (docs/design.md §15.12). End-to-end and `--kube` runs.
+    #[arg(long, value_name = "OPERATIONS", value_parser = clap::value_parser!(u32).range(0..=20), conflicts_with_all = ["soak", "warm_restart"])]
+    pub history: Option<u32>,
+
     /// How long the warm restart's exporter stays down while the world
     /// goes on (needs `--warm-restart`).
     #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = parse_duration, requires = "warm_restart")]

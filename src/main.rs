@@ -108,7 +108,7 @@ fn main() -> anyhow::Result<ExitCode> {
                 flat = figures.flat();
                 hcp_flow::bench::soak::report_soak(&figures)
             } else if args.kube {
-                runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes))?
+                runtime()?.block_on(hcp_flow::bench::run_kube(clusters, scrapes, args.history))?
             } else if args.warm_restart {
                 runtime()?.block_on(hcp_flow::bench::run_warm(
                     clusters,
@@ -122,6 +122,7 @@ fn main() -> anyhow::Result<ExitCode> {
                     args.shards,
                     args.maestro_watch,
                     args.maestro,
+                    args.history,
                 ))?
             };
             match &args.output {

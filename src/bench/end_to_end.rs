@@ -16,6 +16,8 @@ use super::{BenchError, MaestroMode, pin};
 #[derive(Clone, Debug)]
 pub struct EndToEndFigures {
     pub clusters: usize,
+    /// The week of history each cluster held (`--history`).
+    pub history: Option<super::history::SeededHistory>,
     /// How the exporter read Maestro.
     pub mode: MaestroMode,
     pub time_to_ready: Duration,
@@ -230,6 +232,7 @@ pub async fn end_to_end(
     maestro_watch: Duration,
     mode: MaestroMode,
     pinning: &pin::Pinning,
+    history: Option<u32>,
 ) -> Result<EndToEndFigures, BenchError> {
     use crate::sim::{SimClock, World};
     let world = World::new(bench_world(clusters), SimClock::Real);
@@ -238,7 +241,21 @@ pub async fn end_to_end(
     let endpoints = on_threads(&upstreams, async move { serving.serve().await })
         .await?
         .map_err(BenchError::World)?;
-    let config = bench_config(&world, &endpoints, free_port()?, shards, mode);
+    let mut config = bench_config(&world, &endpoints, free_port()?, shards, mode);
+    let state = std::env::temp_dir().join(format!(
+        "hcp-flow-bench-history-{}-{}",
+        std::process::id(),
+        mode.as_str()
+    ));
+    let seeded = if let Some(operations) = history {
+        let ids = world.truth().clusters.into_iter().map(|c| c.cluster_id);
+        let seeded =
+            super::history::seed(&state, ids, operations as usize, jiff::Timestamp::now())?;
+        config.state_dir = Some(state.clone());
+        Some(seeded)
+    } else {
+        None
+    };
     let cycle = config
         .sources
         .maestro
@@ -309,7 +326,9 @@ pub async fn end_to_end(
     let rss = resident_memory_of(&pid);
     drop(child);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir_all(&state);
     Ok(EndToEndFigures {
+        history: seeded,
         clusters,
         mode,
         time_to_ready,

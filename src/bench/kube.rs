@@ -20,6 +20,8 @@ use super::scraper::Scraper;
 #[derive(Clone, Debug)]
 pub struct KubeFigures {
     pub clusters: usize,
+    /// The week of history each cluster held (`--history`).
+    pub history: Option<super::history::SeededHistory>,
     /// Objects the API server holds (ManifestWorks, HostedClusters,
     /// HostedControlPlanes, control-plane pods, ManagedClusters, NodePools).
     pub objects: usize,
@@ -131,6 +133,7 @@ pub async fn kube(
     clusters: usize,
     scrapes: usize,
     changes: usize,
+    history: Option<u32>,
 ) -> Result<KubeFigures, BenchError> {
     use crate::sim::kube::{KubeApiServer, objects_with, write_kubeconfig};
     let pinning = pin::Pinning::apply();
@@ -141,8 +144,10 @@ pub async fn kube(
     let now = Timestamp::now();
     let mut objects = 0;
     let mut pools = Vec::with_capacity(clusters);
+    let mut cluster_ids = Vec::with_capacity(clusters);
     for i in 0..clusters {
         let spec = bench_spec(i, now);
+        cluster_ids.push(spec.cluster_id.clone());
         for obj in objects_with(&spec, &bench_extras(i, now), now) {
             if obj.get("kind").and_then(serde_json::Value::as_str) == Some("NodePool") {
                 pools.push((spec.cluster_id.clone(), obj.clone()));
@@ -176,6 +181,14 @@ pub async fn kube(
         ..crate::config::Config::default()
     };
     config.sources.kube = vec![source];
+    let seeded = if let Some(operations) = history {
+        let state = dir.join("state");
+        let seeded = super::history::seed(&state, cluster_ids, operations as usize, now)?;
+        config.state_dir = Some(state);
+        Some(seeded)
+    } else {
+        None
+    };
     let path = dir.join("hcp-flow.yaml");
     let Serving {
         child,
@@ -245,6 +258,7 @@ pub async fn kube(
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(KubeFigures {
+        history: seeded,
         clusters,
         objects,
         time_to_ready,

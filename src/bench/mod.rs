@@ -16,6 +16,7 @@
 pub mod baseline;
 pub mod end_to_end;
 pub mod figures;
+pub mod history;
 pub mod in_process;
 pub mod kube;
 pub mod pin;
@@ -134,6 +135,7 @@ pub async fn run(
     shards: u32,
     maestro_watch: std::time::Duration,
     maestro: MaestroChoice,
+    history: Option<u32>,
 ) -> Result<String, BenchError> {
     let exposition = tokio::task::spawn_blocking(move || exposition(clusters, scrapes))
         .await
@@ -150,7 +152,18 @@ pub async fn run(
     }
     let mut runs = Vec::new();
     for mode in maestro.modes() {
-        runs.push(end_to_end(clusters, scrapes, shards, maestro_watch, *mode, &pinning).await?);
+        runs.push(
+            end_to_end(
+                clusters,
+                scrapes,
+                shards,
+                maestro_watch,
+                *mode,
+                &pinning,
+                history,
+            )
+            .await?,
+        );
     }
     Ok(report(&exposition, &runs))
 }
@@ -169,7 +182,11 @@ pub async fn run_warm(
 
 /// `hcp-flow bench --kube`: the management-side benchmark, as the markdown
 /// docs/performance.md quotes (100 timed changes).
-pub async fn run_kube(clusters: usize, scrapes: usize) -> Result<String, BenchError> {
-    let figures = kube(clusters, scrapes, 100).await?;
+pub async fn run_kube(
+    clusters: usize,
+    scrapes: usize,
+    history: Option<u32>,
+) -> Result<String, BenchError> {
+    let figures = kube(clusters, scrapes, 100, history).await?;
     Ok(report_kube(&figures))
 }

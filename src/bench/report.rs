@@ -462,6 +462,9 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
         "exporter resident memory at /readyz / after the scrapes",
         &|r| format!("{} / {}", rss_text(r.rss_at_ready), rss_text(r.rss)),
     );
+    row("operation history held (`--history`)", &|r| {
+        history_text(r.history)
+    });
     row("CPUs", &|r| r.pinning.clone());
     out.push_str(&format!(
         "\nRequests are counted from the first scrape after /readyz to the last scrape of the \
@@ -479,6 +482,19 @@ fn optional(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
 }
 
+/// What `--history` seeded, or that it did not.
+fn history_text(seeded: Option<super::history::SeededHistory>) -> String {
+    match seeded {
+        None => "none (no `--history`, no state directory)".to_string(),
+        Some(s) => format!(
+            "{} operations over {} clusters (state file {:.1} MiB)",
+            s.operations,
+            s.clusters,
+            s.file_bytes as f64 / 1048576.0
+        ),
+    }
+}
+
 /// The markdown `hcp-flow bench --kube` prints.
 pub fn report_kube(k: &KubeFigures) -> String {
     format!(
@@ -491,6 +507,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
          | the same through reqwest (a second copy on the scraper's core) p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
          | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
+         | operation history held (`--history`) | {} |\n\
          | CPUs | {} |\n",
         k.clusters,
         k.objects,
@@ -517,6 +534,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
         k.gzip_bytes as f64 / 1048576.0,
         rss_text(k.rss_at_ready),
         rss_text(k.rss),
+        history_text(k.history),
         k.pinning,
     )
 }

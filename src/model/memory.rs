@@ -67,9 +67,9 @@ pub struct ClusterMemory {
     pub day2_operations: Vec<Day2OperationMemory>,
     /// Its ended operations (docs/design.md §15.12), so a restart keeps
     /// "what happened to this cluster this week". Still version 2: absent
-    /// reads as none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub history: Vec<super::history::EndedOperation>,
+    /// reads as none. Shared with the timeline, not copied.
+    #[serde(default, skip_serializing_if = "super::history::History::is_empty")]
+    pub history: super::history::History,
 }
 
 /// A day-2 operation as a restart must find it again.

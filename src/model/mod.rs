@@ -27,7 +27,7 @@ pub use fleet::{
     Ownership, PROVISIONAL_PREFIX, follows, is_provisional, join_of, provisional_cluster_id,
     shard_of,
 };
-pub use history::{EndedHop, EndedOperation, HistoryLimits};
+pub use history::{EndedHop, EndedOperation, History, HistoryLimits, prune as history_prune};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
 pub use ids::{span_id, span_id_of, trace_id, trace_id_hex};
 pub use listener::EventListener;

@@ -848,8 +848,8 @@ fn ended_operations_are_kept_in_the_history_and_survive_a_restart() {
         f.get("c1")
             .unwrap()
             .history
-            .iter()
-            .flat_map(|h| h.iter())
+            .entries()
+            .into_iter()
             .map(|e| {
                 let hops: Vec<String> = e
                     .hops

@@ -401,8 +401,8 @@ pub struct Timeline {
     /// them their end (docs/design.md §8.2). Boxed: almost always none.
     pub gone_before_deletion: Option<Box<Vec<(Hop, Stamp)>>>,
     /// Its ended operations, oldest first, within the history's limits
-    /// (docs/design.md §15.12). Boxed: none until one ends.
-    pub history: Option<Box<Vec<super::history::EndedOperation>>>,
+    /// (docs/design.md §15.12), encoded: none until one ends.
+    pub history: super::history::History,
     /// The ids its objects' log-tracing annotations give (docs/design.md
     /// §15.13), per hop and object. Boxed: most clusters carry none.
     pub upstream_ids: Option<Box<Vec<super::UpstreamIdOf>>>,
@@ -479,7 +479,7 @@ impl Timeline {
             day2_operations: None,
             pool_readings: None,
             gone_before_deletion: None,
-            history: None,
+            history: Default::default(),
             upstream_ids: None,
         }
     }

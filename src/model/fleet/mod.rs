@@ -747,11 +747,7 @@ impl Fleet {
                 }
                 // Its history, within today's limits (docs/design.md §15.12).
                 if !restored.history.is_empty() {
-                    let mut history = std::mem::take(&mut restored.history);
-                    super::history::prune(&mut history, self.config.history, now);
-                    if !history.is_empty() {
-                        timeline.history = Some(Box::new(history));
-                    }
+                    timeline.history = restored.history.pruned(self.config.history, now);
                 }
                 // Its node pools' operations likewise (docs/design.md §15.9).
                 for m in restored.day2_operations {

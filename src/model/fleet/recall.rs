@@ -14,7 +14,7 @@ pub(super) struct Recall {
     pub(super) slo: Option<SloOutcome>,
     pub(super) deletion: Option<DeletionMemory>,
     pub(super) day2_operations: Vec<Day2OperationMemory>,
-    pub(super) history: Vec<crate::model::EndedOperation>,
+    pub(super) history: crate::model::History,
     pub(super) hops: HashMap<Hop, HopMemory>,
     pub(super) objects: HashMap<(Hop, Via, String), ObjectMemory>,
 }
@@ -123,7 +123,7 @@ impl Fleet {
                     uncounted: op.uncounted,
                 })
                 .collect(),
-            history: timeline.history.as_deref().cloned().unwrap_or_default(),
+            history: timeline.history.clone(),
         })
     }
 }
