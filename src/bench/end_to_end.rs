@@ -16,6 +16,9 @@ use super::{BenchError, MaestroMode, pin};
 #[derive(Clone, Debug)]
 pub struct EndToEndFigures {
     pub clusters: usize,
+    /// Copies of the last scrape's body in the bench's process: the floor
+    /// the HTTP scrape is compared with.
+    pub memcpy: super::figures::Latency,
     /// The week of history each cluster held (`--history`).
     pub history: Option<super::history::SeededHistory>,
     /// How the exporter read Maestro.
@@ -319,6 +322,7 @@ pub async fn end_to_end(
     };
     let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
+    let memcpy = super::figures::memcpy_of(last.as_bytes(), scrapes);
     let (bytes, series) = (last.len(), series_in(last));
     let fleet_series = fleet_level_series_in(last);
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
@@ -329,6 +333,7 @@ pub async fn end_to_end(
     let _ = std::fs::remove_dir_all(&state);
     Ok(EndToEndFigures {
         history: seeded,
+        memcpy,
         clusters,
         mode,
         time_to_ready,

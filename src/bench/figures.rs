@@ -28,6 +28,29 @@ impl Latency {
     }
 }
 
+/// `times` copies of `body` into fresh memory, as a scrape's bytes would be
+/// copied: the machine's floor for moving that body once, measured in the
+/// same run as the scrape it is compared with (docs/performance.md).
+pub fn memcpy_of(body: &[u8], times: usize) -> Latency {
+    Latency::from_samples(
+        (0..times.max(1))
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let copy = std::hint::black_box(body).to_vec();
+                let took = start.elapsed();
+                std::hint::black_box(copy);
+                took
+            })
+            .collect(),
+    )
+}
+
+/// An HTTP scrape's p99 as a multiple of the copy floor's p50: the figure
+/// the design bounds at 1.5 (docs/performance.md).
+pub fn floor_ratio(scrape: &Latency, memcpy: &Latency) -> f64 {
+    scrape.p99.as_secs_f64() / memcpy.p50.as_secs_f64().max(1e-9)
+}
+
 /// Resident set size of this process in bytes (Linux), if readable.
 pub fn resident_memory() -> Option<u64> {
     resident_memory_of("self")
@@ -90,5 +113,16 @@ mod series_tests {
         assert_eq!(series_in(body), 4);
         assert_eq!(fleet_level_series_in(body), 2);
         assert_eq!(series_budget(4, 2, 2), "1.0 per cluster, 2 fleet-level");
+    }
+
+    #[test]
+    fn the_floor_ratio_is_the_scrapes_p99_over_the_copys_p50() {
+        let ms = Duration::from_millis;
+        let scrape = Latency::from_samples(vec![ms(20), ms(25), ms(30)]);
+        let memcpy = memcpy_of(&[7u8; 4096], 5);
+        assert_eq!(memcpy.samples, 5);
+        let floor = Latency::from_samples(vec![ms(10), ms(20), ms(40)]);
+        assert!((floor_ratio(&scrape, &floor) - 1.5).abs() < 1e-9);
+        assert!(floor_ratio(&scrape, &memcpy) > 0.0);
     }
 }

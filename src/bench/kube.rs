@@ -20,6 +20,9 @@ use super::scraper::Scraper;
 #[derive(Clone, Debug)]
 pub struct KubeFigures {
     pub clusters: usize,
+    /// Copies of the last scrape's body in the bench's process: the floor
+    /// the HTTP scrape is compared with.
+    pub memcpy: super::figures::Latency,
     /// The week of history each cluster held (`--history`).
     pub history: Option<super::history::SeededHistory>,
     /// Objects the API server holds (ManifestWorks, HostedClusters,
@@ -250,6 +253,7 @@ pub async fn kube(
 
     let scrape = scraper.timed(scrapes).await?;
     let last = scraper.text()?;
+    let memcpy = super::figures::memcpy_of(last.as_bytes(), scrapes);
     let (bytes, series) = (last.len(), series_in(last));
     let fleet_series = fleet_level_series_in(last);
     let (scrape_gzip, gzip_bytes) = scraper.gzip(scrapes).await?;
@@ -259,6 +263,7 @@ pub async fn kube(
     let _ = std::fs::remove_dir_all(&dir);
     Ok(KubeFigures {
         history: seeded,
+        memcpy,
         clusters,
         objects,
         time_to_ready,

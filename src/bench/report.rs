@@ -462,6 +462,10 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
         "exporter resident memory at /readyz / after the scrapes",
         &|r| format!("{} / {}", rss_text(r.rss_at_ready), rss_text(r.rss)),
     );
+    row(
+        "memcpy of the same body p50 / p99; HTTP scrape p99 over the memcpy p50 (bar 1.5×)",
+        &|r| floor_text(&r.scrape, &r.memcpy),
+    );
     row("operation history held (`--history`)", &|r| {
         history_text(r.history)
     });
@@ -480,6 +484,16 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
 /// A figure to `decimals` places, or "n/a".
 fn optional(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+/// The copy floor and the scrape's ratio to it.
+fn floor_text(scrape: &Latency, memcpy: &Latency) -> String {
+    format!(
+        "{:.1} / {:.1} ms; {:.2}×",
+        ms(memcpy.p50),
+        ms(memcpy.p99),
+        super::figures::floor_ratio(scrape, memcpy)
+    )
 }
 
 /// What `--history` seeded, or that it did not.
@@ -507,6 +521,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
          | the same through reqwest (a second copy on the scraper's core) p50 / p99 / max | {:.1} / {:.1} / {:.1} ms |\n\
          | scrape over HTTP asking for gzip p50 / p99 / max | {:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB) |\n\
          | exporter resident memory at /readyz / after the scrapes | {} / {} |\n\
+         | memcpy of the same body p50 / p99; HTTP scrape p99 over the memcpy p50 (bar 1.5×) | {} |\n\
          | operation history held (`--history`) | {} |\n\
          | CPUs | {} |\n",
         k.clusters,
@@ -534,6 +549,7 @@ pub fn report_kube(k: &KubeFigures) -> String {
         k.gzip_bytes as f64 / 1048576.0,
         rss_text(k.rss_at_ready),
         rss_text(k.rss),
+        floor_text(&k.scrape, &k.memcpy),
         history_text(k.history),
         k.pinning,
     )
