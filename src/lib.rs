@@ -14,7 +14,9 @@ pub mod config;
 pub mod demo;
 pub mod diagnose;
 pub mod metrics;
-pub mod model;
+/// The timeline model, a crate of its own (`crates/hcp-flow-model`): pure,
+/// no runtime, no I/O; its path here stays `crate::model`.
+pub use hcp_flow_model as model;
 pub mod server;
 pub mod sim;
 pub mod sources;

@@ -6,4 +6,5 @@ pub mod exposition;
 pub mod families;
 pub mod fleet;
 mod labels;
+pub use labels::{AsLabel, Label};
 pub mod operations;

@@ -119,36 +119,36 @@ impl EncodeLabelValue for MinorVersion {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperationLabels {
-    pub operation: OperationKind,
+    pub operation: crate::metrics::Label<OperationKind>,
     pub platform: Platform,
     pub version: MinorVersion,
-    pub outcome: Outcome,
+    pub outcome: crate::metrics::Label<Outcome>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HopOutcomeLabels {
-    pub operation: OperationKind,
-    pub hop: Hop,
+    pub operation: crate::metrics::Label<OperationKind>,
+    pub hop: crate::metrics::Label<Hop>,
     pub platform: Platform,
     pub version: MinorVersion,
-    pub outcome: Outcome,
+    pub outcome: crate::metrics::Label<Outcome>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HopLabels {
-    pub operation: OperationKind,
-    pub hop: Hop,
+    pub operation: crate::metrics::Label<OperationKind>,
+    pub hop: crate::metrics::Label<Hop>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
-    pub operation: OperationKind,
+    pub operation: crate::metrics::Label<OperationKind>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SloLabels {
-    pub operation: OperationKind,
-    pub outcome: SloOutcome,
+    pub operation: crate::metrics::Label<OperationKind>,
+    pub outcome: crate::metrics::Label<SloOutcome>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -244,20 +244,26 @@ impl OperationMetrics {
         for operation in OperationKind::ALL {
             metrics
                 .slo_target
-                .get_or_create(&KindLabels { operation })
+                .get_or_create(&KindLabels {
+                    operation: operation.into(),
+                })
                 .set(model.target(operation).as_secs_f64());
             // The hops of its flow: a node pool's operation has one.
             for &hop in operation.flow().hops {
                 let budget = budgets.of(operation).get(hop);
                 metrics
                     .hop_budget
-                    .get_or_create(&HopLabels { operation, hop })
+                    .get_or_create(&HopLabels {
+                        operation: operation.into(),
+                        hop: hop.into(),
+                    })
                     .set(budget.as_secs_f64());
             }
             for outcome in [SloOutcome::Good, SloOutcome::Late, SloOutcome::Failed] {
-                let _ = metrics
-                    .slo_events
-                    .get_or_create(&SloLabels { operation, outcome });
+                let _ = metrics.slo_events.get_or_create(&SloLabels {
+                    operation: operation.into(),
+                    outcome: outcome.into(),
+                });
             }
         }
         metrics
@@ -329,15 +335,15 @@ impl OperationMetrics {
                 let seconds = seconds_between(*started, *ended);
                 self.hop_duration
                     .get_or_create(&HopOutcomeLabels {
-                        operation: *operation,
-                        hop: *hop,
+                        operation: (*operation).into(),
+                        hop: (*hop).into(),
                         platform: Platform::from_identity(&if platform.is_empty() {
                             platform_of(cluster_id)
                         } else {
                             platform.clone()
                         }),
                         version: MinorVersion::parse(version),
-                        outcome: *outcome,
+                        outcome: (*outcome).into(),
                     })
                     .observe(
                         seconds,
@@ -367,10 +373,10 @@ impl OperationMetrics {
                 };
                 self.operation_duration
                     .get_or_create(&OperationLabels {
-                        operation: *operation,
+                        operation: (*operation).into(),
                         platform: Platform::from_identity(&platform),
                         version: MinorVersion::parse(version),
-                        outcome: *outcome,
+                        outcome: (*outcome).into(),
                     })
                     .observe(
                         seconds_between(*started, *ended),
@@ -386,8 +392,8 @@ impl OperationMetrics {
             } => {
                 self.slo_events
                     .get_or_create(&SloLabels {
-                        operation: *operation,
-                        outcome: *outcome,
+                        operation: (*operation).into(),
+                        outcome: (*outcome).into(),
                     })
                     .inc();
             }

@@ -1106,6 +1106,27 @@ fn containerfile_is_multi_stage_non_root_with_the_documented_entrypoint() {
             .lines()
             .any(|l| l.trim() == "target" || l.trim() == "/target")
     );
+    // The builder copies every crate of the workspace the binary is built
+    // from, and the context does not ignore them.
+    let manifest = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).unwrap();
+    let members = manifest
+        .split("members = [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("a [workspace] members list");
+    for member in members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty() && *m != ".")
+    {
+        let top = member.split('/').next().unwrap_or(member);
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("COPY {top} "))
+                || l.starts_with(&format!("COPY {member} "))),
+            "the builder stage copies {member}"
+        );
+        assert!(!ignore.lines().any(|l| l.trim() == top), "{top} ignored");
+    }
 }
 
 /// The image's strip step, run as the Containerfile spells it on the binary

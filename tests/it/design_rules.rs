@@ -51,7 +51,7 @@ fn code_of(line: &str) -> &str {
 #[test]
 fn no_source_view_or_model_reads_the_wall_clock() {
     let mut hits = Vec::new();
-    for (path, text) in files_under(&["src/sources", "src/views", "src/model"]) {
+    for (path, text) in files_under(&["src/sources", "src/views", "crates/hcp-flow-model/src"]) {
         for (n, line) in text.lines().enumerate() {
             let code = code_of(line);
             if code.contains("Timestamp::now()") || code.contains("SystemTime::now()") {
@@ -68,10 +68,14 @@ fn no_source_view_or_model_reads_the_wall_clock() {
 
 #[test]
 fn the_fleet_never_walks_every_timeline_on_the_way_of_an_event() {
-    // Every file of the fleet store (src/model/fleet/): a walk moved into a
+    // Every file of the fleet store (crates/hcp-flow-model/src/fleet/): a walk moved into a
     // helper beside `Fleet` counts as much as one in its methods.
-    let files: Vec<(std::path::PathBuf, String)> = files_under(&["src/model/fleet"]);
-    assert!(!files.is_empty(), "src/model/fleet/ is missing");
+    let files: Vec<(std::path::PathBuf, String)> =
+        files_under(&["crates/hcp-flow-model/src/fleet"]);
+    assert!(
+        !files.is_empty(),
+        "crates/hcp-flow-model/src/fleet/ is missing"
+    );
     let mut walks: Vec<(&std::path::PathBuf, &str, usize, &str)> = Vec::new();
     for (path, text) in &files {
         for (n, l) in text.lines().enumerate() {
@@ -163,7 +167,7 @@ fn maestro_wire_types_come_from_the_upstream_proto_on_each_side() {
 #[test]
 fn comments_cite_the_projects_own_docs_only() {
     let mut hits = Vec::new();
-    for (path, text) in files_under(&["src", "tests"]) {
+    for (path, text) in files_under(&["src", "crates", "tests"]) {
         if path.ends_with("design_rules.rs") {
             continue;
         }

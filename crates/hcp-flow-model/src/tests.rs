@@ -689,8 +689,8 @@ fn a_stored_view_shares_its_conditions_with_the_view_sent() {
     assert!(stored.is_some_and(|c| std::sync::Arc::ptr_eq(c, &kept_by_the_source)));
     assert!(
         std::sync::Arc::ptr_eq(
-            &crate::model::shared_conditions(Vec::new()),
-            &crate::model::shared_conditions(Vec::new())
+            &crate::shared_conditions(Vec::new()),
+            &crate::shared_conditions(Vec::new())
         ),
         "none is the one static empty slice"
     );

@@ -4,7 +4,7 @@
 //! (docs/design.md §3.4–§3.6).
 
 use super::*;
-use crate::model::provisioned_update;
+use crate::provisioned_update;
 
 /// How a timeline's RP resource and Clusters Service cluster relate;
 /// `rp_in_scope`: the RP is read, so a CS cluster without one is missing it.
@@ -352,13 +352,13 @@ pub(super) fn evaluate_creation(
 
 /// A creation's hops for its history: each from its start to its first
 /// ready (or its failure).
-fn creation_hops(timeline: &Timeline) -> Vec<crate::model::EndedHop> {
+fn creation_hops(timeline: &Timeline) -> Vec<crate::EndedHop> {
     timeline
         .hops
         .iter()
         .map(|(hop, h)| {
             let started = h.started_at.unwrap_or(timeline.created_at.at);
-            crate::model::EndedHop {
+            crate::EndedHop {
                 hop: *hop,
                 started_at: started.into(),
                 // Never before its start, as its duration is measured.
@@ -372,10 +372,10 @@ fn creation_hops(timeline: &Timeline) -> Vec<crate::model::EndedHop> {
 }
 
 /// Any other operation's hops for its history.
-fn operation_hops(op: &Operation) -> Vec<crate::model::EndedHop> {
+fn operation_hops(op: &Operation) -> Vec<crate::EndedHop> {
     op.hops
         .iter()
-        .map(|h| crate::model::EndedHop {
+        .map(|h| crate::EndedHop {
             hop: h.hop,
             started_at: h.started_at.into(),
             ended_at: h.done_at.map(Into::into),
@@ -398,7 +398,7 @@ pub(super) struct Ending<'a> {
     pub(super) ended: Timestamp,
     pub(super) target: Duration,
     /// Each hop it passed, for the cluster's history.
-    pub(super) hops: Vec<crate::model::EndedHop>,
+    pub(super) hops: Vec<crate::EndedHop>,
 }
 
 impl Ending<'_> {

@@ -14,7 +14,7 @@ pub(super) struct Recall {
     pub(super) slo: Option<SloOutcome>,
     pub(super) deletion: Option<DeletionMemory>,
     pub(super) day2_operations: Vec<Day2OperationMemory>,
-    pub(super) history: crate::model::History,
+    pub(super) history: crate::History,
     pub(super) hops: HashMap<Hop, HopMemory>,
     pub(super) objects: HashMap<(Hop, Via, String), ObjectMemory>,
 }

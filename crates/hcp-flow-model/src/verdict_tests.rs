@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::model::testing::{Obs, batch, obs};
-use crate::model::{Fleet, ModelConfig};
+use crate::testing::{Obs, batch, obs};
+use crate::{Fleet, ModelConfig};
 
 fn t(minutes: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + minutes * 60).unwrap()
@@ -291,7 +291,7 @@ fn durations_read_like_a_person_writes_them() {
 /// is `degraded` at once.
 #[test]
 fn the_worst_operation_in_flight_or_a_regression_outside_them_decides() {
-    use crate::model::OperationKind::{self, *};
+    use crate::OperationKind::{self, *};
     // A cluster created at 0 and complete at 9: CS ready, the bundle
     // applied, the HostedCluster available, one pool ready.
     let ready = || {
@@ -444,13 +444,13 @@ fn a_deletion_names_each_finalizer_once() {
         o.state("deleting", Phase::Deleting)
             .since(t(10))
             .condition(
-                crate::model::Condition::FINALIZER,
+                crate::Condition::FINALIZER,
                 ConditionStatus::True,
                 "hypershift.openshift.io/finalizer",
                 t(10),
             )
             .condition(
-                crate::model::Condition::FINALIZER,
+                crate::Condition::FINALIZER,
                 ConditionStatus::True,
                 "hypershift.io/destroy-cloud-resources",
                 t(10),
@@ -467,7 +467,7 @@ fn a_deletion_names_each_finalizer_once() {
                 held(
                     obs("c1", Hop::HostedCluster)
                         .object("hc")
-                        .via(crate::model::Via::Maestro),
+                        .via(crate::Via::Maestro),
                 ),
             ],
         ),

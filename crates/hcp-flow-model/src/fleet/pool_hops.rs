@@ -13,7 +13,7 @@ use super::evaluate::{
 };
 use super::upgrades::{Day2Deadline, UpgradeCheck, evaluate_upgrades};
 use super::*;
-use crate::model::timeline::provisioned_update;
+use crate::timeline::provisioned_update;
 
 /// Whether an observation is a node pool's reading at the RP or Clusters
 /// Service (those hops' own object, the cluster's, has no name).

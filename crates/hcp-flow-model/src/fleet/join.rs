@@ -175,8 +175,8 @@ impl Fleet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Phase;
-    use crate::model::testing::{batch, obs, rp};
+    use crate::Phase;
+    use crate::testing::{batch, obs, rp};
 
     #[test]
     pub(super) fn the_join_maps_share_one_copy_of_a_resource_id() {

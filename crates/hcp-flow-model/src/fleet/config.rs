@@ -10,7 +10,7 @@ use super::*;
 pub struct ModelConfig {
     /// How many ended operations each cluster keeps, and for how long
     /// (docs/design.md §15.12).
-    pub history: crate::model::HistoryLimits,
+    pub history: crate::HistoryLimits,
     /// A creation completing within this is good (docs/design.md §6.1).
     pub creation_target: Duration,
     /// Hops whose readiness completes a creation; all must be ready.
@@ -166,7 +166,7 @@ impl Default for ModelConfig {
             ownership: Ownership::ALL,
             rp_in_scope: false,
             self_managed_hubs: Vec::new(),
-            history: crate::model::HistoryLimits::default(),
+            history: crate::HistoryLimits::default(),
         }
     }
 }

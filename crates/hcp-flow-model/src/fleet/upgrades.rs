@@ -5,11 +5,11 @@
 //! and fail when the object fails meanwhile.
 
 use super::*;
-use crate::model::ConditionStatus;
-use crate::model::observation::Rollout;
-use crate::model::operation::{node_pool_of, target_version_of};
-use crate::model::provisioned_update;
-use crate::model::text::Text;
+use crate::ConditionStatus;
+use crate::observation::Rollout;
+use crate::operation::{node_pool_of, target_version_of};
+use crate::provisioned_update;
+use crate::text::Text;
 
 /// What one reading told of a rollout, taken from the view before the view
 /// is stored without it.
