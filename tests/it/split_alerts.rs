@@ -120,6 +120,15 @@ impl Run {
             log: dir.join("prometheus.log"),
             _machine: machine,
         };
+        // ARO HCP's shape: one service side, one instance per management
+        // cluster of the world (two).
+        let roles: Vec<&str> = run
+            .banner
+            .instances
+            .iter()
+            .map(|i| i.role.as_str())
+            .collect();
+        assert_eq!(roles, ["service", "management", "management"], "{roles:?}");
         // Every instance ready and scraped: no alert can be judged before.
         let instances = run.banner.instances.len();
         let ready = procs::wait_for("every instance ready and scraped", START, async || {
