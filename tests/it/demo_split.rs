@@ -5,13 +5,10 @@
 //! direct hops of its own management cluster.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hcp-flow");
+use crate::common::demo::{BIN, DemoProcess as Demo, Instance, lines};
 
 /// How long the demo may take to print, to be ready, and to show hops.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -25,144 +22,11 @@ const MANAGEMENT_HOPS: [&str; 5] = [
     "node_pool",
 ];
 
-/// The demo process, killed (by its pid) if the test ends before it exits.
-struct Demo {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Demo {
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-#[derive(Debug)]
-struct Instance {
-    name: String,
-    role: String,
-    /// `http://host:port`
-    base: String,
-}
-
-/// What the demo printed at startup.
-struct Banner {
-    instances: Vec<Instance>,
-    scrape_yaml: String,
-    scrape_path: std::path::PathBuf,
-}
-
-/// Every line of `stream`, read on a thread so the child never blocks on
-/// a full pipe.
-fn lines(stream: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-fn drain(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let text = Arc::new(Mutex::new(String::new()));
-    let sink = text.clone();
-    let rx = lines(stream);
-    std::thread::spawn(move || {
-        for line in rx {
-            let mut text = sink.lock().unwrap();
-            text.push_str(&line);
-            text.push('\n');
-        }
-    });
-    text
-}
-
-/// The banner up to its last line, within [`LIMIT`].
-fn read_banner(demo: &Demo, stdout: &mpsc::Receiver<String>) -> Banner {
-    let deadline = Instant::now() + LIMIT;
-    let mut printed = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match stdout.recv_timeout(left) {
-            Ok(line) => {
-                let last = line.trim() == "Ctrl-C stops.";
-                printed.push(line);
-                if last {
-                    break;
-                }
-            }
-            Err(e) => panic!(
-                "the demo's banner did not end ({e:?}):\n{}\n--- stderr ---\n{}",
-                printed.join("\n"),
-                demo.stderr()
-            ),
-        }
-    }
-    parse_banner(&printed)
-}
-
-fn parse_banner(printed: &[String]) -> Banner {
-    let text = printed.join("\n");
-    let mut instances: Vec<Instance> = Vec::new();
-    let mut scrape = None;
-    for (at, line) in printed.iter().enumerate() {
-        let trimmed = line.trim();
-        if let Some(rest) = trimmed.strip_prefix("instance ") {
-            // "instance NAME, role ROLE, reads …"
-            let mut parts = rest.split(", ");
-            let name = parts.next().unwrap().to_string();
-            let role = parts
-                .next()
-                .and_then(|p| p.strip_prefix("role "))
-                .unwrap_or_else(|| panic!("no role in `{line}`"))
-                .to_string();
-            instances.push(Instance {
-                name,
-                role,
-                base: String::new(),
-            });
-        } else if let Some(url) = trimmed.split_whitespace().next()
-            && let Some(base) = url.strip_suffix("/metrics")
-        {
-            let instance = instances
-                .last_mut()
-                .unwrap_or_else(|| panic!("a URL before any instance:\n{text}"));
-            instance.base = base.to_string();
-        } else if let Some(rest) = trimmed.strip_prefix("Prometheus scrape configuration (also in ")
-        {
-            // The YAML follows flush left, between blank lines, to paste.
-            let yaml: Vec<&str> = printed[at + 1..]
-                .iter()
-                .skip_while(|l| l.is_empty())
-                .take_while(|l| !l.is_empty())
-                .map(String::as_str)
-                .collect();
-            let path = rest.trim_end_matches("):");
-            scrape = Some((yaml.join("\n"), std::path::PathBuf::from(path)));
-        }
-    }
-    assert!(
-        instances.iter().all(|i| i.base.starts_with("http://")),
-        "every instance has a metrics URL: {instances:?}\n{text}"
-    );
-    let (scrape_yaml, scrape_path) =
-        scrape.unwrap_or_else(|| panic!("no scrape configuration printed:\n{text}"));
-    Banner {
-        instances,
-        scrape_yaml,
-        scrape_path,
-    }
+fn read_banner(
+    demo: &Demo,
+    stdout: &std::sync::mpsc::Receiver<String>,
+) -> crate::common::demo::Banner {
+    crate::common::demo::read_banner(demo, stdout, LIMIT)
 }
 
 fn client() -> reqwest::blocking::Client {
@@ -262,8 +126,7 @@ fn a_split_demo_runs_the_service_side_and_each_management_cluster_apart() {
         .spawn()
         .unwrap();
     let stdout = lines(child.stdout.take().unwrap());
-    let stderr = drain(child.stderr.take().unwrap());
-    let demo = Demo { child, stderr };
+    let demo = Demo::new(child);
     let banner = read_banner(&demo, &stdout);
 
     // One service instance and one per management cluster of the ARO world.
@@ -448,7 +311,7 @@ fn split_is_refused_outside_the_aro_world_and_single_stays_the_default() {
     }
 
     // The binary says so and exits as clap does, before starting anything.
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args([
             "demo",
             "--topology",
@@ -462,8 +325,7 @@ fn split_is_refused_outside_the_aro_world_and_single_stays_the_default() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = drain(child.stderr.take().unwrap());
-    let demo = Demo { child, stderr };
+    let demo = Demo::new(child);
     let start = Instant::now();
     let mut demo = demo;
     let status = loop {

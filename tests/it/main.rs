@@ -55,6 +55,7 @@ mod sim_truth;
 mod sources_parse;
 mod sources_pollers;
 mod sources_truth;
+mod split_alerts;
 mod supervision;
 mod topologies;
 mod trace_links_standin;

@@ -9,8 +9,9 @@
 //! - for every operation (creation, deletion, a pool's creation, removal and
 //!   upgrade, a control plane's upgrade) in a churning world: one instance,
 //!   the ARO split (a service-side instance and one per management
-//!   cluster) and three shards, each hop timed where it is read directly
-//!   and each operation counted and ended once (docs/design.md §8.2).
+//!   cluster), three shards, RP only and RP + Maestro, each hop timed where
+//!   it is read directly and each operation counted and ended once
+//!   (docs/design.md §8.2).
 //!
 //! The clock moves in steps; after each step every instance must show the
 //! truth before the next one, so what each instance observed is a pure
@@ -898,6 +899,18 @@ async fn every_operation(exact: bool) {
             traced: false,
         });
     }
+    // The RP alone, and the RP with Maestro but no Clusters Service
+    // (docs/design.md §8.2's last two columns), over the same churning world.
+    shapes.push(DynShape::from((
+        "rp",
+        rp_only as fn(Config) -> Config,
+        rp_only_view as Expect,
+    )));
+    shapes.push(DynShape::from((
+        "rp+maestro",
+        rp_and_maestro as fn(Config) -> Config,
+        rp_and_maestro_view as Expect,
+    )));
     let run = walk(&demo, clock, shapes, STEPS, Some(&endpoint)).await;
     let of = |name: &str| observed(&run.stores[name]);
     let single = of("single");
@@ -1153,6 +1166,108 @@ async fn every_operation(exact: bool) {
             span.0.contains("/node_pool_")
                 && matches!(span.1, Hop::RpFrontend | Hop::ClustersService),
             "{span:?}: one instance's span, none from the split"
+        );
+    }
+
+    // RP only and RP + Maestro, for every operation (docs/design.md §8.2):
+    // each times the hops it reads directly and no other; each owns the
+    // RP's resources, tracked under provisional ids since no Clusters
+    // Service joins them, and counts each of their operations once (no end
+    // twice: checked for every instance above); Maestro's timelines, keyed
+    // by the bundles' Clusters Service ids, own nothing, so RP + Maestro
+    // counts exactly what the RP alone counts, and times the RP's hop alike.
+    let rp = of("rp");
+    let rp_maestro = of("rp+maestro");
+    for (name, observed, reads) in [
+        ("rp", &rp, &["rp_frontend"][..]),
+        (
+            "rp+maestro",
+            &rp_maestro,
+            &["rp_frontend", "maestro_bundle"][..],
+        ),
+    ] {
+        for key in observed.hops.keys() {
+            assert!(
+                reads.contains(&key[1].as_str()),
+                "{name} times {key:?}, a hop it does not read directly"
+            );
+        }
+        for operation in ["create", "delete"] {
+            for hop in reads {
+                assert!(
+                    observed
+                        .hops
+                        .keys()
+                        .any(|k| k[0] == operation && k[1] == *hop),
+                    "{name} timed no {hop} of {operation}: {:?}",
+                    observed.hops
+                );
+            }
+            assert!(
+                observed.operations.keys().any(|k| k[0] == operation),
+                "{name} ended no {operation}: {:?}",
+                observed.operations
+            );
+        }
+        for key in &counted(&[name.to_string()]) {
+            assert!(
+                hcp_flow::model::is_provisional(key),
+                "{name} counted {key}, not an RP resource's"
+            );
+        }
+    }
+    assert_eq!(
+        counted(&["rp".to_string()]),
+        counted(&["rp+maestro".to_string()]),
+        "RP + Maestro counts what the RP alone counts"
+    );
+    assert_eq!(
+        (&rp.operations, &rp.slo),
+        (&rp_maestro.operations, &rp_maestro.slo),
+        "operation ends and SLO events, RP alone and RP + Maestro"
+    );
+    // What they time of a creation and a deletion is what one instance
+    // times at those hops. (Their verdicts are the RP's own, a creation
+    // complete at its Succeeded, so they need not match one instance's: a
+    // creation one instance saw fail at its HostedCluster is late to the
+    // RP.) A pool's operations and an upgrade start at the NodePool and the
+    // HostedCluster, which neither reads directly: the RP alone never sees
+    // them, RP + Maestro sees them through Maestro's feedback under Clusters
+    // Service ids, which it neither times nor owns.
+    let rows_of = |o: &Observed, hop: &str| -> BTreeMap<Vec<String>, f64> {
+        o.hops
+            .iter()
+            .filter(|(k, _)| k[1] == hop && (k[0] == "create" || k[0] == "delete"))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    };
+    assert_eq!(
+        rows_of(&rp, "rp_frontend"),
+        rows_of(&single, "rp_frontend"),
+        "the RP's hop, RP alone against one instance"
+    );
+    assert_eq!(
+        rows_of(&rp_maestro, "rp_frontend"),
+        rows_of(&rp, "rp_frontend"),
+        "the RP's hop timed alike with or without Maestro"
+    );
+    assert_eq!(
+        rows_of(&rp_maestro, "maestro_bundle"),
+        rows_of(&single, "maestro_bundle"),
+        "the bundle's hop, RP + Maestro against one instance"
+    );
+    for operation in [
+        "node_pool_create",
+        "node_pool_delete",
+        "upgrade",
+        "node_pool_upgrade",
+    ] {
+        assert!(
+            !rp.operations.keys().any(|k| k[0] == operation)
+                && !rp_maestro.operations.keys().any(|k| k[0] == operation),
+            "{operation} counted by an instance without Clusters Service: {:?} / {:?}",
+            rp.operations,
+            rp_maestro.operations
         );
     }
 }

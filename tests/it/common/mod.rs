@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod child;
+pub mod demo;
 pub mod exporter;
 pub mod helm;
 pub mod hypershift;

@@ -279,6 +279,9 @@ pub struct PrometheusBuilder {
     rules: Vec<PathBuf>,
     alertmanager: Option<String>,
     scrape: Vec<(String, String)>,
+    /// A whole `scrape_configs:` section as a program printed it (the split
+    /// demo's), in place of [`PrometheusBuilder::scrape`]'s jobs.
+    scrape_configs: Option<String>,
     flags: Vec<String>,
 }
 
@@ -291,6 +294,7 @@ pub fn prometheus(name: &'static str) -> PrometheusBuilder {
         rules: Vec::new(),
         alertmanager: None,
         scrape: Vec::new(),
+        scrape_configs: None,
         flags: Vec::new(),
     }
 }
@@ -346,6 +350,14 @@ impl PrometheusBuilder {
         self
     }
 
+    /// Scrape what `yaml` says: a `scrape_configs:` section as `hcp-flow
+    /// demo --topology split` prints it, every instance with its labels.
+    pub fn scrape_configs(mut self, yaml: &str) -> Self {
+        assert!(self.scrape.is_empty(), "scrape jobs or a section, not both");
+        self.scrape_configs = Some(yaml.to_string());
+        self
+    }
+
     /// The configuration file it is started with.
     pub fn config(&self) -> String {
         // Prometheus durations are whole units: `2s`, `500ms`.
@@ -371,6 +383,10 @@ impl PrometheusBuilder {
             out.push_str(&format!(
                 "alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{am}']\n"
             ));
+        }
+        if let Some(section) = &self.scrape_configs {
+            out.push_str(section.trim_end());
+            out.push('\n');
         }
         if !self.scrape.is_empty() {
             out.push_str("scrape_configs:\n");
