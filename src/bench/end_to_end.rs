@@ -237,13 +237,11 @@ pub async fn end_to_end(
     pinning: &pin::Pinning,
     history: Option<u32>,
 ) -> Result<EndToEndFigures, BenchError> {
-    use crate::sim::{SimClock, World};
-    let world = World::new(bench_world(clusters), SimClock::Real);
-    let upstreams = upstream_threads()?;
-    let serving = world.clone();
-    let endpoints = on_threads(&upstreams, async move { serving.serve().await })
-        .await?
-        .map_err(BenchError::World)?;
+    let BenchWorld {
+        world,
+        endpoints,
+        _upstreams,
+    } = start_bench_world(clusters).await?;
     let mut config = bench_config(&world, &endpoints, free_port()?, shards, mode);
     let state = std::env::temp_dir().join(format!(
         "hcp-flow-bench-history-{}-{}",
@@ -394,6 +392,31 @@ async fn steady_requests(
     Ok(SteadyRequests {
         caught_up_after: Some(caught_up_after),
         requests: counted.figures(world, cycle, shards),
+    })
+}
+
+/// A simulated world of `clusters` clusters serving on threads of its own
+/// (the exporter's CPU stays the exporter's), and where it listens.
+pub(super) struct BenchWorld {
+    pub world: crate::sim::World,
+    pub endpoints: crate::sim::Endpoints,
+    /// Kept for as long as the world serves.
+    pub _upstreams: crate::background::Background,
+}
+
+/// Start [`bench_world`] of `clusters` on real time, as every end-to-end
+/// part of the bench does.
+pub(super) async fn start_bench_world(clusters: usize) -> Result<BenchWorld, BenchError> {
+    let world = crate::sim::World::new(bench_world(clusters), crate::sim::SimClock::Real);
+    let upstreams = upstream_threads()?;
+    let serving = world.clone();
+    let endpoints = on_threads(&upstreams, async move { serving.serve().await })
+        .await?
+        .map_err(BenchError::World)?;
+    Ok(BenchWorld {
+        world,
+        endpoints,
+        _upstreams: upstreams,
     })
 }
 

@@ -6,11 +6,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-use super::end_to_end::{bench_config, bench_world};
+use super::end_to_end::bench_config;
 use super::figures::{Latency, fleet_level_series_in, resident_memory_of, series_in};
-use super::process::{
-    Serving, free_port, on_threads, ready_deadline, spawn_child, upstream_threads, wait_ready,
-};
+use super::process::{Serving, free_port, ready_deadline, spawn_child, wait_ready};
 use super::readings::{by_source, cluster_ids};
 use super::scraper::Scraper;
 use super::{BenchError, MaestroMode, pin};
@@ -131,13 +129,11 @@ pub async fn compare(
     mode: MaestroMode,
     pinning: &pin::Pinning,
 ) -> Result<ShardFigures, BenchError> {
-    use crate::sim::{SimClock, World};
-    let world = World::new(bench_world(clusters), SimClock::Real);
-    let upstreams = upstream_threads()?;
-    let serving = world.clone();
-    let endpoints = on_threads(&upstreams, async move { serving.serve().await })
-        .await?
-        .map_err(BenchError::World)?;
+    let super::end_to_end::BenchWorld {
+        world,
+        endpoints,
+        _upstreams,
+    } = super::end_to_end::start_bench_world(clusters).await?;
     let instances: Vec<Option<u32>> = std::iter::once(None).chain((0..shards).map(Some)).collect();
     let mut configs = Vec::new();
     for shard in &instances {

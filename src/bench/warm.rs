@@ -16,12 +16,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::end_to_end::{bench_config, bench_world};
+use super::end_to_end::bench_config;
 use super::figures::resident_memory_of;
-use super::process::{
-    Readiness, Spawned, Stopped, free_port, on_threads, ready_deadline, spawn_child,
-    upstream_threads,
-};
+use super::process::{Readiness, Spawned, Stopped, free_port, ready_deadline, spawn_child};
 use super::readings::{
     available_bundles, cluster_ids, kind_states, source_up, value_of, value_where,
 };
@@ -250,15 +247,13 @@ pub async fn warm_restart(
     shards: u32,
     downtime: Duration,
 ) -> Result<WarmFigures, BenchError> {
-    use crate::sim::{SimClock, World};
     let shards = shards.max(1);
     let pinning = pin::Pinning::apply();
-    let world = World::new(bench_world(clusters), SimClock::Real);
-    let upstreams = upstream_threads()?;
-    let serving = world.clone();
-    let endpoints = on_threads(&upstreams, async move { serving.serve().await })
-        .await?
-        .map_err(BenchError::World)?;
+    let super::end_to_end::BenchWorld {
+        world,
+        endpoints,
+        _upstreams,
+    } = super::end_to_end::start_bench_world(clusters).await?;
     let unique = format!(
         "{}-{}",
         std::process::id(),
@@ -625,7 +620,10 @@ mod tests {
     /// turned or went inside the downtime, of followed clusters.
     #[test]
     fn downtime_changes_are_read_from_the_worlds_plans() {
-        let world = crate::sim::World::new(bench_world(40), crate::sim::SimClock::Real);
+        let world = crate::sim::World::new(
+            super::super::end_to_end::bench_world(40),
+            crate::sim::SimClock::Real,
+        );
         let now = world.now_ms();
         let plans = world.plans(now);
         let alive: Vec<(String, Option<i64>)> = plans
