@@ -142,6 +142,18 @@ pub struct GroundTruthCluster {
     /// The hop at which the fault's operation failed (`None`: it did not
     /// fail, it waits or regressed).
     pub failed_hop: Option<&'static str>,
+    /// The operations the fault holds and the hops at which it shows in
+    /// each ([`FaultKind::holds`]): an alert about the cluster naming
+    /// another operation or hop is not the fault's.
+    pub holds: Vec<Held>,
+}
+
+/// One operation a fault holds (`None`: a regression no operation owns)
+/// and the hops at which it shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Held {
+    pub operation: Option<&'static str>,
+    pub hops: Vec<&'static str>,
 }
 
 impl World {
@@ -360,7 +372,11 @@ fn operations(
         );
     }
     for u in d.pool_upgrades.iter().filter(|u| u.started <= now) {
-        let fault = fault_of(&[FaultKind::NodePoolStuckUpdating]).filter(|_| u.done.is_none());
+        let fault = fault_of(&[
+            FaultKind::NodePoolStuckUpdating,
+            FaultKind::CsNodePoolUpgradeError,
+        ])
+        .filter(|_| u.done.is_none());
         push(
             "node_pool_upgrade",
             Some(u.pool),
@@ -399,6 +415,7 @@ fn cluster(
         node_pool: None,
         target_version: None,
         failed_hop: p.fault.and_then(|f| failed_hop(f.as_str())),
+        holds: Vec::new(),
     };
     let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let when: Option<(Ms, Ms)> = match p.fault {
@@ -406,6 +423,7 @@ fn cluster(
             out.fault = Some(kind.as_str());
             out.expected_alert = Some(kind.expected_alert());
             out.operation = kind.operation();
+            out.holds = held(kind);
             let hit = day2_fault(&p.day2, kind, day2, add);
             out.node_pool = hit.pool.and_then(|i| p.pool_name(i));
             out.target_version = hit.target.map(str::to_string);
@@ -415,12 +433,14 @@ fn cluster(
             out.fault = Some(kind.as_str());
             out.expected_alert = Some(kind.expected_alert());
             out.operation = kind.operation();
+            out.holds = held(kind);
             fault_times(p, kind, budgets, deletion, mgmt, add)
         }
         None if mgmt.is_some_and(|f| f.managed_cluster_never_joins) => {
             out.fault = Some(MANAGED_CLUSTER_NEVER_JOINS);
             out.expected_alert = Some("HCPManagedClusterNotJoined");
             out.operation = FaultKind::ManagedClusterNeverJoins.operation();
+            out.holds = held(FaultKind::ManagedClusterNeverJoins);
             // The budget counts from the later of the ManagedCluster's
             // phase change (when the management side started) and the
             // creation's completion, which comes later.
@@ -528,7 +548,8 @@ fn fault_times(
         | FaultKind::NodePoolStuckUpdating
         | FaultKind::AddedPoolVmUnschedulable
         | FaultKind::AddedPoolNoFreeAgent
-        | FaultKind::CsNodePoolError => None,
+        | FaultKind::CsNodePoolError
+        | FaultKind::CsNodePoolUpgradeError => None,
     }
 }
 
@@ -536,7 +557,13 @@ fn fault_times(
 /// it waits, or regressed). Only the day-2 faults are named: the creation's
 /// and the deletion's say it with their alert, as they always have.
 fn failed_hop(fault: &str) -> Option<&'static str> {
-    (fault == FaultKind::CsNodePoolError.as_str()).then_some("clusters_service")
+    [
+        FaultKind::CsNodePoolError,
+        FaultKind::CsNodePoolUpgradeError,
+    ]
+    .iter()
+    .any(|f| f.as_str() == fault)
+    .then_some("clusters_service")
 }
 
 /// What a day-2 fault hits: the pool (its index), the target release, and
@@ -581,6 +608,19 @@ fn day2_fault(
             target: None,
             when: Some((f.error, add(f.error, HOP_FAILED_HOLD))),
         }),
+        // Failed at Clusters Service during the upgrade: `HCPOperationFailed`
+        // has no hold, so it is due when the error is served (whole
+        // seconds); the exporter reads a pool in flight at every fast poll
+        // (docs/design.md §15.11), within the run's slack.
+        FaultKind::CsNodePoolUpgradeError => d
+            .pool_upgrades
+            .iter()
+            .find_map(|u| u.cs_error.map(|e| (u, e)))
+            .map_or(none, |(u, e)| Day2Hit {
+                pool: Some(u.pool),
+                target: Some(u.to),
+                when: Some((e, e)),
+            }),
         FaultKind::UpgradeStuckPartial => d.upgrade.as_ref().map_or(none, |u| {
             let at = trunc_s(u.started);
             Day2Hit {
@@ -666,7 +706,19 @@ fn hub_cluster(
             .and_then(|i| p.pool_name(i)),
         target_version: hit.as_ref().and_then(|h| h.target).map(str::to_string),
         failed_hop: p.fault.and_then(|f| failed_hop(f.as_str())),
+        holds: p.fault.map(held).unwrap_or_default(),
     }
+}
+
+/// What `kind` holds, by name.
+fn held(kind: FaultKind) -> Vec<Held> {
+    kind.holds()
+        .iter()
+        .map(|(operation, hops)| Held {
+            operation: *operation,
+            hops: hops.iter().map(|h| h.as_str()).collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

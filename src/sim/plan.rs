@@ -665,7 +665,8 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             | FaultKind::NodePoolStuckUpdating
             | FaultKind::AddedPoolVmUnschedulable
             | FaultKind::AddedPoolNoFreeAgent
-            | FaultKind::CsNodePoolError,
+            | FaultKind::CsNodePoolError
+            | FaultKind::CsNodePoolUpgradeError,
         ) => {}
     }
 
