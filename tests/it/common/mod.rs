@@ -7,6 +7,7 @@
 pub mod browser;
 pub mod child;
 pub mod exporter;
+pub mod fidelity;
 pub mod helm;
 pub mod hypershift;
 pub mod kube;
