@@ -381,6 +381,15 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         false_alarms.join("\n  "),
         forecasts.join("\n  "),
     );
+    let failures: Vec<&String> = table.values().flat_map(|r| &r.failures).collect();
+    eprintln!(
+        "faults not in time:\n  {}",
+        failures
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
 
     let missing: Vec<&str> = FAULTS
         .iter()
@@ -395,7 +404,6 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         missing.is_empty(),
         "faults never judged (none occurred with its alert due during the run): {missing:?}\n{rendered}"
     );
-    let failures: Vec<&String> = table.values().flat_map(|r| &r.failures).collect();
     assert!(
         failures.is_empty(),
         "recall {recall:.2}: injected faults whose alert did not fire in time:\n{}\n{rendered}\n{}",
