@@ -128,7 +128,7 @@ impl Run {
             &run.client,
             &run.prometheus,
             Some(&run.exporter),
-            Duration::from_secs(60),
+            Duration::from_secs(240),
         )
         .await;
         assert!(ready, "never ready\n{}", run.logs());
