@@ -99,7 +99,28 @@ pub struct GroundTruth {
     pub day2_operations: Vec<Day2OperationTruth>,
     /// The seeded burst of failures, when the world has one.
     pub failure_burst: Option<FailureBurstTruth>,
+    /// Objects the world serves on purpose that no strict decoder reads
+    /// (with faults on: one HostedCluster on the first management
+    /// cluster): the exporter skips each and counts it, so its source's
+    /// `HCPUnknownUpstreamValues{field="object"}` fires, each time a relist
+    /// reads it again.
+    pub malformed_objects: Vec<MalformedObjectTruth>,
     pub items: Vec<GroundTruthCluster>,
+}
+
+/// One object served on purpose that matches no schema.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MalformedObjectTruth {
+    /// The exporter's source that reads it (`kube/<mgmt_cluster>`).
+    pub source: String,
+    /// The unknown-value field the exporter counts it under.
+    pub field: &'static str,
+    pub kind: &'static str,
+    pub namespace: &'static str,
+    pub name: &'static str,
+    pub expected_alert: &'static str,
+    /// When the world stored it.
+    pub since: Timestamp,
 }
 
 /// Every creation created in `[from, to)` fails: the fleet-level failure
@@ -217,6 +238,14 @@ impl World {
                     expected_alert: "HCPOperationSuccessBudgetBurn",
                     operation: crate::model::OperationKind::Create.as_str(),
                 }),
+            malformed_objects: self
+                .inner
+                .kube
+                .lock()
+                .as_ref()
+                .and_then(|k| k.malformed.clone())
+                .into_iter()
+                .collect(),
             items,
         }
     }

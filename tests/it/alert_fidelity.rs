@@ -303,6 +303,7 @@ fn judge_of<'a>(
     seen: &BTreeMap<String, Seen>,
     episodes: &'a [fidelity::Episode],
     bursts: Vec<fidelity::Burst>,
+    truth: &Value,
 ) -> fidelity::Judge<'a> {
     fidelity::Judge {
         faults: seen
@@ -311,6 +312,7 @@ fn judge_of<'a>(
             .collect(),
         episodes,
         bursts,
+        malformed: fidelity::Malformed::of(truth),
         clusters: seen.keys().cloned().collect(),
     }
 }
@@ -351,7 +353,7 @@ async fn every_injected_fault_raises_its_alert_and_only_then() {
         .await;
     let end = Timestamp::now();
     let episodes = fidelity::episodes(&run.client, &run.prometheus, run.watching_since).await;
-    let judge = judge_of(&seen, &episodes, Vec::new());
+    let judge = judge_of(&seen, &episodes, Vec::new(), &run.ground_truth().await);
 
     // Recall, per operation kind and fault.
     let mut table = fidelity::Table::new();
@@ -474,7 +476,7 @@ async fn a_burst_of_failures_pages_and_nothing_burns_before_it() {
     };
     let seen = run.watch(Duration::from_secs(130)).await;
     let episodes = fidelity::episodes(&run.client, &run.prometheus, run.watching_since).await;
-    let judge = judge_of(&seen, &episodes, vec![burst.clone()]);
+    let judge = judge_of(&seen, &episodes, vec![burst.clone()], &truth);
 
     // The burst pages: the success SLO's critical burn of its operation
     // begins after the burst began.

@@ -194,6 +194,15 @@ async fn every_hub_fault_raises_its_alert_and_healthy_clusters_none() {
     let seen = run.watch(WATCH, every_fault_judgeable).await;
     let end = Timestamp::now();
     let episodes = fidelity::episodes(&run.client, &run.prometheus, run.watching_since).await;
+    let truth: Value = run
+        .client
+        .get(format!("{}{GROUND_TRUTH_PATH}", run.exporter))
+        .send()
+        .await
+        .expect("the ground truth")
+        .json()
+        .await
+        .expect("the ground truth as JSON");
     let judge = fidelity::Judge {
         faults: seen
             .values()
@@ -201,6 +210,7 @@ async fn every_hub_fault_raises_its_alert_and_healthy_clusters_none() {
             .collect(),
         episodes: &episodes,
         bursts: Vec::new(),
+        malformed: fidelity::Malformed::of(&truth),
         clusters: seen.keys().cloned().collect(),
     };
 

@@ -319,6 +319,33 @@ pub struct Burst {
     pub from: Timestamp,
 }
 
+/// An object a world serves on purpose that no strict decoder reads: the
+/// cause of its source's `HCPUnknownUpstreamValues{field}` from `since` on.
+#[derive(Clone, Debug)]
+pub struct Malformed {
+    pub source: String,
+    pub field: String,
+    pub since: Timestamp,
+}
+
+impl Malformed {
+    /// Every one the ground truth `truth` names.
+    pub fn of(truth: &Value) -> Vec<Malformed> {
+        truth["malformed_objects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                Some(Malformed {
+                    source: m["source"].as_str()?.to_string(),
+                    field: m["field"].as_str()?.to_string(),
+                    since: m["since"].as_str()?.parse().ok()?,
+                })
+            })
+            .collect()
+    }
+}
+
 /// What one fault's alert did.
 #[derive(Clone, Debug)]
 pub enum Outcome {
@@ -336,6 +363,8 @@ pub struct Judge<'a> {
     pub faults: Vec<Fault>,
     pub episodes: &'a [Episode],
     pub bursts: Vec<Burst>,
+    /// Objects served on purpose that no decoder reads.
+    pub malformed: Vec<Malformed>,
     /// Clusters the ground truth named, with a fault or not.
     pub clusters: std::collections::BTreeSet<String>,
 }
@@ -415,7 +444,8 @@ impl Judge<'_> {
     ///   effect when the episode began and whose operation, hop and pool
     ///   the alert names ([`Fault::named_by`]).
     /// - `HCPUnknownUpstreamValues`: an `unknown_*` fault of its source
-    ///   that had taken effect.
+    ///   that had taken effect, or an object of its source and field the
+    ///   world serves malformed on purpose ([`Malformed`]).
     /// - A burn-rate alert: a fault of its operation that had taken effect,
     ///   or the run's burst of that operation, begun.
     /// - Anything else of the fleet (a source down or not synced, the
@@ -450,16 +480,19 @@ impl Judge<'_> {
             });
         }
         if alert == "HCPUnknownUpstreamValues" {
-            return self
-                .faults
-                .iter()
-                .any(|f| {
+            let malformed = self.malformed.iter().any(|m| {
+                Some(m.source.as_str()) == e.label("source")
+                    && Some(m.field.as_str()) == e.label("field")
+                    && m.since <= e.start
+            });
+            return (malformed
+                || self.faults.iter().any(|f| {
                     f.source().is_some()
                         && f.source() == e.label("source")
                         && f.took_effect_by(e.start)
-                })
-                .then_some(())
-                .ok_or_else(|| "no unknown value of its source had been served".into());
+                }))
+            .then_some(())
+            .ok_or_else(|| "no unknown value of its source had been served".into());
         }
         if alert.ends_with("BudgetBurn") {
             let operation = e.label("operation");
