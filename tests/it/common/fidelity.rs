@@ -215,6 +215,10 @@ pub struct Fault {
     pub due: Option<Timestamp>,
     pub operation: Option<String>,
     pub node_pool: Option<String>,
+    /// The hop at which the fault's operation fails, where it fails one:
+    /// an `HCPOperationFailed` of that operation must name it, the root
+    /// cause (docs/design.md §15.11), not another hop that mirrors it.
+    pub failed_hop: Option<String>,
     /// The operations the fault holds (its own first) and the hops at
     /// which it shows in each.
     pub holds: Vec<(Option<String>, Vec<String>)>,
@@ -235,6 +239,7 @@ impl Fault {
             due: at("alert_due_at"),
             operation: text("operation"),
             node_pool: text("node_pool"),
+            failed_hop: text("failed_hop"),
             holds: item["holds"]
                 .as_array()
                 .into_iter()
@@ -275,6 +280,12 @@ impl Fault {
                     && match (e.label("node_pool"), self.node_pool.as_deref()) {
                         (Some(named), Some(pool)) if *operation == self.operation => {
                             hcp_flow::model::same_pool(pool, named)
+                        }
+                        _ => true,
+                    }
+                    && match self.failed_hop.as_deref() {
+                        Some(failed) if e.alert() == "HCPOperationFailed" => {
+                            *operation != self.operation || e.label("hop") == Some(failed)
                         }
                         _ => true,
                     }
