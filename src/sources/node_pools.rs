@@ -123,12 +123,17 @@ impl PoolHints {
 }
 
 /// At most this many clusters with a pool in flight are read again per
-/// poll: more take turns, each read once every `followed / this` polls.
-/// Below it, every pool in flight at the RP or Clusters Service is read at
-/// the fast cadence, so what ends it there (Clusters Service's `error`
-/// during an upgrade, the RP's `Failed`) is seen within one fast poll, not
-/// a rotation later (docs/design.md §15.11).
+/// poll (more wait for the next turn).
 const MAX_FOLLOWED_PER_POLL: usize = 100;
+
+/// A cluster with a pool in flight is read again every this many polls,
+/// and at once when a hint names it: what moves a pool at the RP or
+/// Clusters Service mostly follows its NodePool, which hints it. A cluster
+/// with a pool updating is read at every poll instead: nothing hints what
+/// ends an upgrade there (Clusters Service's `error`), and reading every
+/// pool in flight at every poll kept the demo's pollers seconds behind
+/// their clusters (docs/design.md §15.11).
+const FOLLOW_EVERY: u64 = 8;
 
 /// At most this many hinted clusters are read in one batch: the batch is
 /// delivered when its last read ends, so a burst of hints (every pool in
@@ -157,9 +162,11 @@ pub struct PoolFollow {
     /// falls in its bucket, so the rotation holds no copy of the fleet's
     /// keys (they are long-lived memory at 10,000 clusters).
     turn: u64,
-    /// Where the next poll's share of the followed clusters begins, when
-    /// more than [`MAX_FOLLOWED_PER_POLL`] are followed.
-    followed_turn: usize,
+    /// Where the next poll's share of the followed clusters begins.
+    followed_turn: u64,
+    /// Of the followed clusters, those with a pool updating: read at every
+    /// poll ([`FOLLOW_EVERY`]).
+    updating: std::collections::HashSet<String>,
     /// When the last turn (of the rotation and the followed) was taken.
     last_turn: Option<std::time::Instant>,
     rotation_period: Duration,
@@ -177,6 +184,7 @@ impl PoolFollow {
             unsettled: HashMap::new(),
             turn: 0,
             followed_turn: 0,
+            updating: std::collections::HashSet::new(),
             last_turn: None,
             rotation_period,
             fast_interval,
@@ -224,17 +232,19 @@ impl PoolFollow {
             return due.into_iter().collect();
         }
         self.last_turn = Some(now);
-        // Followed pools: every one each poll, up to
-        // `MAX_FOLLOWED_PER_POLL`; past it they take turns, so a fleet with
-        // many pools in flight still has each read within a few polls.
-        let mut followed: Vec<&String> = self.unsettled.keys().collect();
-        followed.sort();
-        if followed.len() > MAX_FOLLOWED_PER_POLL {
-            let from = self.followed_turn % followed.len();
-            followed.rotate_left(from);
-            followed.truncate(MAX_FOLLOWED_PER_POLL);
-            self.followed_turn = from + MAX_FOLLOWED_PER_POLL;
-        }
+        // Followed pools: those updating each poll, the others an eighth
+        // each poll (each read every `FOLLOW_EVERY` polls; a hint reads one
+        // at once), at most `MAX_FOLLOWED_PER_POLL`, so a fleet with many
+        // pools in flight still has its clusters read on time.
+        let turn = self.followed_turn % FOLLOW_EVERY;
+        self.followed_turn = self.followed_turn.wrapping_add(1);
+        let mut followed: Vec<&String> = self
+            .unsettled
+            .keys()
+            .filter(|key| self.updating.contains(*key) || bucket(key, FOLLOW_EVERY) == turn)
+            .collect();
+        followed.sort_by_key(|key| (!self.updating.contains(*key), *key));
+        followed.truncate(MAX_FOLLOWED_PER_POLL);
         due.extend(followed.into_iter().cloned());
         let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
         let turn = self.turn % buckets;
@@ -262,6 +272,14 @@ impl PoolFollow {
     ) {
         let before = self.unsettled.remove(cluster).unwrap_or_default();
         let read = read.unwrap_or_default();
+        let updating = read
+            .iter()
+            .any(|(_, view)| crate::model::provisioned_update(hop, &view.state));
+        if updating {
+            self.updating.insert(cluster.to_string());
+        } else {
+            self.updating.remove(cluster);
+        }
         let mut after = Vec::new();
         for (name, view) in read {
             let fingerprint = view.fingerprint();
@@ -621,18 +639,17 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.len(), 1);
-        // Every fast poll reads it again: what ends it at this hop (an
-        // `error` during an upgrade) shows within one poll, not eight.
         let start = std::time::Instant::now();
-        let polls: Vec<Vec<String>> = (0..8u32)
+        let polls: Vec<Vec<String>> = (0..FOLLOW_EVERY as u32)
             .map(|i| {
                 let at = start + Duration::from_secs(10) * (i + 1);
                 follow.due_when(false, true, std::iter::empty(), at)
             })
             .collect();
-        assert!(
-            polls.iter().all(|p| p.as_slice() == ["c1"]),
-            "followed at every fast poll while not settled: {polls:?}"
+        assert_eq!(
+            polls.iter().filter(|p| p.as_slice() == ["c1"]).count(),
+            1,
+            "followed while not settled, once every {FOLLOW_EVERY} polls: {polls:?}"
         );
         out.clear();
         follow.record(
@@ -652,38 +669,44 @@ mod tests {
     }
 
     #[test]
-    fn past_the_cap_the_clusters_followed_take_turns_and_none_waits_long() {
+    fn a_pool_updating_is_read_at_every_poll_the_others_in_turns() {
         let mut follow = PoolFollow::new(None, Duration::from_secs(3600), Duration::from_secs(10));
-        let installing = || HopView::new("installing", Phase::Progressing);
-        let total = MAX_FOLLOWED_PER_POLL * 2 + 50;
-        for i in 0..total {
-            let id = format!("c{i:04}");
-            let key = ClusterKey::Id(id.clone());
-            let mut out = Vec::new();
+        let mut out = Vec::new();
+        let mut record = |follow: &mut PoolFollow, id: &str, state: &str| {
             follow.record(
-                &id,
-                &key,
+                id,
+                &ClusterKey::Id(id.to_string()),
                 Hop::ClustersService,
-                Some(vec![("np".into(), installing())]),
+                Some(vec![("np".into(), HopView::new(state, Phase::Progressing))]),
                 &mut out,
             );
+        };
+        for i in 0..FOLLOW_EVERY * 4 {
+            record(&mut follow, &format!("c{i:03}"), "installing");
         }
+        record(&mut follow, "upgrading", "updating");
         let start = std::time::Instant::now();
         let mut reads: BTreeMap<String, usize> = BTreeMap::new();
-        let polls = total.div_ceil(MAX_FOLLOWED_PER_POLL);
-        for i in 0..polls {
+        for i in 0..FOLLOW_EVERY {
             let at = start + Duration::from_secs(10) * (i as u32 + 1);
             let due = follow.due_when(false, true, std::iter::empty(), at);
-            assert_eq!(due.len(), MAX_FOLLOWED_PER_POLL, "poll {i}: the cap");
+            assert!(due.iter().any(|k| k == "upgrading"), "poll {i}: {due:?}");
             for key in due {
                 *reads.entry(key).or_default() += 1;
             }
         }
-        assert_eq!(
-            reads.len(),
-            total,
-            "every followed cluster read within {polls} polls"
+        assert_eq!(reads["upgrading"], FOLLOW_EVERY as usize);
+        assert!(
+            reads
+                .iter()
+                .filter(|(k, _)| *k != "upgrading")
+                .all(|(_, n)| *n == 1),
+            "each other followed cluster once in {FOLLOW_EVERY} polls: {reads:?}"
         );
+        assert_eq!(reads.len(), FOLLOW_EVERY as usize * 4 + 1);
+        // Ready again: no longer read at every poll.
+        record(&mut follow, "upgrading", "installing");
+        assert!(!follow.updating.contains("upgrading"));
     }
 
     #[tokio::test]
