@@ -914,6 +914,33 @@ fn a_pool_upgrade_clusters_service_fails_before_any_poll_saw_it_updating_fails_t
             .all(|op| op.kind != OperationKind::NodePoolCreate),
         "the pool's failure is its upgrade's, not a creation's"
     );
+
+    // The RP's `Failed` read a poll before Clusters Service's `error`: the
+    // upgrade fails at the RP, then names Clusters Service.
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    f.apply(batch(false, t(25), vec![pool_updating(t(24))]), t(25));
+    f.apply(
+        batch(
+            false,
+            t(27),
+            vec![rp_pool("np-1", "Failed", Phase::Failed, t(0)).since(t(26))],
+        ),
+        t(27),
+    );
+    assert_eq!(pool_upgrade(&f).unwrap().failed_hop, Some(Hop::RpFrontend));
+    f.apply(
+        batch(
+            false,
+            t(28),
+            vec![cs_pool("np-1", "error", Phase::Failed, t(26))],
+        ),
+        t(28),
+    );
+    assert_eq!(
+        pool_upgrade(&f).unwrap().failed_hop,
+        Some(Hop::ClustersService)
+    );
 }
 
 #[test]

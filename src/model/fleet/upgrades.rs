@@ -204,6 +204,17 @@ fn service_hops(
         let Some((phase, state, since, via)) = service_reading(timeline, op, hop) else {
             continue;
         };
+        if hop == Hop::ClustersService
+            && phase == Phase::Failed
+            && since.at >= op.started_at.at
+            && op.outcome == OperationOutcome::Failed
+            && op.failed_hop == Some(Hop::RpFrontend)
+        {
+            // The RP's `Failed` was read first, Clusters Service unread
+            // then: its `error` is the root cause and names the hop
+            // (docs/design.md §15.11).
+            op.failed_hop = Some(Hop::ClustersService);
+        }
         let Some(entry) = op.hop(hop).copied() else {
             if op.in_flight() && provisioned_update(hop, state) {
                 if !since.observed && since.at < op.started_at.at {

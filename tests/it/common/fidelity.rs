@@ -283,13 +283,23 @@ impl Fault {
                         }
                         _ => true,
                     }
-                    && match self.failed_hop.as_deref() {
-                        Some(failed) if e.alert() == "HCPOperationFailed" => {
-                            *operation != self.operation || e.label("hop") == Some(failed)
-                        }
-                        _ => true,
-                    }
             })
+    }
+
+    /// Whether `e`, an alert about this fault, names the hop its
+    /// operation failed at where the truth says one: an
+    /// `HCPOperationFailed` of the fault's operation must name the root
+    /// cause (docs/design.md §15.11). An episode naming the RP, which
+    /// mirrors the failure and may be read a poll before Clusters Service,
+    /// is a true alert about the fault (precision), but not the one recall
+    /// waits for.
+    pub fn names_root_cause(&self, e: &Episode) -> bool {
+        match self.failed_hop.as_deref() {
+            Some(failed) if e.alert() == "HCPOperationFailed" => {
+                e.label("operation") != self.operation.as_deref() || e.label("hop") == Some(failed)
+            }
+            _ => true,
+        }
     }
 
     fn took_effect_by(&self, t: Timestamp) -> bool {
@@ -411,7 +421,9 @@ impl Judge<'_> {
                 )),
             };
         }
-        let right: Vec<&Episode> = of_alert().filter(|e| f.named_by(e)).collect();
+        let right: Vec<&Episode> = of_alert()
+            .filter(|e| f.named_by(e) && f.names_root_cause(e))
+            .collect();
         if let Some(e) = right
             .iter()
             .filter(|e| from <= e.start && e.start <= deadline)
