@@ -47,6 +47,7 @@ pub use operation::{
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;
 pub use text::Text;
+pub use timeline::INSTALLED_NOT_AVAILABLE;
 pub(crate) use timeline::provisioned_update;
 pub use timeline::{
     CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, PoolReading, TimeMark,
