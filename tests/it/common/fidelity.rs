@@ -469,8 +469,8 @@ impl Judge<'_> {
     /// - `HCPUnknownUpstreamValues`: an `unknown_*` fault of its source
     ///   that had taken effect, or an object of its source and field the
     ///   world serves malformed on purpose ([`Malformed`]).
-    /// - A burn-rate alert: a fault of its operation that had taken effect,
-    ///   or the run's burst of that operation, begun.
+    /// - A burn-rate alert: a fault of its operation, or holding it, that
+    ///   had taken effect, or the run's burst of that operation, begun.
     /// - Anything else of the fleet (a source down or not synced, the
     ///   exporter absent): no cause in these worlds.
     pub fn explain(&self, e: &Episode) -> Result<(), String> {
@@ -519,10 +519,14 @@ impl Judge<'_> {
         }
         if alert.ends_with("BudgetBurn") {
             let operation = e.label("operation");
-            let fault = self
-                .faults
-                .iter()
-                .any(|f| f.operation.as_deref() == operation && f.took_effect_by(e.start));
+            // A fault of that operation, or one that holds it (a creation
+            // fault that keeps the pools from their nodes makes their
+            // `node_pool_create` late or failed too).
+            let fault = self.faults.iter().any(|f| {
+                (f.operation.as_deref() == operation
+                    || f.holds.iter().any(|(o, _)| o.as_deref() == operation))
+                    && f.took_effect_by(e.start)
+            });
             let burst = self.bursts.iter().any(|b| {
                 Some(b.operation.as_str()) == operation && b.alert == alert && b.from <= e.start
             });
