@@ -600,20 +600,25 @@ pub fn render(table: &Table) -> String {
 
 /// The episodes no cause explains, and the forecasts about a healthy part
 /// of a cluster, each with its reason. A forecast is charged to a fault
-/// when it names the fault's operation and one of its hops: then it must
-/// not have begun before the fault took effect. Else it forecasts a
-/// healthy creation slower than most ([`FORECASTS`]).
+/// when it names the fault's operation and one of its hops and began once
+/// the fault had taken effect. Else it forecasts a creation, healthy then,
+/// slower than most ([`FORECASTS`]).
 pub fn unexplained(judge: &Judge<'_>) -> (Vec<String>, Vec<String>) {
     let mut alarms = Vec::new();
     let mut forecasts = Vec::new();
     for e in judge.episodes {
         if let Err(why) = judge.explain(e) {
             let line = format!("{}: {why}", e.describe());
+            // Charged to a fault only once it took effect: before, the
+            // creation was healthy, and a forecast of it slower than most
+            // is what a healthy creation may get (a burst's cluster that
+            // fails later, at seed 11).
             let charged = judge.faults.iter().any(|f| {
                 f.named_by(e)
                     && f.operation.is_some()
                     && e.label("operation").is_some()
                     && e.label("hop").is_some()
+                    && f.took_effect_by(e.start)
             });
             if FORECASTS.contains(&e.alert()) && !charged {
                 forecasts.push(line);
