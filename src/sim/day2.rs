@@ -39,6 +39,9 @@ const CS_NODE_POOL_ERROR_SHARE: f64 = 0.15;
 /// stays Partial, and whose first pool's upgrade never ends.
 const UPGRADE_STUCK_SHARE: f64 = 0.15;
 const POOL_UPGRADE_STUCK_SHARE: f64 = 0.15;
+/// Of the clusters that upgrade and draw no other fault, the share whose
+/// first pool's upgrade Clusters Service fails (`Day2Draw::cs_node_pool_error`).
+const CS_POOL_UPGRADE_ERROR_SHARE: f64 = 0.15;
 
 /// The release a cluster of `version` upgrades to (x.y.z; `None`: none
 /// offered). 4.20.0 is the self-managed hub's release.
@@ -150,6 +153,9 @@ pub(crate) struct PoolUpgrade {
     /// `status.version` is the target, `UpdatingVersion` removed (`None`:
     /// never).
     pub done: Option<Ms>,
+    /// Clusters Service put the pool in `error` here, during the upgrade
+    /// ([`FaultKind::CsNodePoolUpgradeError`]); the RP says `Failed`.
+    pub cs_error: Option<Ms>,
 }
 
 /// What a cluster does after its creation.
@@ -337,6 +343,16 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
         {
             fault = Some(FaultKind::CsNodePoolError);
         }
+        // Likewise from the upgrade fault's value past its shares.
+        let pool_upgrade_faults = UPGRADE_STUCK_SHARE + POOL_UPGRADE_STUCK_SHARE;
+        if fault.is_none()
+            && d.cs_node_pool_error
+            && upgrades
+            && (pool_upgrade_faults..pool_upgrade_faults + CS_POOL_UPGRADE_ERROR_SHARE)
+                .contains(&r_upgrade_fault)
+        {
+            fault = Some(FaultKind::CsNodePoolUpgradeError);
+        }
     }
 
     let mut out = Day2::default();
@@ -414,12 +430,18 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
                 if is_removed || !ready_before {
                     continue;
                 }
-                let stuck = pool == 0 && fault == Some(FaultKind::NodePoolStuckUpdating);
+                // Clusters Service fails the first pool's upgrade 10–60 s
+                // in; its NodePool never reports the target either.
+                let cs_error = (pool == 0 && fault == Some(FaultKind::CsNodePoolUpgradeError))
+                    .then_some(start + error_after);
+                let stuck = pool == 0 && fault == Some(FaultKind::NodePoolStuckUpdating)
+                    || cs_error.is_some();
                 out.pool_upgrades.push(PoolUpgrade {
                     pool,
                     to,
                     started: start,
                     done: (!stuck).then_some(done),
+                    cs_error,
                 });
             }
         }
@@ -522,6 +544,10 @@ pub(crate) mod tests {
                 cs_node_pool_error: true,
             });
             assert!(off.failed.is_none());
+            if on_fault == Some(FaultKind::CsNodePoolUpgradeError) {
+                assert_eq!(off_fault, None, "a healthy cluster's");
+                continue;
+            }
             if on_fault != Some(FaultKind::CsNodePoolError) {
                 assert_eq!((&on, on_fault), (&off, off_fault));
                 continue;
@@ -599,6 +625,7 @@ pub(crate) mod tests {
                 to: "4.19.9",
                 started: s(2300),
                 done: Some(s(2700)),
+                cs_error: None,
             }],
             ..Day2::default()
         };

@@ -99,7 +99,28 @@ pub struct GroundTruth {
     pub day2_operations: Vec<Day2OperationTruth>,
     /// The seeded burst of failures, when the world has one.
     pub failure_burst: Option<FailureBurstTruth>,
+    /// Objects the world serves on purpose that no strict decoder reads
+    /// (with faults on: one HostedCluster on the first management
+    /// cluster): the exporter skips each and counts it, so its source's
+    /// `HCPUnknownUpstreamValues{field="object"}` fires, each time a relist
+    /// reads it again.
+    pub malformed_objects: Vec<MalformedObjectTruth>,
     pub items: Vec<GroundTruthCluster>,
+}
+
+/// One object served on purpose that matches no schema.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MalformedObjectTruth {
+    /// The exporter's source that reads it (`kube/<mgmt_cluster>`).
+    pub source: String,
+    /// The unknown-value field the exporter counts it under.
+    pub field: &'static str,
+    pub kind: &'static str,
+    pub namespace: &'static str,
+    pub name: &'static str,
+    pub expected_alert: &'static str,
+    /// When the world stored it.
+    pub since: Timestamp,
 }
 
 /// Every creation created in `[from, to)` fails: the fleet-level failure
@@ -142,6 +163,18 @@ pub struct GroundTruthCluster {
     /// The hop at which the fault's operation failed (`None`: it did not
     /// fail, it waits or regressed).
     pub failed_hop: Option<&'static str>,
+    /// The operations the fault holds and the hops at which it shows in
+    /// each ([`FaultKind::holds`]): an alert about the cluster naming
+    /// another operation or hop is not the fault's.
+    pub holds: Vec<Held>,
+}
+
+/// One operation a fault holds (`None`: a regression no operation owns)
+/// and the hops at which it shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Held {
+    pub operation: Option<&'static str>,
+    pub hops: Vec<&'static str>,
 }
 
 impl World {
@@ -205,6 +238,14 @@ impl World {
                     expected_alert: "HCPOperationSuccessBudgetBurn",
                     operation: crate::model::OperationKind::Create.as_str(),
                 }),
+            malformed_objects: self
+                .inner
+                .kube
+                .lock()
+                .as_ref()
+                .and_then(|k| k.malformed.clone())
+                .into_iter()
+                .collect(),
             items,
         }
     }
@@ -360,7 +401,11 @@ fn operations(
         );
     }
     for u in d.pool_upgrades.iter().filter(|u| u.started <= now) {
-        let fault = fault_of(&[FaultKind::NodePoolStuckUpdating]).filter(|_| u.done.is_none());
+        let fault = fault_of(&[
+            FaultKind::NodePoolStuckUpdating,
+            FaultKind::CsNodePoolUpgradeError,
+        ])
+        .filter(|_| u.done.is_none());
         push(
             "node_pool_upgrade",
             Some(u.pool),
@@ -399,6 +444,7 @@ fn cluster(
         node_pool: None,
         target_version: None,
         failed_hop: p.fault.and_then(|f| failed_hop(f.as_str())),
+        holds: Vec::new(),
     };
     let add = |at: Ms, d: Duration| at + i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let when: Option<(Ms, Ms)> = match p.fault {
@@ -406,6 +452,7 @@ fn cluster(
             out.fault = Some(kind.as_str());
             out.expected_alert = Some(kind.expected_alert());
             out.operation = kind.operation();
+            out.holds = held(kind);
             let hit = day2_fault(&p.day2, kind, day2, add);
             out.node_pool = hit.pool.and_then(|i| p.pool_name(i));
             out.target_version = hit.target.map(str::to_string);
@@ -415,12 +462,14 @@ fn cluster(
             out.fault = Some(kind.as_str());
             out.expected_alert = Some(kind.expected_alert());
             out.operation = kind.operation();
+            out.holds = held(kind);
             fault_times(p, kind, budgets, deletion, mgmt, add)
         }
         None if mgmt.is_some_and(|f| f.managed_cluster_never_joins) => {
             out.fault = Some(MANAGED_CLUSTER_NEVER_JOINS);
             out.expected_alert = Some("HCPManagedClusterNotJoined");
             out.operation = FaultKind::ManagedClusterNeverJoins.operation();
+            out.holds = held(FaultKind::ManagedClusterNeverJoins);
             // The budget counts from the later of the ManagedCluster's
             // phase change (when the management side started) and the
             // creation's completion, which comes later.
@@ -528,7 +577,8 @@ fn fault_times(
         | FaultKind::NodePoolStuckUpdating
         | FaultKind::AddedPoolVmUnschedulable
         | FaultKind::AddedPoolNoFreeAgent
-        | FaultKind::CsNodePoolError => None,
+        | FaultKind::CsNodePoolError
+        | FaultKind::CsNodePoolUpgradeError => None,
     }
 }
 
@@ -536,7 +586,13 @@ fn fault_times(
 /// it waits, or regressed). Only the day-2 faults are named: the creation's
 /// and the deletion's say it with their alert, as they always have.
 fn failed_hop(fault: &str) -> Option<&'static str> {
-    (fault == FaultKind::CsNodePoolError.as_str()).then_some("clusters_service")
+    [
+        FaultKind::CsNodePoolError,
+        FaultKind::CsNodePoolUpgradeError,
+    ]
+    .iter()
+    .any(|f| f.as_str() == fault)
+    .then_some("clusters_service")
 }
 
 /// What a day-2 fault hits: the pool (its index), the target release, and
@@ -581,6 +637,19 @@ fn day2_fault(
             target: None,
             when: Some((f.error, add(f.error, HOP_FAILED_HOLD))),
         }),
+        // Failed at Clusters Service during the upgrade: `HCPOperationFailed`
+        // has no hold, so it is due when the error is served (whole
+        // seconds); the exporter reads a pool in flight at every fast poll
+        // (docs/design.md §15.11), within the run's slack.
+        FaultKind::CsNodePoolUpgradeError => d
+            .pool_upgrades
+            .iter()
+            .find_map(|u| u.cs_error.map(|e| (u, e)))
+            .map_or(none, |(u, e)| Day2Hit {
+                pool: Some(u.pool),
+                target: Some(u.to),
+                when: Some((e, e)),
+            }),
         FaultKind::UpgradeStuckPartial => d.upgrade.as_ref().map_or(none, |u| {
             let at = trunc_s(u.started);
             Day2Hit {
@@ -666,7 +735,19 @@ fn hub_cluster(
             .and_then(|i| p.pool_name(i)),
         target_version: hit.as_ref().and_then(|h| h.target).map(str::to_string),
         failed_hop: p.fault.and_then(|f| failed_hop(f.as_str())),
+        holds: p.fault.map(held).unwrap_or_default(),
     }
+}
+
+/// What `kind` holds, by name.
+fn held(kind: FaultKind) -> Vec<Held> {
+    kind.holds()
+        .iter()
+        .map(|(operation, hops)| Held {
+            operation: *operation,
+            hops: hops.iter().map(|h| h.as_str()).collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

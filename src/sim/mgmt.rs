@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::World;
+use super::ground::MalformedObjectTruth;
 use super::hub::HUB_NAME;
 use super::kube::objects::multicluster_engine;
 use super::kube::{
@@ -78,6 +79,10 @@ pub(crate) struct KubeWorld {
     aro: usize,
     /// Per cluster, what was last applied to its server.
     applied: Vec<Mutex<HashMap<Key, Value>>>,
+    /// The object stored on purpose that no strict decoder reads, when the
+    /// world has faults: what the ground truth names as the cause of the
+    /// exporter's unknown-value count for its source.
+    pub(crate) malformed: Option<MalformedObjectTruth>,
 }
 
 fn key_of(obj: &Value) -> Option<Key> {
@@ -122,18 +127,32 @@ impl World {
                 mode: KubeMode::SelfManaged,
             });
         }
+        let mut malformed = None;
         if self.inner.cfg.faults
             && kind.aro()
             && let Some(first) = clusters.first()
         {
             // Valid JSON and metadata, a status that matches no schema: the
             // watcher must count and skip it, never stall on it.
-            if let Err(e) = first.api.insert_raw_malformed(
+            match first.api.insert_raw_malformed(
                 "HostedCluster",
                 Some(MALFORMED_NAMESPACE),
                 "malformed",
             ) {
-                tracing::warn!(error = %e, "could not store the malformed HostedCluster");
+                Ok(_) => {
+                    malformed = Some(MalformedObjectTruth {
+                        source: format!("kube/{}", first.name),
+                        field: "object",
+                        kind: "HostedCluster",
+                        namespace: MALFORMED_NAMESPACE,
+                        name: "malformed",
+                        expected_alert: "HCPUnknownUpstreamValues",
+                        since: ts(self.now_ms()),
+                    })
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not store the malformed HostedCluster")
+                }
             }
         }
         let world = Arc::new(KubeWorld {
@@ -143,6 +162,7 @@ impl World {
                 .collect(),
             clusters: clusters.clone(),
             aro,
+            malformed,
         });
         {
             let mut slot = self.inner.kube.lock();

@@ -323,6 +323,13 @@ pub enum FaultKind {
     /// bundle: the ARM nodePool reads `Failed`, no NodePool ever exists.
     /// Drawn only when [`Day2Config::cs_node_pool_error`] asks.
     CsNodePoolError,
+    /// Day 2, ARO: the first pool's upgrade begins (Clusters Service
+    /// `updating`, the RP `Updating`, the NodePool `UpdatingVersion` True),
+    /// then Clusters Service puts the pool in `error` 10–60 s later (the RP
+    /// `Failed`) and the NodePool never reports the target: the upgrade
+    /// fails at `clusters_service`. Drawn with [`FaultKind::CsNodePoolError`]
+    /// ([`Day2Config::cs_node_pool_error`]).
+    CsNodePoolUpgradeError,
 }
 
 impl FaultKind {
@@ -336,6 +343,7 @@ impl FaultKind {
                 | FaultKind::AddedPoolVmUnschedulable
                 | FaultKind::AddedPoolNoFreeAgent
                 | FaultKind::CsNodePoolError
+                | FaultKind::CsNodePoolUpgradeError
         )
     }
 
@@ -350,7 +358,9 @@ impl FaultKind {
             | FaultKind::AddedPoolNoFreeAgent
             | FaultKind::CsNodePoolError => Some("node_pool_create"),
             FaultKind::UpgradeStuckPartial => Some("upgrade"),
-            FaultKind::NodePoolStuckUpdating => Some("node_pool_upgrade"),
+            FaultKind::NodePoolStuckUpdating | FaultKind::CsNodePoolUpgradeError => {
+                Some("node_pool_upgrade")
+            }
             f if f.is_deletion() => Some("delete"),
             _ => Some("create"),
         }

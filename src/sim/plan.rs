@@ -665,7 +665,8 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             | FaultKind::NodePoolStuckUpdating
             | FaultKind::AddedPoolVmUnschedulable
             | FaultKind::AddedPoolNoFreeAgent
-            | FaultKind::CsNodePoolError,
+            | FaultKind::CsNodePoolError
+            | FaultKind::CsNodePoolUpgradeError,
         ) => {}
     }
 
@@ -685,6 +686,13 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         p.cs_gone = Some(cs_gone);
         p.rp_gone = Some(rp_gone);
         deletion(params, &mut p);
+        // One fault a cluster, the one the ground truth names: a deletion
+        // fault drawn for a cluster whose ManagedCluster never joins takes
+        // its place. Both at once raised HCPManagedClusterNotJoined on a
+        // cluster the truth gave only the deletion's fault.
+        if p.fault.is_some() {
+            p.managed_cluster_never_joins = false;
+        }
     }
 
     p.day2 = day2_plan.before(p.delete_requested);

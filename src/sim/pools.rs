@@ -22,6 +22,19 @@ const VM_SIZE: &str = "Standard_D4s_v3";
 /// Clusters Service's words when its validation fails a node pool (quota).
 pub(crate) const CS_NODE_POOL_ERROR_MESSAGE: &str = "Failed to create node pool: insufficient regional vCPU quota for VM size 'Standard_D4s_v3' in region 'westus3' (requested 12 cores, 4 available); request a quota increase and retry";
 
+/// Clusters Service's words when it fails a node pool's upgrade.
+pub(crate) const CS_NODE_POOL_UPGRADE_ERROR_MESSAGE: &str = "Failed to update node pool: the machine image for the requested version is not available in region 'westus3'";
+
+/// What Clusters Service says of pool `sp` in `error`: its creation failed
+/// in validation, or its upgrade.
+fn cs_error_message(sp: &ServicePool<'_>) -> &'static str {
+    if sp.error.is_some() {
+        CS_NODE_POOL_ERROR_MESSAGE
+    } else {
+        CS_NODE_POOL_UPGRADE_ERROR_MESSAGE
+    }
+}
+
 /// One pool as the service side knows it: from the user's request on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ServicePool<'a> {
@@ -143,6 +156,9 @@ impl Plan {
             });
         }
         if let Some(u) = self.day2.pool_upgrade(sp.index) {
+            if let Some(e) = u.cs_error.filter(|e| *e <= t) {
+                return Some(("error", e));
+            }
             match u.done {
                 Some(done) if done <= t => return Some(("ready", done)),
                 _ if u.started <= t => return Some(("updating", u.started)),
@@ -322,7 +338,7 @@ fn rp_pool_conditions(p: &Plan, sp: &ServicePool<'_>, t: Ms, state: &str) -> Val
                 "AsExpected"
             },
             if failed {
-                CS_NODE_POOL_ERROR_MESSAGE
+                cs_error_message(sp)
             } else {
                 "Node pool is not degraded"
             }
@@ -350,7 +366,7 @@ pub(crate) fn cs_node_pool_status(
     let (state, since) = p.cs_pool_state(sp, t)?;
     let current = p.pool_current_replicas(sp, t);
     let message = match state {
-        "error" => CS_NODE_POOL_ERROR_MESSAGE.to_string(),
+        "error" => cs_error_message(sp).to_string(),
         "ready" | "updating" => String::new(),
         "uninstalling" => "Node pool is being deleted".to_string(),
         _ => format!(

@@ -338,6 +338,76 @@ impl FaultKind {
             FaultKind::AddedPoolVmUnschedulable => "added_pool_vm_unschedulable",
             FaultKind::AddedPoolNoFreeAgent => "added_pool_no_free_agent",
             FaultKind::CsNodePoolError => "cs_node_pool_error",
+            FaultKind::CsNodePoolUpgradeError => "cs_node_pool_upgrade_error",
+        }
+    }
+
+    /// The operations the fault holds and the hops at which it shows in
+    /// each: where it stops, fails or regresses its operation, and the hops
+    /// of that operation that wait on it. An alert about this cluster
+    /// naming another operation or hop is not the fault's (the
+    /// alert-fidelity tests count it a false alarm). The first is the
+    /// fault's own operation (`None` for a regression no operation owns).
+    ///
+    /// A fault that keeps a creation or a deletion from ever ending holds
+    /// every hop of it: the RP and Clusters Service stay in flight until the
+    /// end, and what the agent never reported stays unknown. Each pool
+    /// created with the cluster is a `node_pool_create` of its own
+    /// (docs/design.md §15.9): a creation fault that keeps the pools from
+    /// their nodes (or from ever being made) holds those too, and a
+    /// deletion fault the pools' removals. The other faults hold their own
+    /// operation's hops only.
+    pub fn holds(self) -> &'static [(Option<&'static str>, &'static [Hop])] {
+        use Hop::*;
+        const POOL: &[Hop] = &[RpFrontend, ClustersService, NodePool];
+        const CREATE: Option<&str> = Some("create");
+        const POOLS: (Option<&str>, &[Hop]) = (Some("node_pool_create"), POOL);
+        match self {
+            FaultKind::ClustersServiceError
+            | FaultKind::BundleNeverApplied
+            | FaultKind::HostedClusterDegraded
+            | FaultKind::NotHandedOver
+            | FaultKind::ReleaseImageInvalid => &[(CREATE, &Hop::ALL), POOLS],
+            FaultKind::HostedClusterFinalizerStuck
+            | FaultKind::ManifestWorkAgentGone
+            | FaultKind::ClustersServiceUninstallError
+            | FaultKind::RpStuckDeleting => &[
+                (Some("delete"), &Hop::ALL),
+                (Some("node_pool_delete"), POOL),
+            ],
+            // The bundle's status froze; what its feedback shows froze too.
+            FaultKind::MaestroStatusNotUpdated => &[
+                (
+                    CREATE,
+                    &[MaestroBundle, Manifestwork, HostedCluster, NodePool],
+                ),
+                POOLS,
+            ],
+            FaultKind::UnknownClustersServiceState => &[(CREATE, &[ClustersService])],
+            FaultKind::UnknownProvisioningState => &[(CREATE, &[RpFrontend])],
+            FaultKind::NodePoolBundleNeverApplied => {
+                &[(CREATE, &[MaestroBundle, Manifestwork, NodePool]), POOLS]
+            }
+            FaultKind::NodePoolStuck
+            | FaultKind::KubeVirtMachinesPending
+            | FaultKind::NoFreeAgent => &[(CREATE, &[NodePool]), POOLS],
+            FaultKind::NodePoolNeverReachesIgnition
+            | FaultKind::AddedPoolVmUnschedulable
+            | FaultKind::AddedPoolNoFreeAgent => &[POOLS],
+            FaultKind::CsNodePoolError => {
+                &[(Some("node_pool_create"), &[RpFrontend, ClustersService])]
+            }
+            FaultKind::CsNodePoolUpgradeError => &[(
+                Some("node_pool_upgrade"),
+                &[RpFrontend, ClustersService, NodePool],
+            )],
+            FaultKind::NodePoolStuckUpdating => &[(Some("node_pool_upgrade"), POOL)],
+            FaultKind::UpgradeStuckPartial => &[(
+                Some("upgrade"),
+                &[RpFrontend, ClustersService, HostedCluster],
+            )],
+            FaultKind::HostedClusterUnavailable => &[(None, &[HostedCluster])],
+            FaultKind::ManagedClusterNeverJoins => &[(CREATE, &[ManagedCluster])],
         }
     }
 
@@ -381,6 +451,9 @@ impl FaultKind {
             // Clusters Service failing an added pool fails that pool's
             // creation there, which no hop of the cluster shows.
             FaultKind::CsNodePoolError => "HCPOperationFailed",
+            // Clusters Service failing a pool during its upgrade fails the
+            // upgrade there.
+            FaultKind::CsNodePoolUpgradeError => "HCPOperationFailed",
         }
     }
 }

@@ -557,12 +557,24 @@ impl ClustersServiceSource {
                 if kind == PollKind::Full {
                     self.synced = true;
                 }
-                let pools_before = out.len();
-                self.read_pools(true, &mut out, &mut unknown).await;
-                let pools_read = out.len() > pools_before;
                 // A full relist's pages went out as they were read; what is
-                // left (clusters read by id, deletions) may be nothing.
-                if kind == PollKind::Fast || pools_read || !out.is_empty() || !unknown.is_empty() {
+                // left (clusters read by id, deletions) may be nothing. The
+                // clusters go out before their pools are read: a poll's pool
+                // reads (hinted, followed, the rotation's turn) held every
+                // cluster it read, a join or a failure, until the last of
+                // them ended, and under load that was tens of seconds
+                // (docs/design.md §15.11).
+                if kind == PollKind::Fast || !out.is_empty() || !unknown.is_empty() {
+                    http::deliver(
+                        &self.ctx,
+                        initial,
+                        observed_at,
+                        std::mem::take(&mut out),
+                        &std::mem::take(&mut unknown),
+                    );
+                }
+                self.read_pools(true, &mut out, &mut unknown).await;
+                if !out.is_empty() || !unknown.is_empty() {
                     http::deliver(&self.ctx, initial, observed_at, out, &unknown);
                 }
                 self.last_poll_began = Some(observed_at);

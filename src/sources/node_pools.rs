@@ -128,7 +128,11 @@ const MAX_FOLLOWED_PER_POLL: usize = 100;
 
 /// A cluster with a pool in flight is read again every this many polls,
 /// and at once when a hint names it: what moves a pool at the RP or
-/// Clusters Service mostly follows its NodePool, which hints it.
+/// Clusters Service mostly follows its NodePool, which hints it. A cluster
+/// with a pool updating is read at every poll instead: nothing hints what
+/// ends an upgrade there (Clusters Service's `error`), and reading every
+/// pool in flight at every poll kept the demo's pollers seconds behind
+/// their clusters (docs/design.md §15.11).
 const FOLLOW_EVERY: u64 = 8;
 
 /// At most this many hinted clusters are read in one batch: the batch is
@@ -160,6 +164,9 @@ pub struct PoolFollow {
     turn: u64,
     /// Where the next poll's share of the followed clusters begins.
     followed_turn: u64,
+    /// Of the followed clusters, those with a pool updating: read at every
+    /// poll ([`FOLLOW_EVERY`]).
+    updating: std::collections::HashSet<String>,
     /// When the last turn (of the rotation and the followed) was taken.
     last_turn: Option<std::time::Instant>,
     rotation_period: Duration,
@@ -177,6 +184,7 @@ impl PoolFollow {
             unsettled: HashMap::new(),
             turn: 0,
             followed_turn: 0,
+            updating: std::collections::HashSet::new(),
             last_turn: None,
             rotation_period,
             fast_interval,
@@ -224,18 +232,18 @@ impl PoolFollow {
             return due.into_iter().collect();
         }
         self.last_turn = Some(now);
-        // Followed pools: an eighth of them each poll (each read every
-        // `FOLLOW_EVERY` polls; a hint reads one at once), at most
-        // `MAX_FOLLOWED_PER_POLL`, so a fleet with many pools in flight still
-        // has its clusters read on time.
+        // Followed pools: those updating each poll, the others an eighth
+        // each poll (each read every `FOLLOW_EVERY` polls; a hint reads one
+        // at once), at most `MAX_FOLLOWED_PER_POLL`, so a fleet with many
+        // pools in flight still has its clusters read on time.
         let turn = self.followed_turn % FOLLOW_EVERY;
         self.followed_turn = self.followed_turn.wrapping_add(1);
         let mut followed: Vec<&String> = self
             .unsettled
             .keys()
-            .filter(|key| bucket(key, FOLLOW_EVERY) == turn)
+            .filter(|key| self.updating.contains(*key) || bucket(key, FOLLOW_EVERY) == turn)
             .collect();
-        followed.sort();
+        followed.sort_by_key(|key| (!self.updating.contains(*key), *key));
         followed.truncate(MAX_FOLLOWED_PER_POLL);
         due.extend(followed.into_iter().cloned());
         let buckets = rotation_buckets(self.fast_interval, self.rotation_period);
@@ -264,6 +272,14 @@ impl PoolFollow {
     ) {
         let before = self.unsettled.remove(cluster).unwrap_or_default();
         let read = read.unwrap_or_default();
+        let updating = read
+            .iter()
+            .any(|(_, view)| crate::model::provisioned_update(hop, &view.state));
+        if updating {
+            self.updating.insert(cluster.to_string());
+        } else {
+            self.updating.remove(cluster);
+        }
         let mut after = Vec::new();
         for (name, view) in read {
             let fingerprint = view.fingerprint();
@@ -650,6 +666,47 @@ mod tests {
         );
         assert_eq!(follow.unsettled(), 0);
         assert_eq!(hints.take_rp(), ["/subscriptions/s/x"]);
+    }
+
+    #[test]
+    fn a_pool_updating_is_read_at_every_poll_the_others_in_turns() {
+        let mut follow = PoolFollow::new(None, Duration::from_secs(3600), Duration::from_secs(10));
+        let mut out = Vec::new();
+        let mut record = |follow: &mut PoolFollow, id: &str, state: &str| {
+            follow.record(
+                id,
+                &ClusterKey::Id(id.to_string()),
+                Hop::ClustersService,
+                Some(vec![("np".into(), HopView::new(state, Phase::Progressing))]),
+                &mut out,
+            );
+        };
+        for i in 0..FOLLOW_EVERY * 4 {
+            record(&mut follow, &format!("c{i:03}"), "installing");
+        }
+        record(&mut follow, "upgrading", "updating");
+        let start = std::time::Instant::now();
+        let mut reads: BTreeMap<String, usize> = BTreeMap::new();
+        for i in 0..FOLLOW_EVERY {
+            let at = start + Duration::from_secs(10) * (i as u32 + 1);
+            let due = follow.due_when(false, true, std::iter::empty(), at);
+            assert!(due.iter().any(|k| k == "upgrading"), "poll {i}: {due:?}");
+            for key in due {
+                *reads.entry(key).or_default() += 1;
+            }
+        }
+        assert_eq!(reads["upgrading"], FOLLOW_EVERY as usize);
+        assert!(
+            reads
+                .iter()
+                .filter(|(k, _)| *k != "upgrading")
+                .all(|(_, n)| *n == 1),
+            "each other followed cluster once in {FOLLOW_EVERY} polls: {reads:?}"
+        );
+        assert_eq!(reads.len(), FOLLOW_EVERY as usize * 4 + 1);
+        // Ready again: no longer read at every poll.
+        record(&mut follow, "upgrading", "installing");
+        assert!(!follow.updating.contains("upgrading"));
     }
 
     #[tokio::test]

@@ -173,6 +173,12 @@ pub fn read(
             _ => "Available".to_string(),
         },
         _ if degraded.is_some() => "Degraded".to_string(),
+        // Installed once (its first release rolled out) and down now: a
+        // regression, not an installation still under way, which a first
+        // sync could not tell otherwise (docs/design.md §15.7).
+        _ if history.first().is_some_and(|h| h.state == "Completed") => {
+            crate::model::INSTALLED_NOT_AVAILABLE.to_string()
+        }
         _ => "NotAvailable".to_string(),
     };
     let since = match fatal {
@@ -317,6 +323,15 @@ mod tests {
                 false,
                 Phase::Progressing,
                 "NotAvailable",
+                false,
+            ),
+            (
+                vec![unavailable.clone()],
+                vec!["Completed"],
+                false,
+                false,
+                Phase::Progressing,
+                "NotAvailable/Completed",
                 false,
             ),
             (

@@ -240,6 +240,12 @@ fn faults_follow_their_script() {
                         assert!(c.completed_at.is_some() && !c.failed);
                         assert_eq!(p(Hop::NodePool), Some(Phase::Ready));
                     }
+                    FaultKind::CsNodePoolUpgradeError => {
+                        // A pool's upgrade failed at Clusters Service: the
+                        // cluster's own creation is done, its hops ready.
+                        assert!(c.completed_at.is_some() && !c.failed, "{c:?}");
+                        assert_eq!(p(Hop::ClustersService), Some(Phase::Ready));
+                    }
                     FaultKind::KubeVirtMachinesPending
                     | FaultKind::NoFreeAgent
                     | FaultKind::ReleaseImageInvalid

@@ -47,7 +47,8 @@ pub use operation::{
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;
 pub use text::Text;
-pub(crate) use timeline::provisioned_update;
+pub use timeline::INSTALLED_NOT_AVAILABLE;
+pub use timeline::provisioned_update;
 pub use timeline::{
     CreationOutcome, HopMap, HopTimeline, Identity, ObjectMap, ObjectState, PoolReading, TimeMark,
     Timeline, Waiting, same_pool,

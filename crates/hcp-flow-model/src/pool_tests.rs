@@ -529,6 +529,75 @@ fn a_pool_clusters_service_fails_fails_its_creation_there_and_stays_shown_failed
     assert!(f.get("c1").unwrap().day2_operations.is_none());
 }
 
+/// The RP mirrors Clusters Service: read first, its `Failed` waits while
+/// Clusters Service still installs the pool, and Clusters Service's
+/// `error` names the failure, the root cause (docs/design.md §15.11).
+#[test]
+fn a_pool_failed_at_both_hops_names_clusters_service_whichever_is_read_first() {
+    let failed_hop = |f: &Fleet, pool: &str| {
+        f.get("c1")
+            .unwrap()
+            .day2_operation(OperationKind::NodePoolCreate, Some(pool))
+            .filter(|op| op.outcome == OperationOutcome::Failed)
+            .map(|op| op.failed_hop)
+    };
+    // Clusters Service installing when the RP's `Failed` comes.
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    f.apply(
+        batch(
+            false,
+            t(31),
+            vec![
+                rp_pool("np3", "Accepted", Phase::Pending, t(30)),
+                cs_pool("np3", "installing", Phase::Progressing, t(31)),
+            ],
+        ),
+        t(31),
+    );
+    f.apply(
+        batch(
+            false,
+            t(33),
+            vec![rp_pool("np3", "Failed", Phase::Failed, t(30)).since(t(33))],
+        ),
+        t(33),
+    );
+    assert_eq!(failed_hop(&f, "np3"), None, "waits for Clusters Service");
+    f.apply(
+        batch(
+            false,
+            t(34),
+            vec![cs_pool("np3", "error", Phase::Failed, t(32))],
+        ),
+        t(34),
+    );
+    assert_eq!(failed_hop(&f, "np3"), Some(Some(Hop::ClustersService)));
+
+    // Clusters Service not read yet: the RP fails it, Clusters Service's
+    // `error` renames the hop.
+    let mut f = fleet();
+    ready_cluster(&mut f);
+    f.apply(
+        batch(
+            false,
+            t(33),
+            vec![rp_pool("np4", "Failed", Phase::Failed, t(30)).since(t(33))],
+        ),
+        t(33),
+    );
+    assert_eq!(failed_hop(&f, "np4"), Some(Some(Hop::RpFrontend)));
+    f.apply(
+        batch(
+            false,
+            t(34),
+            vec![cs_pool("np4", "error", Phase::Failed, t(32))],
+        ),
+        t(34),
+    );
+    assert_eq!(failed_hop(&f, "np4"), Some(Some(Hop::ClustersService)));
+}
+
 #[test]
 fn a_pool_removed_is_done_once_gone_from_every_hop_that_showed_it() {
     let mut f = fleet();

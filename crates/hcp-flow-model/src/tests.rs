@@ -786,3 +786,42 @@ fn a_views_fingerprint_sees_every_change() {
     )]);
     assert_ne!(base.fingerprint(), condition.fingerprint());
 }
+
+/// A first sync in the middle of an outage: the HostedCluster's release
+/// rolled out (`Completed` in its history) and it is not Available now. Its
+/// creation is done there, and the outage is a regression, not a creation
+/// stuck at hosted_cluster (docs/design.md §15.7).
+#[test]
+fn a_hosted_cluster_installed_then_down_at_a_first_sync_is_a_done_creation() {
+    let mut f = fleet();
+    f.apply(
+        batch(
+            true,
+            t(30),
+            vec![
+                obs("c1", Hop::HostedCluster)
+                    .state(crate::INSTALLED_NOT_AVAILABLE, Phase::Progressing)
+                    .since(t(29)),
+            ],
+        ),
+        t(30),
+    );
+    let c = f.get("c1").unwrap();
+    assert_eq!(c.outcome, CreationOutcome::Succeeded);
+    assert!(!c.in_flight());
+
+    // One that never rolled out is still being created.
+    f.apply(
+        batch(
+            true,
+            t(30),
+            vec![
+                obs("c2", Hop::HostedCluster)
+                    .state("NotAvailable", Phase::Progressing)
+                    .since(t(29)),
+            ],
+        ),
+        t(30),
+    );
+    assert!(f.get("c2").unwrap().in_flight());
+}

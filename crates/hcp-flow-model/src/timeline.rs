@@ -439,10 +439,16 @@ pub struct PoolReading {
     pub state: ObjectState,
 }
 
+/// The state of a HostedCluster whose release rolled out (`Completed` in
+/// its version history) and that is not Available now: installed, so its
+/// creation is done there, and the outage a regression (docs/design.md
+/// §15.7).
+pub const INSTALLED_NOT_AVAILABLE: &str = "NotAvailable/Completed";
+
 /// A pool's state at the RP or Clusters Service that says it was
 /// provisioned before and is being changed (a pool upgrade or resize): ARM
 /// takes an update only on a resource that succeeded.
-pub(crate) fn provisioned_update(hop: Hop, state: &str) -> bool {
+pub fn provisioned_update(hop: Hop, state: &str) -> bool {
     match hop {
         Hop::RpFrontend => state == "Updating",
         Hop::ClustersService => {

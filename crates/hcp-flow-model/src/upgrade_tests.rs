@@ -877,6 +877,72 @@ fn a_pool_clusters_service_puts_in_error_during_its_upgrade_fails_the_upgrade_th
     );
 }
 
+/// Clusters Service can fail a pool's upgrade within a poll of its start:
+/// read in `error`, dated after the upgrade began, never read `updating`,
+/// it still fails the upgrade there (docs/design.md §15.10); the RP's
+/// `Failed` read beside it names no hop while Clusters Service says it.
+#[test]
+fn a_pool_upgrade_clusters_service_fails_before_any_poll_saw_it_updating_fails_there() {
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    f.apply(batch(false, t(25), vec![pool_updating(t(24))]), t(25));
+    let r = f.apply(
+        batch(
+            false,
+            t(27),
+            vec![
+                rp_pool("np-1", "Failed", Phase::Failed, t(0)).since(t(26)),
+                cs_pool("np-1", "error", Phase::Failed, t(26))
+                    .error("CLUSTERS-MGMT-500", "the node pool update failed"),
+            ],
+        ),
+        t(27),
+    );
+    assert!(
+        operation_events(&r.events).contains(&"node_pool_upgrade ended failed 120s".to_string()),
+        "{:?}",
+        operation_events(&r.events)
+    );
+    assert_eq!(
+        pool_upgrade(&f).unwrap().failed_hop,
+        Some(Hop::ClustersService)
+    );
+    assert!(
+        f.get("c1")
+            .unwrap()
+            .day2_operations()
+            .all(|op| op.kind != OperationKind::NodePoolCreate),
+        "the pool's failure is its upgrade's, not a creation's"
+    );
+
+    // The RP's `Failed` read a poll before Clusters Service's `error`: the
+    // upgrade fails at the RP, then names Clusters Service.
+    let mut f = fleet();
+    ready_at_the_service(&mut f);
+    f.apply(batch(false, t(25), vec![pool_updating(t(24))]), t(25));
+    f.apply(
+        batch(
+            false,
+            t(27),
+            vec![rp_pool("np-1", "Failed", Phase::Failed, t(0)).since(t(26))],
+        ),
+        t(27),
+    );
+    assert_eq!(pool_upgrade(&f).unwrap().failed_hop, Some(Hop::RpFrontend));
+    f.apply(
+        batch(
+            false,
+            t(28),
+            vec![cs_pool("np-1", "error", Phase::Failed, t(26))],
+        ),
+        t(28),
+    );
+    assert_eq!(
+        pool_upgrade(&f).unwrap().failed_hop,
+        Some(Hop::ClustersService)
+    );
+}
+
 #[test]
 fn an_update_of_a_pool_that_no_upgrade_follows_is_kept_only_until_it_settles() {
     // A scale-up: the RP and Clusters Service update the pool, its

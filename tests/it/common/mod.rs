@@ -8,6 +8,7 @@ pub mod browser;
 pub mod child;
 pub mod demo;
 pub mod exporter;
+pub mod fidelity;
 pub mod helm;
 pub mod hypershift;
 pub mod kube;

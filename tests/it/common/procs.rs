@@ -406,25 +406,75 @@ impl PrometheusBuilder {
     }
 }
 
-/// Waits until the Prometheus at `prometheus` has scraped job `hcp-flow`
-/// successfully and, with `exporter`, the exporter's `/readyz` says ready:
-/// no alert can be judged before both.
+/// Waits until, with `exporter`, the exporter's `/readyz` says ready and
+/// then the Prometheus at `prometheus` has scraped job `hcp-flow`
+/// successfully: no alert can be judged before both.
+///
+/// Each stage waits on its own event (the exporter's sources synced, a
+/// successful scrape), checked every half second, for as long as `limit`
+/// allows; on a machine the other tests load (a load average of 16 once
+/// kept a first scrape past a minute) give a generous one. Giving up says
+/// which stage did not come and what it last answered.
 pub async fn wait_scraped(
     client: &reqwest::Client,
     prometheus: &str,
     exporter: Option<&str>,
     limit: Duration,
 ) -> bool {
-    wait_for("the exporter ready and scraped", limit, async || {
-        if let Some(exporter) = exporter {
-            let ready = client.get(format!("{exporter}/readyz")).send().await.ok()?;
-            ready.status().is_success().then_some(())?;
+    let start = Instant::now();
+    let mut last = String::new();
+    if let Some(exporter) = exporter {
+        let ready = wait_for("the exporter's /readyz", limit, async || {
+            match client.get(format!("{exporter}/readyz")).send().await {
+                Ok(r) if r.status().is_success() => Some(()),
+                Ok(r) => {
+                    last = format!(
+                        "/readyz answered {}: {}",
+                        r.status(),
+                        r.text().await.unwrap_or_default()
+                    );
+                    None
+                }
+                Err(e) => {
+                    last = format!("/readyz: {e}");
+                    None
+                }
+            }
+        })
+        .await;
+        if ready.is_none() {
+            eprintln!("{last}");
+            return false;
         }
-        let up = query(client, prometheus, "up{job=\"hcp-flow\"} == 1")
-            .await
-            .ok()?;
-        (!up.as_array()?.is_empty()).then_some(())
-    })
-    .await
-    .is_some()
+        eprintln!("the exporter was ready after {:?}", start.elapsed());
+    }
+    let left = limit.saturating_sub(start.elapsed());
+    let scraped = wait_for(
+        "a successful scrape of job hcp-flow",
+        left,
+        async || match query(client, prometheus, "up{job=\"hcp-flow\"}").await {
+            Ok(up) => {
+                let up = up.as_array().cloned().unwrap_or_default();
+                if up.iter().any(|s| s["value"][1].as_str() == Some("1")) {
+                    return Some(());
+                }
+                last = format!("up{{job=\"hcp-flow\"}}: {up:?}");
+                None
+            }
+            Err(e) => {
+                last = format!("Prometheus: {e}");
+                None
+            }
+        },
+    )
+    .await;
+    if scraped.is_none() {
+        eprintln!("{last}");
+        return false;
+    }
+    eprintln!(
+        "the exporter was ready and scraped after {:?}",
+        start.elapsed()
+    );
+    true
 }

@@ -4,7 +4,7 @@
 //! (docs/design.md §3.4–§3.6).
 
 use super::*;
-use crate::provisioned_update;
+use crate::{INSTALLED_NOT_AVAILABLE, provisioned_update};
 
 /// How a timeline's RP resource and Clusters Service cluster relate;
 /// `rp_in_scope`: the RP is read, so a CS cluster without one is missing it.
@@ -325,7 +325,14 @@ pub(super) fn evaluate_creation(
             // later than the update began; only a first sync meets this (a
             // creation watched ends at `Succeeded`), and a first sync
             // counts nothing.
-            provisioned_update(*hop, &h.state).then(|| h.ready_at.unwrap_or(h.since.at))
+            // Likewise a HostedCluster whose release rolled out and that is
+            // down now: installed, so its creation is done there, and the
+            // outage is a regression (docs/design.md §15.7). A first sync
+            // in the middle of an outage reads it so; a creation watched
+            // was done there at its first readiness.
+            let installed = *hop == Hop::HostedCluster && &*h.state == INSTALLED_NOT_AVAILABLE;
+            (provisioned_update(*hop, &h.state) || installed)
+                .then(|| h.ready_at.unwrap_or(h.since.at))
         })
         .collect();
     if let Some(ready_times) = terminal_ready

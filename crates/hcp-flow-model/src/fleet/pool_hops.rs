@@ -398,13 +398,40 @@ fn evaluate_pool_reading(
             {
                 // Failed while it upgrades: the upgrade's to fail
                 // (`upgrades::service_hops`), not a creation of its own.
+            } else if phase == Phase::Failed
+                && hop == Hop::RpFrontend
+                && timeline
+                    .pool_reading_of(Hop::ClustersService, name)
+                    .is_some_and(|cs| {
+                        matches!(
+                            cs.state.view.phase,
+                            Phase::Pending | Phase::Progressing | Phase::Unknown
+                        )
+                    })
+            {
+                // The RP mirrors Clusters Service, which still works on the
+                // pool: its `error`, read within a fast poll, names the
+                // failure at its root cause, clusters_service
+                // (docs/design.md §15.11).
             } else if phase == Phase::Failed {
-                let failed_before = ops.iter().any(|op| {
-                    op.outcome == OperationOutcome::Failed
-                        && op.node_pool().is_some_and(|p| related_pools(p, name))
-                });
                 let in_flight = pool_operation_mut(&mut ops, delete, name).is_some()
                     || pool_operation_mut(&mut ops, create, name).is_some();
+                let mut failed_before = false;
+                for op in ops.iter_mut().filter(|op| {
+                    op.outcome == OperationOutcome::Failed
+                        && op.node_pool().is_some_and(|p| related_pools(p, name))
+                }) {
+                    failed_before = true;
+                    // The RP's `Failed` was read first, Clusters Service
+                    // unread then: its `error` is the root cause and names
+                    // the hop (docs/design.md §15.11).
+                    if !in_flight
+                        && hop == Hop::ClustersService
+                        && op.failed_hop == Some(Hop::RpFrontend)
+                    {
+                        op.failed_hop = Some(Hop::ClustersService);
+                    }
+                }
                 if failed_before && !in_flight {
                     // Another hop reporting the failure already taken.
                     timeline.day2_operations = Some(Box::new(ops));

@@ -204,6 +204,17 @@ fn service_hops(
         let Some((phase, state, since, via)) = service_reading(timeline, op, hop) else {
             continue;
         };
+        if hop == Hop::ClustersService
+            && phase == Phase::Failed
+            && since.at >= op.started_at.at
+            && op.outcome == OperationOutcome::Failed
+            && op.failed_hop == Some(Hop::RpFrontend)
+        {
+            // The RP's `Failed` was read first, Clusters Service unread
+            // then: its `error` is the root cause and names the hop
+            // (docs/design.md §15.11).
+            op.failed_hop = Some(Hop::ClustersService);
+        }
         let Some(entry) = op.hop(hop).copied() else {
             if op.in_flight() && provisioned_update(hop, state) {
                 if !since.observed && since.at < op.started_at.at {
@@ -223,6 +234,17 @@ fn service_hops(
                     }
                 }
                 op.reached_at(hop, since);
+            } else if op.in_flight()
+                && phase == Phase::Failed
+                && since.at >= op.started_at.at
+                && defers_to_clusters_service(timeline, op, hop).is_none()
+            {
+                // Failed since the upgrade began, never read updating:
+                // Clusters Service fails a pool's upgrade within a poll of
+                // its start, so the hop had it from the start and fails it
+                // (docs/design.md §15.10).
+                op.reached_at(hop, op.started_at);
+                failed = Some(End::Failed(hop, since.at));
             }
             continue;
         };
@@ -241,8 +263,13 @@ fn service_hops(
                 events,
             ),
             Phase::Failed if since.at >= entry.started_at => {
-                if op.in_flight() {
-                    failed.get_or_insert(End::Failed(hop, since.at));
+                if defers_to_clusters_service(timeline, op, hop).is_some() {
+                    // The RP mirrors Clusters Service, still at work: its
+                    // word names the failure (docs/design.md §15.11).
+                } else if op.in_flight() {
+                    // Clusters Service, read after the RP, is the root
+                    // cause when both failed.
+                    failed = Some(End::Failed(hop, since.at));
                 } else {
                     day2_hop_done(
                         timeline,
@@ -260,6 +287,23 @@ fn service_hops(
         }
     }
     failed
+}
+
+/// Whether the RP's `Failed` at `hop` waits for Clusters Service's word:
+/// the RP mirrors Clusters Service, so while Clusters Service still works
+/// on the same object (pending, in progress, not yet classified) its
+/// `error`, read within a fast poll, names the failure and its hop, the
+/// root cause (docs/design.md §15.11). `Some(())` when it waits.
+pub(super) fn defers_to_clusters_service(
+    timeline: &Timeline,
+    op: &Operation,
+    hop: Hop,
+) -> Option<()> {
+    if hop != Hop::RpFrontend {
+        return None;
+    }
+    let (phase, ..) = service_reading(timeline, op, Hop::ClustersService)?;
+    matches!(phase, Phase::Pending | Phase::Progressing | Phase::Unknown).then_some(())
 }
 
 /// A failed upgrade is forgotten once its object reports another target or
