@@ -1,12 +1,12 @@
 //! Maestro's wire contract, generated from Maestro's own proto
 //! (proto/io/cloudevents/v1/cloudevent.proto, a verbatim copy of sdk-go's;
-//! docs/design.md §10.12): the source and the simulated Maestro each take
+//! docs/design/10-upstream-facts.md §10.12): the source and the simulated Maestro each take
 //! their messages from it, never from each other's code.
 //!
 //! protox parses the proto in Rust (it carries Google's well-known imports
 //! itself) and prost-build writes the messages, so a build needs no protoc.
 //! Only messages are generated: the client calls `Subscribe` by hand, so no
-//! code in the crate names `Publish` as a call (docs/design.md §9.10).
+//! code in the crate names `Publish` as a call (docs/design/09b-reading-the-upstreams.md §9.10).
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! The JSON form of a timeline served at `/api/v1/clusters` (docs/design.md §12.2).
+//! The JSON form of a timeline served at `/api/v1/clusters` (docs/design/12-interfaces.md §12.2).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ use crate::model::{
 /// request, so every item of a response is judged at the same instant.
 #[derive(Clone, Copy, Debug)]
 pub struct Judge {
-    /// The RP frontend is read (docs/design.md §4.4).
+    /// The RP frontend is read (docs/design/04-identities-and-joins.md §4.4).
     pub rp_in_scope: bool,
     pub budgets: OperationBudgets,
     pub p95: HopP95,
@@ -48,7 +48,7 @@ pub struct TimelineJson<'a> {
     pub join: Option<Join>,
     /// Where the cluster stands and why: its operation in flight judged
     /// (in_progress, at_risk, stuck, failed), else ready, degraded or
-    /// deleted (docs/design.md §3.9, §15.7). `verdict.operation` names the
+    /// deleted (docs/design/03-timeline-model.md §3.9, §15.7). `verdict.operation` names the
     /// operation judged.
     pub verdict: Verdict,
     /// The operation in flight, if any (`create`, `delete`).
@@ -58,13 +58,13 @@ pub struct TimelineJson<'a> {
     /// control-plane upgrade, and the deletion once it began.
     pub operations: Vec<OperationJson>,
     /// Its ended operations, oldest first, each with its hops' times, within
-    /// `history.retention` and `history.max_per_cluster` (docs/design.md
+    /// `history.retention` and `history.max_per_cluster` (docs/design/15b-operations.md
     /// §15.12).
     pub history: Vec<HistoryJson>,
     /// The ids the upstreams gave its operations, which their logs are
     /// searched by: each object's log-tracing annotations
     /// (`logging.open-cluster-management.io/<name>`), by hop and object
-    /// (docs/design.md §15.13).
+    /// (docs/design/15b-operations.md §15.13).
     pub upstream_ids: Vec<&'a crate::model::UpstreamIdOf>,
     pub hops: BTreeMap<&'static str, HopJson<'a>>,
 }
@@ -79,7 +79,7 @@ pub struct HistoryJson {
     pub duration_seconds: f64,
 }
 
-/// One operation of a cluster (docs/design.md §15).
+/// One operation of a cluster (docs/design/15-operations.md §15).
 #[derive(Debug, Serialize)]
 pub struct OperationJson {
     pub operation: OperationKind,
@@ -103,7 +103,7 @@ pub struct OperationJson {
     pub verdict: Option<Status>,
     /// A day-2 operation's own verdict in one sentence (stuck at its hop
     /// past its budget, or in progress); the cluster's verdict judges its
-    /// creation and deletion (docs/design.md §15.10).
+    /// creation and deletion (docs/design/15-operations.md §15.10).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// A deletion's hops: when each began deleting and when its object was

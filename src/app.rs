@@ -74,12 +74,12 @@ pub fn exporter_registry() -> (prometheus_client::registry::Registry, RegistryPa
 /// A running exporter: the store and the tasks that feed it.
 /// How long the first load waits for a source that does not list: long
 /// enough for a slow relist of a large fleet, short enough that a source down
-/// at start holds back late verdicts only briefly (docs/design.md §3.3).
+/// at start holds back late verdicts only briefly (docs/design/03-timeline-model.md §3.3).
 pub const FIRST_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// How long restored readings may hold the first-sync load open while
 /// their source lists again: a list of Maestro's bundles takes some 12
-/// minutes at 50,000 clusters (docs/design.md §3.10).
+/// minutes at 50,000 clusters (docs/design/03-timeline-model.md §3.10).
 pub const RESTORED_LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 pub struct Exporter {
@@ -97,7 +97,7 @@ pub struct Exporter {
     /// Where the web UI links to.
     ui: crate::config::UiConfig,
     /// What Maestro's stream knows of each bundle, written beside the
-    /// readings at shutdown (docs/design.md §3.10).
+    /// readings at shutdown (docs/design/03-timeline-model.md §3.10).
     stream_known: Option<crate::sources::maestro::KnownBundles>,
 }
 
@@ -178,7 +178,7 @@ impl Exporter {
             registry,
         );
         // What the last run observed goes back into the model before any
-        // source reads anything (docs/design.md §3.8).
+        // source reads anything (docs/design/03-timeline-model.md §3.8).
         let mut readings_restored = false;
         let state = match &config.state_dir {
             Some(dir) => {
@@ -186,12 +186,12 @@ impl Exporter {
                 let (memory, restored) = state.load();
                 store.restore(memory);
                 // Maestro's last readings are served at once, before its
-                // first list of minutes (docs/design.md §3.10).
+                // first list of minutes (docs/design/03-timeline-model.md §3.10).
                 if config.sources.maestro.is_some() {
                     readings_restored = restore_readings(&store, &state, SOURCE_MAESTRO);
                 }
                 // What the stream knew of the restored bundles: their
-                // events apply at once, unread (docs/design.md §3.10).
+                // events apply at once, unread (docs/design/03-timeline-model.md §3.10).
                 if let Some(known) = stream_known.as_ref().filter(|_| readings_restored) {
                     restore_bundle_ids(known, &state, SOURCE_MAESTRO);
                 }
@@ -199,10 +199,10 @@ impl Exporter {
             }
             None => None,
         };
-        // The first syncs are judged as one load (docs/design.md §3.3).
+        // The first syncs are judged as one load (docs/design/03-timeline-model.md §3.3).
         // Restored readings hold it open until their source has listed
         // again: a verdict is never settled on what was read before the
-        // restart (docs/design.md §3.10).
+        // restart (docs/design/03-timeline-model.md §3.10).
         store.begin_load(match readings_restored {
             true => RESTORED_LOAD_TIMEOUT,
             false => FIRST_LOAD_TIMEOUT,
@@ -242,7 +242,7 @@ impl Exporter {
         // Every source task runs supervised: restarted with backoff if it
         // panics or returns, and down until it lists again. Sources, the
         // model clock and the state writer run on the background threads, so
-        // parsing never delays a request (docs/design.md §5.5).
+        // parsing never delays a request (docs/design/05-metrics.md §5.5).
         let background = crate::background::Background::start()?;
         let mut tasks = Vec::new();
         let restart = Restart::default();
@@ -317,7 +317,7 @@ impl Exporter {
 
     /// Serve HTTP on `listener` until `shutdown` resolves; then stop the
     /// sources, let in-flight requests finish and queued creation spans go
-    /// out, all within `grace` of the signal (docs/design.md §9.7).
+    /// out, all within `grace` of the signal (docs/design/09-reading-the-upstreams.md §9.7).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,

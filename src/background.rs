@@ -2,7 +2,7 @@
 //! parsed, watch events mapped, clusters rendered), the model clock and the
 //! state writer. They run at a lower OS priority than the threads that serve
 //! HTTP, so a scrape never waits behind a page being parsed
-//! (docs/design.md §5.5).
+//! (docs/design/05-metrics.md §5.5).
 
 use std::future::Future;
 

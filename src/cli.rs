@@ -790,7 +790,7 @@ pub struct BenchArgs {
     /// this many ended operations (8: a busy week, every kind a live
     /// cluster has; 0: a state directory and no history), each hop timed,
     /// restored as a restart would, so resident memory includes what the
-    /// history costs (docs/design.md §15.12). End-to-end and `--kube` runs.
+    /// history costs (docs/design/15b-operations.md §15.12). End-to-end and `--kube` runs.
     #[arg(long, value_name = "OPERATIONS", value_parser = clap::value_parser!(u32).range(0..=20), conflicts_with_all = ["soak", "warm_restart"])]
     pub history: Option<u32>,
 

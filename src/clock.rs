@@ -1,7 +1,7 @@
 //! "Now", for everything that is not the pure model: the sources' observation
 //! times, the store's model clock, the simulated world. Real time in `serve`
 //! and the demo; a hand-driven one in tests, so a test that sets the clock
-//! knows exactly what every part sees (docs/design.md §3.4).
+//! knows exactly what every part sees (docs/design/03-timeline-model.md §3.4).
 
 use std::sync::Arc;
 use std::time::Duration;

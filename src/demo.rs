@@ -69,7 +69,7 @@ pub struct Demo {
 /// Where the demo serves its ground truth, on the exporter's port.
 pub const GROUND_TRUTH_PATH: &str = "/api/v1/demo/ground-truth";
 
-/// The demo's own routes: its ground truth (docs/design.md §11.6) as JSON.
+/// The demo's own routes: its ground truth (docs/design/11-simulated-world.md §11.6) as JSON.
 pub fn ground_truth_routes(world: World) -> axum::Router {
     axum::Router::new().route(
         GROUND_TRUTH_PATH,
@@ -344,13 +344,13 @@ pub enum Topology {
     /// One exporter reading every source.
     #[default]
     Single,
-    /// ARO HCP's production shape (docs/design.md §8.2): one service-side
+    /// ARO HCP's production shape (docs/design/08-scopes-and-scale-out.md §8.2): one service-side
     /// exporter, and one per management cluster reading only its own
     /// Kubernetes API.
     Split,
 }
 
-/// What one exporter of a split demo reads (docs/design.md §8.1).
+/// What one exporter of a split demo reads (docs/design/08-scopes-and-scale-out.md §8.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// The RP frontend, Clusters Service and Maestro: hops 1–3 directly.
@@ -496,7 +496,7 @@ impl Demo {
                     &path,
                     &format!(
                         "The {role} instance `{name}` of a running `hcp-flow demo --topology split`:\n\
-                         what the chart deploys for it in ARO HCP (docs/design.md §8.2).\n\
+                         what the chart deploys for it in ARO HCP (docs/design/08-scopes-and-scale-out.md §8.2).\n\
                          Removed when the demo stops.",
                         role = instance.role.as_str(),
                         name = instance.name,

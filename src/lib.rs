@@ -2,7 +2,7 @@
 //! path and turns what it sees into Prometheus metrics and traces.
 //!
 //! Data flows one way: source → (views) → observation → timeline →
-//! (exposition | spans | JSON); docs/design.md §1.2 and §1.3 draw it.
+//! (exposition | spans | JSON); docs/design/01-overview.md §1.2 and §1.3 draw it.
 
 pub mod api;
 pub mod app;

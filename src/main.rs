@@ -291,7 +291,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
 
 /// ARO HCP's production shape over one world: the service-side exporter on
 /// `--listen`, one per management cluster on the ports after it, each a
-/// real exporter with only its own sources (docs/design.md §8.2).
+/// real exporter with only its own sources (docs/design/08-scopes-and-scale-out.md §8.2).
 async fn demo_split(settings: DemoSettings) -> anyhow::Result<()> {
     // --listen first, as in the single demo: a port in use fails at once.
     let service_listener = app::bind(settings.listen).await?;

@@ -159,7 +159,7 @@ impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> std::io::Write for ChunkWriter<F>
 /// the chunk, with no copy in between. Its length is known up front, so the
 /// chunk is sent first when the family would not fit, and the family goes
 /// in whole: the same chunks as through [`std::io::Write`], one copy fewer
-/// (docs/design.md §5.5).
+/// (docs/design/05-metrics.md §5.5).
 impl<F: FnMut(Vec<u8>) -> std::io::Result<()>> Sink for ChunkWriter<F> {
     fn put(&mut self, text: &str) -> std::io::Result<()> {
         self.write_all(text.as_bytes())
@@ -215,7 +215,7 @@ async fn metrics(State(store): State<Arc<Store>>, headers: HeaderMap) -> Respons
         });
         let result = if gzip {
             // A cluster's lines arrive in pieces of tens of bytes
-            // (docs/design.md §5.5); the encoder is handed them in blocks.
+            // (docs/design/05-metrics.md §5.5); the encoder is handed them in blocks.
             let encoder = flate2::write::GzEncoder::new(writer, GZIP_LEVEL);
             let mut sink = WriteSink(std::io::BufWriter::with_capacity(GZIP_INPUT_BYTES, encoder));
             store
@@ -297,7 +297,7 @@ async fn healthz() -> &'static str {
 async fn readyz(State(store): State<Arc<Store>>) -> Response {
     let sources = store.source_status();
     // A source serving the last run's readings is ready: it has state to
-    // show, and says it is restored (docs/design.md §3.10).
+    // show, and says it is restored (docs/design/03-timeline-model.md §3.10).
     let ready = sources.iter().all(|s| s.synced || s.restored);
     let body = serde_json::json!({
         "ready": ready,

@@ -34,7 +34,7 @@ const SCOPES: [&str; 3] = ["service", "management", "self_managed"];
 
 /// Which scope a hop view belongs to (an index into [`SCOPES`]): direct
 /// views are `management`, or `self_managed` when they come from a
-/// self-managed MCE hub (docs/design.md §8.1). Before there was a third
+/// self-managed MCE hub (docs/design/08-scopes-and-scale-out.md §8.1). Before there was a third
 /// entry, self-managed hubs' clusters were counted as `management` and the
 /// `self_managed` series never appeared.
 fn scope_of(hop: Hop, via: Via, self_managed_hub: bool) -> usize {
@@ -76,13 +76,13 @@ struct State {
     scopes: HashMap<String, u8>,
     per_scope: [i64; SCOPES.len()],
     /// What a restart would lose of each live cluster, for the state store
-    /// (docs/design.md §3.8).
+    /// (docs/design/03-timeline-model.md §3.8).
     remembered: Remembered,
     /// While the first syncs come in: when the load ends at the latest.
     load_deadline: Option<Timestamp>,
     /// The source whose last readings the state directory keeps, and
     /// whether it delivered anything since they were last written
-    /// (docs/design.md §3.10).
+    /// (docs/design/03-timeline-model.md §3.10).
     readings: Option<KeptReadings>,
     /// Objects restored from the readings file that their source has not
     /// delivered again since.
@@ -150,7 +150,7 @@ pub struct Store {
     /// `(index, total)` when sharded: the clusters this instance follows.
     shard: Option<(u32, u32)>,
     /// Clusters whose node pools moved, for the RP's and Clusters Service's
-    /// pool reads (docs/design.md §15.11).
+    /// pool reads (docs/design/15b-operations.md §15.11).
     pool_hints: crate::sources::node_pools::PoolHints,
 }
 
@@ -213,7 +213,7 @@ impl Store {
     /// Judge the first syncs as one load: until every source has listed
     /// once (or `timeout` has passed, so a source down at start holds
     /// nothing back for long), no deadline is settled, so verdicts do not
-    /// depend on which source lists first (docs/design.md §3.3).
+    /// depend on which source lists first (docs/design/03-timeline-model.md §3.3).
     pub fn begin_load(&self, timeout: std::time::Duration) {
         let now = self.clock.now();
         let mut state = self.state.lock();
@@ -272,7 +272,7 @@ impl Store {
     }
 
     /// Keep the last readings of `source` (what `of` says it delivers) for
-    /// the state directory (docs/design.md §3.10).
+    /// the state directory (docs/design/03-timeline-model.md §3.10).
     pub fn keep_readings(&self, source: &str, of: ReadingsOf) {
         self.state.lock().readings = Some(KeptReadings {
             source: source.to_string(),
@@ -374,7 +374,7 @@ impl Store {
 
     /// The (cluster, hop) pairs holding a restored reading that its source
     /// has not delivered again since the restart: where what is shown may
-    /// still be what was read before it (docs/design.md §3.10).
+    /// still be what was read before it (docs/design/03-timeline-model.md §3.10).
     pub fn unconfirmed(&self) -> BTreeSet<(String, Hop)> {
         let state = self.state.lock();
         state
@@ -500,7 +500,7 @@ impl Store {
 
     /// Hand the model what a previous run remembered (an empty memory on a
     /// first start) and keep each live cluster's memory from now on, for the
-    /// state store to save (docs/design.md §3.8). Call before any source
+    /// state store to save (docs/design/03-timeline-model.md §3.8). Call before any source
     /// runs.
     pub fn restore(&self, memory: crate::model::Memory) {
         let mut state = self.state.lock();
@@ -571,7 +571,7 @@ impl Store {
 
     /// Every timeline, taken under the lock as reference counts: the JSON
     /// API serialises them without it, so a scrape or a source never waits
-    /// on a serialisation of the whole fleet (docs/design.md §5.5). What
+    /// on a serialisation of the whole fleet (docs/design/05-metrics.md §5.5). What
     /// changes afterwards does not change what was taken.
     pub fn timelines(&self) -> Vec<Arc<Timeline>> {
         let state = self.state.lock();
@@ -626,19 +626,19 @@ impl Store {
         &self.clock
     }
 
-    /// The hop budgets the model judges with (docs/design.md §3.5), for the
+    /// The hop budgets the model judges with (docs/design/03-timeline-model.md §3.5), for the
     /// UI to draw each edge against.
     pub fn hop_budgets(&self) -> crate::model::HopBudgets {
         self.state.lock().fleet.config().hop_budgets
     }
 
-    /// Every operation kind's hop budgets (docs/design.md §15.4).
+    /// Every operation kind's hop budgets (docs/design/15-operations.md §15.4).
     pub fn operation_budgets(&self) -> crate::model::OperationBudgets {
         self.state.lock().fleet.config().budgets()
     }
 
     /// What the JSON, the UI and `diagnose` need to judge a timeline now:
-    /// budgets, the fleet's p95 per hop, the time (docs/design.md §3.9).
+    /// budgets, the fleet's p95 per hop, the time (docs/design/03-timeline-model.md §3.9).
     pub fn judge(&self) -> crate::api::Judge {
         crate::api::Judge {
             rp_in_scope: self.rp_in_scope,

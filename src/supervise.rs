@@ -1,4 +1,4 @@
-//! Source tasks under supervision (docs/design.md §9.7): a source task that
+//! Source tasks under supervision (docs/design/09-reading-the-upstreams.md §9.7): a source task that
 //! panics or returns is restarted with backoff and counted
 //! (`hcpflow_source_restarts_total`), and its source is down until the new
 //! task lists again — a dead task never leaves `source_up` at its last value.

@@ -5,7 +5,7 @@
 //! Prometheus' own exporters and every real upstream (the RP frontend,
 //! Clusters Service, Maestro, a kube-apiserver) answer that way. Left on, a
 //! response's last short segment or a watch event waits for the peer's ACK,
-//! which its kernel delays by up to 40 ms (docs/design.md §5.5).
+//! which its kernel delays by up to 40 ms (docs/design/05-metrics.md §5.5).
 
 use std::net::SocketAddr;
 

@@ -23,7 +23,7 @@ use crate::traces::export::{ExportError, OtlpTransport};
 /// Without `RUST_LOG`: the exporter's own lines at info. The kube client
 /// libraries warn on every retry of a forbidden or failing watch; the
 /// exporter says it once when the source goes down and once when it
-/// recovers (docs/design.md §9.7), so theirs are kept to errors.
+/// recovers (docs/design/09-reading-the-upstreams.md §9.7), so theirs are kept to errors.
 pub const DEFAULT_LOG_FILTER: &str = "info,kube_runtime=error,kube_client=error";
 
 /// The instrumentation scope of the exporter's own spans.

@@ -81,7 +81,7 @@ pub struct Requests {
     /// How the world's node pools moved at the RP and Clusters Service over
     /// the same window, per fast-poll cycle (clusters with a pool that
     /// moved, pool state changes), and the pool operations in flight at its
-    /// end: what the node pool reads above are to be O(docs/design.md §15.11).
+    /// end: what the node pool reads above are to be O(docs/design/15b-operations.md §15.11).
     pub pool_changes: Option<PoolChangesPerCycle>,
 }
 
@@ -98,7 +98,7 @@ pub struct PoolChangesPerCycle {
 /// Upstream requests in steady state: from the first scrape that shows the
 /// RP and Clusters Service sources caught up on the node pools in flight
 /// at start (`hcpflow_node_pool_reads_queued` below one batch each) over a
-/// minute, still before any first relist (docs/design.md §15.11).
+/// minute, still before any first relist (docs/design/15b-operations.md §15.11).
 #[derive(Clone, Debug, Default)]
 pub struct SteadyRequests {
     /// From /readyz to that scrape; `None` when it did not come in time
@@ -113,7 +113,7 @@ struct Reading {
     world_ms: i64,
     requests: Vec<(String, f64)>,
     maestro_served: u64,
-    /// Node pool requests the world answered, by source (docs/design.md
+    /// Node pool requests the world answered, by source (docs/design/15b-operations.md
     /// §15.11): the part of `requests` that reads pools.
     pool_requests: std::collections::BTreeMap<String, u64>,
 }
@@ -178,7 +178,7 @@ impl RequestWindow {
             .iter()
             .map(|(source, after)| (source.clone(), (after - before(source)) / cycles))
             .collect();
-        // Of those, the node pool reads (docs/design.md §15.11).
+        // Of those, the node pool reads (docs/design/15b-operations.md §15.11).
         per_cycle.extend(last.pool_requests.iter().map(|(source, after)| {
             let before = first.pool_requests.get(source).copied().unwrap_or(0);
             (

@@ -1,5 +1,5 @@
 //! A week of operation history for the bench's exporter to hold
-//! (docs/design.md §15.12): written into its state directory before it
+//! (docs/design/15b-operations.md §15.12): written into its state directory before it
 //! starts, so it restores every cluster's history through the same code a
 //! restarted exporter runs, and the bench measures what holding it costs.
 //!
@@ -180,7 +180,7 @@ mod tests {
         let now: Timestamp = "2026-03-08T12:00:00Z".parse().unwrap();
         let week = busy_week(3, now);
         // A live cluster's history holds no deletion: a deleted cluster's
-        // history goes with it (docs/design.md §15.12).
+        // history goes with it (docs/design/15b-operations.md §15.12).
         for kind in OperationKind::ALL
             .into_iter()
             .filter(|k| *k != OperationKind::Delete)

@@ -77,7 +77,7 @@ pub enum BenchError {
 }
 
 /// How the end-to-end exporter reads Maestro (`sources.maestro.grpc` or
-/// not, docs/design.md §9.10).
+/// not, docs/design/09b-reading-the-upstreams.md §9.10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MaestroMode {
     /// REST polls alone: incremental every fast-poll interval, a full

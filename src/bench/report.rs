@@ -475,7 +475,7 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
          Maestro watch that ended before any source's first full relist could begin ({} after \
          its first list ended): no relist is in them. With the stream, Maestro is asked nothing \
          between relists but to read by id the bundles first heard on the stream (one request \
-         per batch of them, docs/design.md §9.10).\n",
+         per batch of them, docs/design/09b-reading-the-upstreams.md §9.10).\n",
         interval(first.full_relist)
     ));
     out

@@ -1,7 +1,7 @@
 //! What each shard costs against one instance (`hcp-flow bench --shards N`,
 //! N > 1): one unsharded `hcp-flow serve` and the N shards side by side
 //! against one simulated world, so every instance reads the same fleet in
-//! the same watch window (docs/design.md §8.3).
+//! the same watch window (docs/design/08-scopes-and-scale-out.md §8.3).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};

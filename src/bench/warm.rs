@@ -42,7 +42,7 @@ const EXIT_SLACK: Duration = Duration::from_secs(20);
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// How much longer than the cold start the warm restart may take to
-/// reflect the downtime: its list is paced (docs/design.md §3.10).
+/// reflect the downtime: its list is paced (docs/design/03-timeline-model.md §3.10).
 const WARM_LIMIT_FACTOR: f64 = 2.0;
 
 /// What `hcp-flow bench --warm-restart` measured.
@@ -64,7 +64,7 @@ pub struct WarmFigures {
     /// The state file's size once the first exporter had exited.
     pub state_file_bytes: Option<u64>,
     /// The readings file's size once the first exporter had exited
-    /// (docs/design.md §3.10).
+    /// (docs/design/03-timeline-model.md §3.10).
     pub readings_file_bytes: Option<u64>,
     pub rss_before_stop: Option<u64>,
     pub stop: Stopped,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub mod kinds;
 pub use kinds::WatchKind;
 
-/// How HostedClusters map to cluster ids (docs/design.md §4.2, §4.3).
+/// How HostedClusters map to cluster ids (docs/design/04-identities-and-joins.md §4.2, §4.3).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum KubeMode {
@@ -78,7 +78,7 @@ pub struct KubeSourceConfig {
     pub watch_timeout: Duration,
     /// A watch that delivers nothing, not even a bookmark or its clean end,
     /// for this long is taken for hung: the source goes down and the kind
-    /// relists (docs/design.md §9.6). Each watch asks the server to end it
+    /// relists (docs/design/09-reading-the-upstreams.md §9.6). Each watch asks the server to end it
     /// after three quarters of this, so a quiet healthy API server proves
     /// itself in time even where its bookmarks come once a minute.
     #[serde(default = "defaults::idle_timeout", with = "humantime_serde")]
@@ -93,7 +93,7 @@ pub struct KubeSourceConfig {
     #[serde(default = "defaults::page_size")]
     pub page_size: u32,
     /// Set by `diagnose` only, never read from a file: the kinds to watch,
-    /// each narrowed to one creation's objects (docs/design.md §12.4).
+    /// each narrowed to one creation's objects (docs/design/12-interfaces.md §12.4).
     /// None in `serve`: every kind of [`KubeSourceConfig::kinds`], fleet-wide.
     #[serde(skip)]
     pub scope: Option<BTreeMap<WatchKind, KindScope>>,

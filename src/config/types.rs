@@ -23,7 +23,7 @@ pub struct Config {
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
     /// Where the times only the exporter observed are kept across restarts
-    /// (docs/design.md §3.8). None: they restart with the process.
+    /// (docs/design/03-timeline-model.md §3.8). None: they restart with the process.
     pub state_dir: Option<PathBuf>,
     pub slo: SloConfig,
     pub shard: ShardConfig,
@@ -70,18 +70,18 @@ impl LogFormat {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SloConfig {
-    /// A creation is good when it completes within this (docs/design.md §6.1).
+    /// A creation is good when it completes within this (docs/design/06-slos-and-alerts.md §6.1).
     #[serde(with = "humantime_serde")]
     pub creation_target: Duration,
     /// Hops whose readiness completes a creation. Empty: derived from the
     /// sources in scope (hosted_cluster when visible, plus rp_frontend when
     /// the RP is in scope; clusters_service when neither is).
     pub terminal_hops: Vec<Hop>,
-    /// How long each hop may stay not ready (docs/design.md §3.5); a
+    /// How long each hop may stay not ready (docs/design/03-timeline-model.md §3.5); a
     /// never-Available HostedCluster Degraded past its budget is failed.
     pub hop_budgets: HopBudgets,
     /// Targets and budgets of the operations after creation (creation's are
-    /// the two keys above): `slo.operations.delete` (docs/design.md §15.4).
+    /// the two keys above): `slo.operations.delete` (docs/design/15-operations.md §15.4).
     pub operations: OperationsSloConfig,
 }
 
@@ -94,7 +94,7 @@ pub struct OperationsSloConfig {
     pub node_pool_create: PoolOperationSloConfig,
     /// A node pool's removal; its budget is `delete.hop_budgets.node_pool`.
     pub node_pool_delete: PoolOperationSloConfig,
-    /// A control-plane upgrade (docs/design.md §15.10); its hop is
+    /// A control-plane upgrade (docs/design/15-operations.md §15.10); its hop is
     /// `hosted_cluster`.
     pub upgrade: UpgradeSloConfig,
     /// A node pool's upgrade; its budget is `upgrade.hop_budgets.node_pool`.
@@ -102,7 +102,7 @@ pub struct OperationsSloConfig {
 }
 
 /// A node pool operation's latency target. Its one hop, the NodePool, is
-/// judged by the cluster's own budget for that hop (docs/design.md §15.9).
+/// judged by the cluster's own budget for that hop (docs/design/15-operations.md §15.9).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct PoolOperationSloConfig {
@@ -230,7 +230,7 @@ pub struct UiConfig {
 }
 
 /// How many ended operations each cluster keeps, and for how long
-/// (docs/design.md §15.12): served in its JSON, drawn on its page, kept in
+/// (docs/design/15b-operations.md §15.12): served in its JSON, drawn on its page, kept in
 /// the state store.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
@@ -405,7 +405,7 @@ pub mod defaults {
         Duration::from_secs(600)
     }
     /// A cluster's node pools at the RP and Clusters Service are read at
-    /// least this often (docs/design.md §15.11): at 10,000 clusters and a
+    /// least this often (docs/design/15b-operations.md §15.11): at 10,000 clusters and a
     /// 10 s fast poll, 28 clusters a poll.
     pub fn node_pool_rotation() -> Duration {
         Duration::from_secs(3600)
@@ -451,7 +451,7 @@ pub struct RpFrontendConfig {
     /// Individual cluster resource ids to GET.
     pub resource_ids: Vec<String>,
     /// How long a cluster's `nodePools` may go unread: the slow rotation
-    /// through every cluster (docs/design.md §15.11). Zero reads none.
+    /// through every cluster (docs/design/15b-operations.md §15.11). Zero reads none.
     pub node_pool_rotation: Duration,
 }
 
@@ -481,7 +481,7 @@ pub struct ClustersServiceConfig {
     /// creation's clusters instead of the fleet. None in `serve`.
     pub search_scope: Option<String>,
     /// How long a cluster's `node_pools` may go unread: the slow rotation
-    /// through every cluster (docs/design.md §15.11). Zero reads none.
+    /// through every cluster (docs/design/15b-operations.md §15.11). Zero reads none.
     pub node_pool_rotation: Duration,
 }
 
@@ -535,7 +535,7 @@ pub struct MaestroConfig {
     /// condition. How `diagnose` reads one creation's bundles. None in `serve`.
     pub search_scope: Option<String>,
     /// Hear bundle status over Maestro's gRPC CloudEvents stream, with the
-    /// REST list only to reconcile (docs/design.md §9.10). None: poll.
+    /// REST list only to reconcile (docs/design/09b-reading-the-upstreams.md §9.10). None: poll.
     pub grpc: Option<Box<MaestroGrpcConfig>>,
 }
 
@@ -550,7 +550,7 @@ impl MaestroConfig {
 }
 
 /// `sources.maestro.grpc`: Maestro's gRPC CloudEvents service
-/// (docs/design.md §9.10).
+/// (docs/design/09b-reading-the-upstreams.md §9.10).
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MaestroGrpcConfig {
@@ -719,7 +719,7 @@ flat_source_shape!(RawRpFrontend => RpFrontendConfig {
 flat_source_shape!(RawClustersService => ClustersServiceConfig {
     #[serde(default)]
     api: ClustersServiceApi,
-    /// Set by `diagnose` only, never read from a file (docs/design.md §12.4).
+    /// Set by `diagnose` only, never read from a file (docs/design/12-interfaces.md §12.4).
     #[serde(skip)]
     search_scope: Option<String>,
     #[serde(default = "defaults::node_pool_rotation", with = "humantime_serde")]
@@ -727,7 +727,7 @@ flat_source_shape!(RawClustersService => ClustersServiceConfig {
 });
 
 flat_source_shape!(RawMaestro => MaestroConfig {
-    /// Set by `diagnose` only, never read from a file (docs/design.md §12.4).
+    /// Set by `diagnose` only, never read from a file (docs/design/12-interfaces.md §12.4).
     #[serde(skip)]
     search_scope: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -751,7 +751,7 @@ impl Config {
     }
 
     /// Hops whose readiness completes a creation: `slo.terminal_hops` when
-    /// set, else derived from the sources in scope (docs/design.md §3.6).
+    /// set, else derived from the sources in scope (docs/design/03-timeline-model.md §3.6).
     pub fn terminal_hops(&self) -> Vec<Hop> {
         if !self.slo.terminal_hops.is_empty() {
             return self.slo.terminal_hops.clone();
@@ -759,7 +759,7 @@ impl Config {
         let mut hops = Vec::new();
         // The RP completes a creation only where it joins one: through
         // Clusters Service. RP resources no CS cluster shows complete on
-        // their own (docs/design.md §4.4).
+        // their own (docs/design/04-identities-and-joins.md §4.4).
         if self.sources.rp_frontend.is_some() && self.sources.clusters_service.is_some() {
             hops.push(Hop::RpFrontend);
         }
@@ -780,7 +780,7 @@ impl Config {
         hops
     }
 
-    /// Which creations this instance counts (docs/design.md §8.2): the one
+    /// Which creations this instance counts (docs/design/08-scopes-and-scale-out.md §8.2): the one
     /// that sees their start. RP resources not joined are counted where the
     /// RP is read; every other timeline where Clusters Service is read, or —
     /// with no RP to see an earlier start — where Maestro or a self-managed
@@ -798,7 +798,7 @@ impl Config {
 
     /// Hops some configured source can see, in path order. Maestro sees
     /// ManifestWork, HostedCluster and NodePool through status feedback
-    /// (docs/design.md §2.6); management clusters add what their watches see.
+    /// (docs/design/02-hops-and-phases.md §2.6); management clusters add what their watches see.
     pub fn observable_hops(&self) -> Vec<Hop> {
         let mut hops = Vec::new();
         if self.sources.rp_frontend.is_some() {

@@ -107,7 +107,7 @@ impl Config {
         }
 
         // Only the shape is checked here: whether the directory can be
-        // written is proven when `serve` opens it (docs/design.md §3.8), so
+        // written is proven when `serve` opens it (docs/design/03-timeline-model.md §3.8), so
         // check-config works on a machine without the volume.
         if let Some(dir) = &self.state_dir {
             if dir.as_os_str().is_empty() {
@@ -360,7 +360,7 @@ fn api_path_in(url: &url::Url) -> Option<usize> {
 fn validate_rp(rp: &RpFrontendConfig, errors: &mut Vec<FieldError>) {
     let prefix = format!("sources.{SOURCE_RP_FRONTEND}");
     // The ARM list of hcpOpenShiftClusters declares no `$top`: pages are the
-    // RP's, followed by `nextLink` (docs/design.md §13.7). A setting that
+    // RP's, followed by `nextLink` (docs/design/13-decisions.md §13.7). A setting that
     // would change nothing is refused rather than silently ignored.
     if rp.http.page_size != super::types::defaults::page_size() {
         errors.push(FieldError::new(
@@ -407,7 +407,7 @@ fn validate_rp(rp: &RpFrontendConfig, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// `sources.maestro.grpc` (docs/design.md §9.10).
+/// `sources.maestro.grpc` (docs/design/09b-reading-the-upstreams.md §9.10).
 fn validate_grpc(prefix: &str, grpc: &MaestroGrpcConfig, errors: &mut Vec<FieldError>) {
     let address = &grpc.address;
     let mut err = |key: &str, message: String| {

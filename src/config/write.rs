@@ -1,6 +1,6 @@
 //! Writing a configuration back as the file `serve` and `diagnose` read:
 //! the demo hands its world's configuration to the user this way
-//! (docs/design.md §11.5), so `diagnose --config` points at the demo.
+//! (docs/design/11-simulated-world.md §11.5), so `diagnose --config` points at the demo.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! `hcp-flow diagnose TARGET`: where is this creation stuck, since when, and
-//! why — the on-call walk of every hop, done live (docs/design.md §12.4).
+//! why — the on-call walk of every hop, done live (docs/design/12-interfaces.md §12.4).
 //!
 //! Live, it starts the exporter's own sources with `serve`'s configuration
 //! (files, credentials, kubeconfig contexts) and its own model, waits until
@@ -73,7 +73,7 @@ pub struct Report {
     pub unreadable: Vec<Unreadable>,
 }
 
-/// What the exit code says (docs/design.md §12.4).
+/// What the exit code says (docs/design/12-interfaces.md §12.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -428,7 +428,7 @@ pub async fn from_exporter(base: &url::Url, target: &str) -> Result<Report, Diag
             Ok::<_, DiagnoseError>((url, response))
         }
     };
-    // The path takes ids with their slashes as they are (docs/design.md §12.2).
+    // The path takes ids with their slashes as they are (docs/design/12-interfaces.md §12.2).
     let (url, response) = get(format!(
         "/api/v1/clusters/{}",
         target.trim_start_matches('/')
@@ -678,7 +678,7 @@ mod tests {
             "{markdown}"
         );
         // The cluster's verdict is the worst of its operations in flight
-        // (docs/design.md §15.7): the pool's stuck creation, exit code 2.
+        // (docs/design/15-operations.md §15.7): the pool's stuck creation, exit code 2.
         assert_eq!(report.exit_code(), 2, "the worst operation decides");
     }
 }

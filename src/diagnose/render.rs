@@ -285,7 +285,7 @@ fn upstream_ids(report: &Report) -> Vec<String> {
         .collect()
 }
 
-/// The history the timeline carries (docs/design.md §15.12), a row per
+/// The history the timeline carries (docs/design/15b-operations.md §15.12), a row per
 /// ended operation: what, when, how long, how it ended, its hops.
 fn history_rows(report: &Report) -> Vec<Vec<String>> {
     let Some(ended) = report

@@ -1,6 +1,6 @@
 //! What a live walk reads: the configuration of `serve`, narrowed to one
 //! creation, hop by hop, as the cheatsheet narrows its queries
-//! (docs/design.md §12.4). A walk never lists the fleet: each source reads
+//! (docs/design/12-interfaces.md §12.4). A walk never lists the fleet: each source reads
 //! what the identities known so far select, and each run of the sources
 //! may reveal more identities (the Clusters Service id behind an ARM id,
 //! the management cluster behind a Clusters Service id), until a run
@@ -140,7 +140,7 @@ impl Known {
 /// A walk reads the node pools of what it walks (the hints its NodePools
 /// give, and the pools in flight it saw), not a rotation through the
 /// resource group's other clusters: a rotation this long never turns within
-/// a walk of seconds (docs/design.md §15.11).
+/// a walk of seconds (docs/design/15b-operations.md §15.11).
 const WALK_POOL_ROTATION: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 
 /// `config` narrowed to what `known` selects. A source nothing known can

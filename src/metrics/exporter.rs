@@ -60,7 +60,7 @@ pub enum KindState {
     /// Not listed yet.
     pending,
     /// Not listed yet since a restart, but serving what the last run read
-    /// of it (the state directory's readings, docs/design.md §3.10).
+    /// of it (the state directory's readings, docs/design/03-timeline-model.md §3.10).
     restored,
     /// Listed, and no failure since.
     ok,

@@ -59,7 +59,7 @@ pub trait Sink {
     /// `scratch` and handed on in one [`put`](Self::put); a sink that owns
     /// its buffer makes room for [`RenderedCluster::family_len`] bytes once
     /// and takes the pieces straight into it, saving a copy of the body
-    /// (docs/design.md §5.5).
+    /// (docs/design/05-metrics.md §5.5).
     fn put_family(
         &mut self,
         cluster: &RenderedCluster,
@@ -135,7 +135,7 @@ pub fn render_to(
         for (at, cluster) in clusters.iter().enumerate() {
             // Each cluster's fields and text are somewhere else in memory:
             // its fields are asked for two steps ahead of its text, as the
-            // fields say where the text is (docs/design.md §5.5).
+            // fields say where the text is (docs/design/05-metrics.md §5.5).
             if let Some(ahead) = clusters.get(at + 2 * PREFETCH_AHEAD) {
                 ahead.prefetch_fields(id);
             }

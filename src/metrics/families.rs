@@ -1,6 +1,6 @@
 //! The per-cluster families: one declaration each (name, type, help, the
 //! labels after `cluster_id`, their count in the type), and the one list
-//! exposition and the docs check read (docs/design.md §5).
+//! exposition and the docs check read (docs/design/05-metrics.md §5).
 
 /// The type a family is declared with in its `# TYPE` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ pub const HOP_FEEDBACK_ERROR: Family<3> = Family::gauge(
 );
 
 /// `node_pool` and `target_version` stay empty for cluster operations
-/// (node pools and upgrades fill them, docs/design.md §15.5).
+/// (node pools and upgrades fill them, docs/design/15-operations.md §15.5).
 pub const OPERATION_IN_FLIGHT: Family<3> = Family::gauge(
     11,
     "hcpflow_operation_in_flight",
@@ -188,7 +188,7 @@ pub const OPERATION_STARTED: Family<2> = Family::gauge(
     &["operation", "node_pool"],
 );
 
-/// Where each day-2 operation in flight waits (docs/design.md §15.11): a
+/// Where each day-2 operation in flight waits (docs/design/15b-operations.md §15.11): a
 /// pool's own reading at the hop (its ARM resource, its Clusters Service
 /// node pool, its NodePool), which the cluster's hop series do not show.
 pub const OPERATION_WAITING: Family<6> = Family::gauge(
@@ -200,7 +200,7 @@ pub const OPERATION_WAITING: Family<6> = Family::gauge(
 
 /// When a day-2 operation failed, while the model keeps it: a pool's while
 /// some hop still shows the pool, an upgrade's while its object still
-/// reports the target (docs/design.md §15.11). Where it failed and why
+/// reports the target (docs/design/15b-operations.md §15.11). Where it failed and why
 /// (the pool's own error code, else the hop's raw state).
 pub const OPERATION_FAILED: Family<5> = Family::gauge(
     14,

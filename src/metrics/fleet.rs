@@ -4,7 +4,7 @@
 //! only concatenates them under each family header (kube-state-metrics' method),
 //! which is what keeps a 10,000-cluster scrape within tens of milliseconds.
 //! Only the current value of each set is emitted (value 1), never the whole set
-//! with zeros (docs/design.md §5.2).
+//! with zeros (docs/design/05-metrics.md §5.2).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -17,7 +17,7 @@ use crate::views::work::FeedbackError;
 pub use super::families::*;
 
 /// Which conditions and reasons become label values (the rest: not emitted,
-/// or reason `other`). Bounded lists keep the series budget (docs/design.md §5.4).
+/// or reason `other`). Bounded lists keep the series budget (docs/design/05-metrics.md §5.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RenderConfig {
     pub conditions: BTreeMap<Hop, BTreeSet<String>>,
@@ -33,7 +33,7 @@ impl Default for RenderConfig {
             // Applied only: a cluster has several works (the HostedCluster's,
             // one per pool), and the hop's phase already says Available;
             // Applied is what HCPManifestWorkNotApplied reads. Keeps a
-            // one-pool cluster within 40 series (docs/design.md §5.4).
+            // one-pool cluster within 40 series (docs/design/05-metrics.md §5.4).
             (Hop::Manifestwork, list(&["Applied"])),
             // The two deletion conditions appear only while HyperShift
             // destroys the cluster: what holds a deletion at the hop.
@@ -61,7 +61,7 @@ impl Default for RenderConfig {
     }
 }
 
-/// Condition reasons of the upstreams (docs/design.md §10.1–§10.5) worth a label value.
+/// Condition reasons of the upstreams (docs/design/10-upstream-facts.md §10.1–§10.5) worth a label value.
 pub const DEFAULT_REASONS: &[&str] = &[
     "AsExpected",
     "StatusUnknown",
@@ -117,7 +117,7 @@ pub const DEFAULT_REASONS: &[&str] = &[
 /// exactly its size, with where each family ends. Every line starts with its
 /// family's name and `{cluster_id="…"`; that start is kept once per cluster
 /// and written back at scrape time, which halves the text the exporter holds
-/// (docs/design.md §5.5). Eleven growable strings per cluster cost a third
+/// (docs/design/05-metrics.md §5.5). Eleven growable strings per cluster cost a third
 /// more than the text itself at fleet scale (docs/performance.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RenderedCluster {
@@ -230,7 +230,7 @@ impl RenderedCluster {
     /// and [`write_family`](Self::write_family) read of this cluster's own
     /// fields. A scrape walks the fleet family by family, so every family
     /// of every cluster is a jump to memory not touched since the last
-    /// family, which the hardware cannot foresee (docs/design.md §5.5).
+    /// family, which the hardware cannot foresee (docs/design/05-metrics.md §5.5).
     #[inline(always)]
     pub fn prefetch_fields(&self, family: FamilyId) {
         let index = family.index();
@@ -279,7 +279,7 @@ impl RenderedCluster {
     /// to `out` piece by piece (name, id label, rest of the line): the
     /// pieces go straight into the body, with no buffer in between, when
     /// the body is a buffer with room for [`family_len`](Self::family_len)
-    /// bytes (docs/design.md §5.5).
+    /// bytes (docs/design/05-metrics.md §5.5).
     pub fn write_family(&self, family: FamilyId, out: &mut String) {
         self.for_each_piece(family.index(), |piece| out.push_str(piece));
     }
@@ -317,7 +317,7 @@ impl RenderedCluster {
     /// cluster, so it stays in cache) for the caller to hand on at once: for
     /// a sink that cannot take the pieces into a buffer of its own (a gzip
     /// encoder), three small writes per line cost more than the extra copy
-    /// (docs/design.md §5.5).
+    /// (docs/design/05-metrics.md §5.5).
     pub fn family_lines<'a>(&self, family: FamilyId, scratch: &'a mut String) -> &'a str {
         scratch.clear();
         self.write_family(family, scratch);
@@ -504,7 +504,7 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
                 };
                 // Hops that hold several objects name them, so two
                 // bundles (or works) of one cluster never make two series
-                // of one label set (docs/design.md §2.5).
+                // of one label set (docs/design/02-hops-and-phases.md §2.5).
                 let (object_label, node_pool) = match hop {
                     Hop::MaestroBundle | Hop::Manifestwork => (Some(object), None),
                     Hop::NodePool => (None, Some(object)),

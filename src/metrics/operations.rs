@@ -1,7 +1,7 @@
 //! Fleet-level families fed by model events: operation and hop duration
 //! histograms (with the trace id as exemplar), SLO events, the targets and
 //! budgets, and a few gauges. Every family carries the `operation` label
-//! (docs/design.md §15.5).
+//! (docs/design/15-operations.md §15.5).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -71,7 +71,7 @@ impl Platform {
 }
 
 /// The OpenShift minor version an operation ran at, as the `version` label
-/// of the duration histograms (docs/design.md §15.5): `4.17` for `4.17.3`,
+/// of the duration histograms (docs/design/15-operations.md §15.5): `4.17` for `4.17.3`,
 /// `openshift-v4.17.3` or `4.17.0-rc.1`, `unknown` for anything else. Minor
 /// only, and only numbers, so the label is bounded whatever upstream sends:
 /// an SRE compares versions, not patch releases.
@@ -316,7 +316,7 @@ impl OperationMetrics {
 
     /// Feed one model event into histograms and counters. Events this
     /// instance does not own (`counted: false`) move nothing: another
-    /// instance counts them (docs/design.md §8.2).
+    /// instance counts them (docs/design/08-scopes-and-scale-out.md §8.2).
     pub fn record(&self, event: &Event, platform_of: impl Fn(&str) -> String) {
         match event {
             Event::HopEnded {
@@ -406,7 +406,7 @@ impl OperationMetrics {
 }
 
 impl OperationMetrics {
-    /// The fleet's p95 per hop of succeeded hop durations (docs/design.md §3.9).
+    /// The fleet's p95 per hop of succeeded hop durations (docs/design/03-timeline-model.md §3.9).
     pub fn hop_p95(&self) -> HopP95 {
         self.hop_durations.lock().p95()
     }

@@ -1,4 +1,4 @@
-//! Day-2 operations (docs/design.md §11.10): after a healthy creation
+//! Day-2 operations (docs/design/11-simulated-world.md §11.10): after a healthy creation
 //! completed, some clusters add a node pool, remove one, upgrade their
 //! control plane and then their pools. Drawn from streams of their own
 //! (salted per world), so every draw of the creation and the deletion is
@@ -453,7 +453,7 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
 /// worlds): pools by their short names, times the instants the world
 /// changes at (the same as the Maestro view and the ground truth); the
 /// objects show them in whole seconds once reached
-/// ([`KubeExtras::as_served`], docs/design.md §11.10).
+/// ([`KubeExtras::as_served`], docs/design/11-simulated-world.md §11.10).
 pub(crate) fn kube_extras(
     d: &Day2,
     hosted_cluster_name: Option<String>,

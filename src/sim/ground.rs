@@ -1,6 +1,6 @@
 //! The demo's public ground truth: for every cluster of the world, the fault
 //! injected into it, when it took effect, the alert it should raise and by
-//! when (docs/design.md §11.6). Served by `hcp-flow demo` at
+//! when (docs/design/11-simulated-world.md §11.6). Served by `hcp-flow demo` at
 //! `/api/v1/demo/ground-truth`, read by the alert-fidelity test and by anyone
 //! checking what the exporter and the rules detected against what happened.
 //!
@@ -36,7 +36,7 @@ pub const MANAGED_CLUSTER_NEVER_JOINS: &str = "managed_cluster_never_joins";
 /// The day-2 operations' hop budgets the world assumes, in world time
 /// (divided by the speed like every other budget): a pool's creation and
 /// removal are judged by the creation's and the deletion's `node_pool`
-/// budgets (docs/design.md §15.9), an upgrade by these.
+/// budgets (docs/design/15-operations.md §15.9), an upgrade by these.
 pub const UPGRADE_HOSTED_CLUSTER_BUDGET: Duration = Duration::from_secs(75 * 60);
 pub const NODE_POOL_UPGRADE_NODE_POOL_BUDGET: Duration = Duration::from_secs(60 * 60);
 
@@ -54,7 +54,7 @@ pub struct Day2Budgets {
 }
 
 /// One day-2 operation the world runs (healthy or not), as its upstreams
-/// date it (docs/design.md §11.10).
+/// date it (docs/design/11-simulated-world.md §11.10).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Day2OperationTruth {
     /// The id the exporter gives the cluster.
@@ -640,7 +640,7 @@ fn day2_fault(
         // Failed at Clusters Service during the upgrade: `HCPOperationFailed`
         // has no hold, so it is due when the error is served (whole
         // seconds); the exporter reads a pool in flight at every fast poll
-        // (docs/design.md §15.11), within the run's slack.
+        // (docs/design/15b-operations.md §15.11), within the run's slack.
         FaultKind::CsNodePoolUpgradeError => d
             .pool_upgrades
             .iter()
@@ -674,7 +674,7 @@ fn day2_fault(
     }
 }
 
-/// The ground truth of one cluster of the self-managed hub (docs/design.md
+/// The ground truth of one cluster of the self-managed hub (docs/design/11-simulated-world.md
 /// §11.7): its id is the exporter's (`spec.clusterID`, else
 /// `<namespace>/<name>`), and it has no ARM resource.
 fn hub_cluster(

@@ -1,4 +1,4 @@
-//! The self-managed world (docs/design.md §11.7): one simulated MCE hub, a
+//! The self-managed world (docs/design/11-simulated-world.md §11.7): one simulated MCE hub, a
 //! management cluster where users create HostedClusters themselves — no RP,
 //! no Clusters Service, no Maestro. It holds a MultiClusterEngine, and
 //! HostedClusters of platforms KubeVirt, Agent and None in the user
@@ -89,13 +89,13 @@ pub(crate) struct HubPlan {
     /// the HostedCluster waits for its finalizer until `gone`.
     pub dependents_gone: Option<Ms>,
     pub gone: Option<Ms>,
-    /// What the cluster does after its creation (docs/design.md §11.10);
+    /// What the cluster does after its creation (docs/design/11-simulated-world.md §11.10);
     /// a pool it adds is not in `pools`.
     pub day2: Day2,
 }
 
 impl HubPlan {
-    /// The id the exporter gives the cluster (docs/design.md §4.3).
+    /// The id the exporter gives the cluster (docs/design/04-identities-and-joins.md §4.3).
     pub fn cluster_id(&self) -> String {
         self.spec_cluster_id
             .clone()
@@ -334,7 +334,7 @@ fn hub_plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Hu
         p.agents += a.replicas;
     }
     // A healthy cluster whose deletion the finalizer holds, from its own
-    // stream (docs/design.md §11.9).
+    // stream (docs/design/11-simulated-world.md §11.9).
     if params.churn && params.faults && p.fault.is_none() {
         let mut stuck = ChaCha8Rng::seed_from_u64(params.seed ^ HUB_DELETION_SALT);
         stuck.set_stream(index);
@@ -493,7 +493,7 @@ mod tests {
 
     #[test]
     fn a_healthy_creation_fits_every_hop_budget() {
-        // Budgets of docs/design.md §3.5: control plane and HostedCluster
+        // Budgets of docs/design/03-timeline-model.md §3.5: control plane and HostedCluster
         // 15 min from the start, node pools 30 min.
         for i in 0..300 {
             let p = hub_plan(&params(4), i);

@@ -11,7 +11,7 @@
 //! deleting what vanished; while a server is stopped its store keeps moving,
 //! so a restart serves what changed meanwhile (and watchers relist).
 //!
-//! A world with a self-managed hub (docs/design.md §11.7) has one more
+//! A world with a self-managed hub (docs/design/11-simulated-world.md §11.7) has one more
 //! server, [`HUB_NAME`], holding its MultiClusterEngine and the objects of
 //! its clusters, drawn the same way in the self-managed mode.
 
@@ -225,7 +225,7 @@ impl World {
     }
 
     /// The management-side view of one plan, `None` once its ManifestWorks
-    /// are gone (the deletion takes everything with it, docs/design.md
+    /// are gone (the deletion takes everything with it, docs/design/11-simulated-world.md
     /// §11.9).
     pub(crate) fn kube_spec(&self, p: &Plan, t: Ms) -> Option<(KubeClusterSpec, KubeExtras)> {
         // Nothing reaches a management cluster the RP never handed over;

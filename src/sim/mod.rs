@@ -1,7 +1,7 @@
 //! The simulated world: loopback servers that speak the ARO HCP RP frontend,
 //! Clusters Service and Maestro HTTP APIs with the reference wire shapes, over
 //! a seeded fleet going through creations (and, with churn, deletions) with
-//! realistic per-hop delays and injected faults (docs/design.md §11).
+//! realistic per-hop delays and injected faults (docs/design/11-simulated-world.md §11).
 //!
 //! Everything served is a pure function of the seeded per-cluster plans and
 //! the [`SimClock`], so the world is deterministic for (seed, clusters, start
@@ -11,7 +11,7 @@
 //! `maestro_bundle`, and through the bundles' status feedback `manifestwork`,
 //! `hosted_cluster` and `node_pool` (nested `jsonRaw`, rendered in `wire.rs`).
 //! As in ARO HCP, a cluster has several bundles: the HostedCluster's, and one
-//! per NodePool, each carrying a ManifestWork of its own (docs/design.md §11.1).
+//! per NodePool, each carrying a ManifestWork of its own (docs/design/11-simulated-world.md §11.1).
 //!
 //! Timeline of one creation (world seconds, all divided by `speed`):
 //! RP Accepted at creation; CS cluster 2–8 s later (validating, pending after
@@ -29,13 +29,13 @@
 //! population stays at `clusters`.
 //!
 //! After a healthy creation, some clusters add a node pool, remove one,
-//! upgrade the control plane and then their pools (`day2.rs`, docs/design.md
+//! upgrade the control plane and then their pools (`day2.rs`, docs/design/11-simulated-world.md
 //! §11.10; [`Day2Config`]).
 //!
 //! With [`WorldKind::SelfManaged`] (or [`WorldKind::Both`]) the world also
 //! has a self-managed MCE hub: one more simulated Kubernetes API server with
 //! KubeVirt, Agent and None HostedClusters and no RP, Clusters Service or
-//! Maestro (`hub.rs`, docs/design.md §11.7).
+//! Maestro (`hub.rs`, docs/design/11-simulated-world.md §11.7).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -98,7 +98,7 @@ pub struct WorldConfig {
     pub kind: WorldKind,
 }
 
-/// The worlds `hcp-flow demo --world` can run (docs/design.md §11.7).
+/// The worlds `hcp-flow demo --world` can run (docs/design/11-simulated-world.md §11.7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum WorldKind {
     /// ARO HCP: the RP frontend, Clusters Service, Maestro and two
@@ -347,7 +347,7 @@ impl FaultKind {
         )
     }
 
-    /// The operation the fault hits (docs/design.md §15): `create`,
+    /// The operation the fault hits (docs/design/15-operations.md §15): `create`,
     /// `delete`, `node_pool_create`, `upgrade` or `node_pool_upgrade`;
     /// `None` for a regression after the creation, which no operation owns.
     pub fn operation(self) -> Option<&'static str> {
@@ -499,7 +499,7 @@ impl std::fmt::Debug for World {
 
 const PRUNE_EVERY_MS: Ms = 5_000;
 
-/// What a world does after its creations (docs/design.md §11.10); the
+/// What a world does after its creations (docs/design/11-simulated-world.md §11.10); the
 /// default is what [`World::new`] (and the demo) runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Day2Config {
@@ -515,7 +515,7 @@ pub struct Day2Config {
     /// Draw [`FaultKind::CsNodePoolError`]: a pool added after the creation
     /// that Clusters Service fails (`error`; the ARM nodePool `Failed`; no
     /// NodePool). On by default, as the exporter reads both
-    /// (docs/design.md §15.11); off reproduces a world without it. Healthy
+    /// (docs/design/15b-operations.md §15.11); off reproduces a world without it. Healthy
     /// clusters only take it, so turning it off changes no other cluster's
     /// draw.
     pub cs_node_pool_error: bool,
@@ -728,7 +728,7 @@ impl World {
 
     /// How the RP's and Clusters Service's node pools of the clusters
     /// `followed` keeps moved between two world times (ms), sampled each
-    /// second (docs/design.md §15.11).
+    /// second (docs/design/15b-operations.md §15.11).
     pub fn node_pool_changes(
         &self,
         from: i64,
@@ -804,7 +804,7 @@ impl World {
 }
 
 /// What a correct exporter shows of one hub cluster at `t`: only the
-/// management side exists (docs/design.md §11.7). `None` when nothing of it
+/// management side exists (docs/design/11-simulated-world.md §11.7). `None` when nothing of it
 /// is served.
 fn hub_truth(p: &hub::HubPlan, t: Ms, degraded_budget: Duration) -> Option<TruthCluster> {
     if t < p.created || p.gone_at().is_some_and(|g| g <= t) {

@@ -89,7 +89,7 @@ pub(crate) struct PoolPlan {
 
 /// One Maestro resource bundle of a cluster. In ARO HCP the HostedCluster
 /// and each NodePool travel in a ManifestWork of their own, each in its own
-/// bundle (docs/design.md §11.1), so a cluster has one bundle per pool plus
+/// bundle (docs/design/11-simulated-world.md §11.1), so a cluster has one bundle per pool plus
 /// the HostedCluster's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BundlePlan {
@@ -184,7 +184,7 @@ pub(crate) struct Plan {
     pub cs_uninstall_error: Option<Ms>,
     pub rp_delete_failed: Option<Ms>,
 
-    /// What the cluster does after its creation (docs/design.md §11.10).
+    /// What the cluster does after its creation (docs/design/11-simulated-world.md §11.10).
     /// A pool it adds is the last of `pools`, with a bundle of its own.
     pub day2: Day2,
 
@@ -462,7 +462,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         }
     }
 
-    // Per-hop delays in world seconds (docs/design.md §11.3).
+    // Per-hop delays in world seconds (docs/design/11-simulated-world.md §11.3).
     let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
     let cs_created = at(created, 2.0, 8.0);
     let cs_pending = at(cs_created, 8.0, 25.0);
@@ -724,7 +724,7 @@ fn other_fault_ahead(params: &FleetParams, index: u64) -> bool {
 }
 
 /// The deletion on the management cluster and the deletion's faults, from
-/// their own stream (docs/design.md §11.9). The agent deletes the
+/// their own stream (docs/design/11-simulated-world.md §11.9). The agent deletes the
 /// HostedCluster seconds after its bundle is marked deleted; HyperShift
 /// takes one to four minutes to destroy the cloud resources and clear the
 /// finalizer; the ManifestWorks go seconds later, and only then does Maestro
@@ -820,7 +820,7 @@ fn deletion(params: &FleetParams, p: &mut Plan) {
 
 /// The cluster's bundles: the HostedCluster's (its times are the plan's
 /// `bundle_*` and `mw_available`), then one per pool, created within a few
-/// seconds of it and reporting on their own (docs/design.md §11.3).
+/// seconds of it and reporting on their own (docs/design/11-simulated-world.md §11.3).
 fn bundles(params: &FleetParams, p: &Plan, hc_bundle_id: String) -> Vec<BundlePlan> {
     let frozen = |applied: Option<Ms>| {
         applied.filter(|_| p.fault == Some(FaultKind::MaestroStatusNotUpdated))

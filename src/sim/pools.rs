@@ -1,5 +1,5 @@
 //! A cluster's node pools as the RP frontend (ARM `nodePools`) and Clusters
-//! Service (`node_pools`) serve them (docs/design.md §11.10): the same pools
+//! Service (`node_pools`) serve them (docs/design/11-simulated-world.md §11.10): the same pools
 //! the bundles and the management clusters carry, their states moving with
 //! the NodePools, plus a pool Clusters Service failed before it made one
 //! ([`FailedPool`](super::day2::FailedPool)).
@@ -428,7 +428,7 @@ pub(crate) fn cs_node_pool(p: &Plan, sp: &ServicePool<'_>, t: Ms, prefix: &str) 
 
 /// How the RP's and Clusters Service's node pools moved in a window of world
 /// time, as the bench compares the exporter's pool reads with them
-/// (docs/design.md §15.11): reads are worth their cost only where a pool
+/// (docs/design/15b-operations.md §15.11): reads are worth their cost only where a pool
 /// changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolChanges {

@@ -1,5 +1,5 @@
 //! Ground truth: what a correct exporter should report for each cluster at a
-//! given instant. Computed from the plan with the phase tables of docs/design.md §2.2 (see §11.4)
+//! given instant. Computed from the plan with the phase tables of docs/design/02-hops-and-phases.md §2.2 (see §11.4)
 //! written out again here, on purpose without calling any exporter mapping
 //! function, so the truth stays an independent check.
 
@@ -72,7 +72,7 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
             },
         );
     }
-    // Every bundle and what its feedback fills (docs/design.md §2.5, §2.6):
+    // Every bundle and what its feedback fills (docs/design/02-hops-and-phases.md §2.5, §2.6):
     // each is one object of its hop.
     let mut bundles = Vec::new();
     let mut works = Vec::new();
@@ -221,7 +221,7 @@ impl Obj {
     }
 }
 
-/// A hop of several objects, by the rule of docs/design.md §2.5 written
+/// A hop of several objects, by the rule of docs/design/02-hops-and-phases.md §2.5 written
 /// out again: failed when one failed; deleting when all are; unknown when
 /// one is; ready when every live one is, since the last of them became
 /// ready; pending when every live one is; else progressing. `None` without
@@ -353,7 +353,7 @@ impl FaultKind {
     /// every hop of it: the RP and Clusters Service stay in flight until the
     /// end, and what the agent never reported stays unknown. Each pool
     /// created with the cluster is a `node_pool_create` of its own
-    /// (docs/design.md §15.9): a creation fault that keeps the pools from
+    /// (docs/design/15-operations.md §15.9): a creation fault that keeps the pools from
     /// their nodes (or from ever being made) holds those too, and a
     /// deletion fault the pools' removals. The other faults hold their own
     /// operation's hops only.
@@ -459,7 +459,7 @@ impl FaultKind {
 }
 
 /// The management cluster's direct view of one creation at `now`, from the
-/// spec's times and the phase tables of docs/design.md §2.2 (written out again here,
+/// spec's times and the phase tables of docs/design/02-hops-and-phases.md §2.2 (written out again here,
 /// independent of the exporter's mapping and of the object renderer).
 /// `degraded_budget`: how long a HostedCluster may be Degraded, never having
 /// been Available, before it counts as failed (failed at the budget, as the
@@ -663,7 +663,7 @@ mod tests {
     use super::*;
 
     // The management side's truth and its objects agree on each day-2
-    // change's instant (docs/design.md §11.10); here, not beside the day-2
+    // change's instant (docs/design/11-simulated-world.md §11.10); here, not beside the day-2
     // plans, so the plans never name the truth built from them.
     #[test]
     fn the_management_truth_follows_the_objects_day2_instants() {

@@ -509,7 +509,7 @@ fn np_status(v: &NodePoolView) -> Value {
 }
 
 /// The `.status` of the ManifestWork bundle `b` carries (shape in
-/// docs/design.md §10.5) at status time `st`: its HostedCluster's or its
+/// docs/design/10-upstream-facts.md §10.5) at status time `st`: its HostedCluster's or its
 /// NodePool's status feedback.
 pub(crate) fn mw_status(p: &Plan, b: &BundlePlan, st: Ms) -> Value {
     let s = b.applied.unwrap_or(b.created);

@@ -1,5 +1,5 @@
-//! Clusters Service (OCM): hop `clusters_service` (docs/design.md §1.1; wire
-//! shapes in docs/design.md §10.8), through `/api/aro_hcp/v1alpha1` or
+//! Clusters Service (OCM): hop `clusters_service` (docs/design/01-overview.md §1.1; wire
+//! shapes in docs/design/10-upstream-facts.md §10.8), through `/api/aro_hcp/v1alpha1` or
 //! `/api/clusters_mgmt/v1`.
 //!
 //! Polling rules, each a paged list (`page`/`size`/`total`), so a poll costs
@@ -55,7 +55,7 @@ use crate::sources::{Parsed, SourceContext, UnknownValue};
 pub const KIND: &str = "clusters";
 
 /// The `kind` of the cluster list envelope, under both APIs
-/// (docs/design.md §10.8).
+/// (docs/design/10-upstream-facts.md §10.8).
 pub const LIST_KIND: &str = "ClusterList";
 
 /// States a creation does not leave by itself; everything else is in flight.
@@ -261,7 +261,7 @@ pub fn parse_cluster(
     let code = non_empty(status.provision_error_code.as_deref());
     let message = non_empty(status.provision_error_message.as_deref()).or(
         // The description explains an error state when no message is given
-        // (how the RP backend words a CS failure, docs/design.md §2.4, §10.7).
+        // (how the RP backend words a CS failure, docs/design/02-hops-and-phases.md §2.4, §10.7).
         if code.is_some() || phase == Phase::Failed {
             non_empty(status.description.as_deref())
         } else {
@@ -358,7 +358,7 @@ pub fn created_since_search(began: jiff::Timestamp) -> String {
     format!("creation_timestamp >= {}", sql_quote(&from.to_string()))
 }
 
-/// `search` narrowed by the source's scope (docs/design.md §12.4). Every
+/// `search` narrowed by the source's scope (docs/design/12-interfaces.md §12.4). Every
 /// search this source sends is a conjunction, so ANDing needs no brackets.
 pub fn scoped_search(search: Option<&str>, scope: Option<&str>) -> Option<String> {
     match (search, scope.filter(|c| !c.trim().is_empty())) {
@@ -398,7 +398,7 @@ pub struct ClustersServiceSource {
     shards: HashMap<String, ShardEntry>,
     synced: bool,
     guard: MassDeletionGuard,
-    /// Which clusters' `node_pools` to read (docs/design.md §15.11); none
+    /// Which clusters' `node_pools` to read (docs/design/15b-operations.md §15.11); none
     /// until [`ClustersServiceSource::with_pool_hints`] says what moved.
     pools: Option<PoolFollow>,
 }
@@ -433,7 +433,7 @@ impl ClustersServiceSource {
 
     /// Read each cluster's `node_pools` when `hints` says its pools moved,
     /// while one is not settled, and once per `node_pool_rotation`
-    /// (docs/design.md §15.11). Without it (or with a zero rotation) the
+    /// (docs/design/15b-operations.md §15.11). Without it (or with a zero rotation) the
     /// source reads clusters only.
     pub fn with_pool_hints(mut self, hints: PoolHints) -> ClustersServiceSource {
         if !self.cfg.node_pool_rotation.is_zero() {
@@ -446,7 +446,7 @@ impl ClustersServiceSource {
         self
     }
 
-    /// Read the node pools of the clusters due (docs/design.md §15.11). A
+    /// Read the node pools of the clusters due (docs/design/15b-operations.md §15.11). A
     /// failed read keeps what was read before and is counted with the
     /// source's requests; it does not take the source down.
     async fn read_pools(
@@ -515,7 +515,7 @@ impl ClustersServiceSource {
     }
 
     /// Full relists, fast polls of what is in flight and slow polls of
-    /// what has settled (docs/design.md §9.2).
+    /// what has settled (docs/design/09-reading-the-upstreams.md §9.2).
     pub fn cadence(&self) -> Cadence {
         Cadence::new(&self.cfg.http, PollKind::Fast).with_slow(&self.cfg.http)
     }
@@ -536,7 +536,7 @@ impl ClustersServiceSource {
             kind => kind,
         };
         // The poll span: every request of this poll is its child, and the
-        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        // upstream sees it as the parent of its own spans (docs/design/07-traces.md §7.6).
         let span = http::poll_span(&self.ctx.name);
         span.record("poll_kind", kind.as_str());
         let ok = self.poll_inner(kind).instrument(span.clone()).await;
@@ -563,7 +563,7 @@ impl ClustersServiceSource {
                 // reads (hinted, followed, the rotation's turn) held every
                 // cluster it read, a join or a failure, until the last of
                 // them ended, and under load that was tens of seconds
-                // (docs/design.md §15.11).
+                // (docs/design/15b-operations.md §15.11).
                 if kind == PollKind::Fast || !out.is_empty() || !unknown.is_empty() {
                     http::deliver(
                         &self.ctx,
@@ -741,7 +741,7 @@ impl ClustersServiceSource {
     /// Every page of a list of nearly the fleet (all clusters with no
     /// `search`: a full relist, sending all; the settled ones: a slow poll,
     /// sending changes), each delivered as soon as it is read
-    /// (docs/design.md §9.4): ten thousand clusters' reads and observations
+    /// (docs/design/09-reading-the-upstreams.md §9.4): ten thousand clusters' reads and observations
     /// are never held at once. Returns the ids the list showed; only a list
     /// read to its end gets here, so only it tells what is gone.
     async fn list_pages(
@@ -888,7 +888,7 @@ impl Polled for ClustersServiceSource {
 
     /// The pools of the clusters hinted since the last poll, read now: a
     /// pool's move reaches the model a second after it, not a fast poll
-    /// later (docs/design.md §15.11).
+    /// later (docs/design/15b-operations.md §15.11).
     async fn between_polls(&mut self) {
         let observed_at = self.ctx.clock.now();
         let mut out = Vec::new();

@@ -1,4 +1,4 @@
-//! What each source says of itself, from evidence only (docs/design.md §9.7):
+//! What each source says of itself, from evidence only (docs/design/09-reading-the-upstreams.md §9.7):
 //! which kinds it reads, which have listed once, whether it is up, its last
 //! error and since when it is down.
 //!
@@ -45,7 +45,7 @@ struct SourceState {
     kinds: BTreeMap<String, KindHealth>,
     up: bool,
     /// Serving what the last run read of this source until every enabled
-    /// kind has listed once (docs/design.md §3.10).
+    /// kind has listed once (docs/design/03-timeline-model.md §3.10).
     restored: bool,
     /// When the source went down after having been up (or first failed).
     down_since: Option<Timestamp>,
@@ -111,7 +111,7 @@ pub struct SourceStatus {
     /// Every enabled kind listed once.
     pub synced: bool,
     /// Not synced yet since a restart, and serving what the last run read
-    /// of the source meanwhile (docs/design.md §3.10).
+    /// of the source meanwhile (docs/design/03-timeline-model.md §3.10).
     pub restored: bool,
     /// Every enabled kind listed since its last failure.
     pub up: bool,
@@ -193,7 +193,7 @@ impl SourceHealth {
         }
     }
 
-    /// `source`'s readings from the last run are served (docs/design.md
+    /// `source`'s readings from the last run are served (docs/design/03-timeline-model.md
     /// §3.10): until each of its kinds lists once, the kind shows
     /// `restored` rather than `pending`, and the source counts as ready for
     /// `/readyz` (it serves state) but not as synced: it stays down
@@ -354,7 +354,7 @@ impl SourceHealth {
 
     /// `mgmt_cluster` is a self-managed MCE hub (its kube source says so
     /// before it delivers anything), so the store counts its clusters in
-    /// scope `self_managed` rather than `management` (docs/design.md §8.1).
+    /// scope `self_managed` rather than `management` (docs/design/08-scopes-and-scale-out.md §8.1).
     pub fn self_managed_hub(&self, mgmt_cluster: &str) {
         self.self_managed_hubs
             .lock()
@@ -386,7 +386,7 @@ impl SourceHealth {
     }
 
     /// Every enabled kind of every source has listed once since the start
-    /// (the first-sync load, docs/design.md §3.3).
+    /// (the first-sync load, docs/design/03-timeline-model.md §3.3).
     pub fn synced(&self) -> bool {
         self.sources.lock().values().all(SourceState::synced)
     }

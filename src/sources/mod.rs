@@ -29,7 +29,7 @@ pub enum HttpSource {
     RpFrontend(RpFrontendConfig),
     ClustersService(ClustersServiceConfig),
     /// With what its stream knows of each bundle, one map for every
-    /// restart of the source, kept across the exporter's (docs/design.md
+    /// restart of the source, kept across the exporter's (docs/design/03-timeline-model.md
     /// §3.10).
     Maestro(MaestroConfig, maestro::KnownBundles),
 }
@@ -69,7 +69,7 @@ impl HttpSource {
 
     /// What Maestro's stream knows of each bundle, when this is Maestro
     /// heard over its stream: what the exporter restores at start and
-    /// writes at shutdown (docs/design.md §3.10).
+    /// writes at shutdown (docs/design/03-timeline-model.md §3.10).
     pub fn stream_known(&self) -> Option<&maestro::KnownBundles> {
         match self {
             HttpSource::Maestro(cfg, known) if cfg.grpc.is_some() => Some(known),
@@ -79,7 +79,7 @@ impl HttpSource {
 
     /// Poll forever through `client`. Abort the task to stop.
     /// `pool_hints`: where the model says which clusters' node pools moved,
-    /// for the RP's and Clusters Service's pool reads (docs/design.md §15.11).
+    /// for the RP's and Clusters Service's pool reads (docs/design/15b-operations.md §15.11).
     pub async fn run(
         self,
         ctx: SourceContext,
@@ -115,7 +115,7 @@ pub trait ObservationSink: Send + Sync + 'static {
     fn apply(&self, batch: Batch);
 
     /// Whether this instance follows `cluster_id` (its shard,
-    /// docs/design.md §8.3). A source that knows a cluster id as it parses
+    /// docs/design/08-scopes-and-scale-out.md §8.3). A source that knows a cluster id as it parses
     /// skips what another shard follows before remembering it, so a
     /// shard's memory shrinks with its share of the fleet.
     fn follows(&self, cluster_id: &str) -> bool {
@@ -124,7 +124,7 @@ pub trait ObservationSink: Send + Sync + 'static {
     }
 
     /// What was restored for `source` from the last run's readings and
-    /// not delivered again since the restart (docs/design.md §3.10): what
+    /// not delivered again since the restart (docs/design/03-timeline-model.md §3.10): what
     /// its first list should look for. `None` when nothing was restored
     /// for it, or everything restored is confirmed or reconciled.
     fn restored(&self, source: &str, hop: crate::model::Hop) -> Option<RestoredObjects> {
@@ -152,7 +152,7 @@ pub struct SourceContext {
     pub metrics: ExporterMetrics,
     /// Stamps what the source read (the fallback for missing upstream times)
     /// and its successful syncs. Sources never read the wall clock
-    /// themselves, and never use time to decide a phase (docs/design.md §3.4).
+    /// themselves, and never use time to decide a phase (docs/design/03-timeline-model.md §3.4).
     pub clock: Clock,
     /// Where the source reports its lists, failures and disabled kinds
     /// (`source_up`, `/readyz`).

@@ -1,5 +1,5 @@
 //! A cluster's node pools at the RP (ARM `nodePools`) and Clusters Service
-//! (`/clusters/{id}/node_pools`): what is read, and when (docs/design.md
+//! (`/clusters/{id}/node_pools`): what is read, and when (docs/design/15b-operations.md
 //! §15.11).
 //!
 //! Both APIs list pools per cluster only, so reading every cluster's pools
@@ -71,7 +71,7 @@ impl PoolHints {
     /// A hinted read that failed (a 5xx, a timeout): read again at the
     /// source's next poll, not at once, so a server that keeps failing is
     /// not asked in a loop. Dropped, the pool's move would go unread until
-    /// the rotation's turn, an hour later (docs/design.md §15.11).
+    /// the rotation's turn, an hour later (docs/design/15b-operations.md §15.11).
     pub fn retry(&self, rp: bool, key: &str) {
         let mut sets = self.inner.lock();
         let set = if rp { &mut sets.rp } else { &mut sets.cs };
@@ -132,7 +132,7 @@ const MAX_FOLLOWED_PER_POLL: usize = 100;
 /// with a pool updating is read at every poll instead: nothing hints what
 /// ends an upgrade there (Clusters Service's `error`), and reading every
 /// pool in flight at every poll kept the demo's pollers seconds behind
-/// their clusters (docs/design.md §15.11).
+/// their clusters (docs/design/15b-operations.md §15.11).
 const FOLLOW_EVERY: u64 = 8;
 
 /// At most this many hinted clusters are read in one batch: the batch is
@@ -320,7 +320,7 @@ impl PoolFollow {
     /// them), [`CONCURRENT_READS`] at a time with `read_one`, record each
     /// answer ([`PoolFollow::record`], keyed by `key_of`) into `out`, and
     /// hint a failed read again for the next poll without waking the source
-    /// (docs/design.md §15.11). `hcpflow_node_pool_reads_queued` shows what
+    /// (docs/design/15b-operations.md §15.11). `hcpflow_node_pool_reads_queued` shows what
     /// waits before and after. `rp`: the RP's hints, else Clusters
     /// Service's.
     #[allow(clippy::too_many_arguments)]
@@ -393,7 +393,7 @@ fn bucket(key: &str, buckets: u64) -> u64 {
 /// Nothing to wait for: ready. A pool being updated is followed until it
 /// is ready again, as the model keeps it: the update may be the RP's or
 /// Clusters Service's part of the pool's upgrade, timed until it settles
-/// (docs/design.md §15.10).
+/// (docs/design/15-operations.md §15.10).
 fn settled(view: &HopView) -> bool {
     view.phase == Phase::Ready
 }

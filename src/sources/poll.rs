@@ -1,11 +1,11 @@
-//! The poll schedule of the HTTP sources (docs/design.md §9.2): which poll
+//! The poll schedule of the HTTP sources (docs/design/09-reading-the-upstreams.md §9.2): which poll
 //! is due, how long to wait after one, and the backoff after a failure.
 //! A source says which polls it has and how to run one; the cadence is
 //! kept here once, so the sources cannot drift apart in it.
 //!
 //! Two shapes share it. Clusters Service and Maestro poll one collection
 //! with a [`Schedule`] driven by [`run`]. The RP frontend polls several
-//! targets, each on its own [`TargetSchedule`] (docs/design.md §9.3).
+//! targets, each on its own [`TargetSchedule`] (docs/design/09-reading-the-upstreams.md §9.3).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -112,7 +112,7 @@ pub trait Polled: Send {
     fn poll(&mut self, kind: PollKind) -> impl Future<Output = bool> + Send;
 
     /// Resolves when the source has something to read before its next poll
-    /// is due (a cluster's node pools moved, docs/design.md §15.11); never,
+    /// is due (a cluster's node pools moved, docs/design/15b-operations.md §15.11); never,
     /// by default.
     fn woken(&self) -> impl Future<Output = ()> + Send + 'static {
         std::future::pending()

@@ -1,5 +1,5 @@
 //! ARO HCP RP frontend: `Microsoft.RedHatOpenShift/hcpOpenShiftClusters`
-//! (hop `rp_frontend`, docs/design.md §1.1; wire shapes in §10.7).
+//! (hop `rp_frontend`, docs/design/01-overview.md §1.1; wire shapes in §10.7).
 //!
 //! Reads per subscription
 //! `GET {base}/subscriptions/{sub}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=V`
@@ -61,7 +61,7 @@ pub struct ArmList {
 impl ArmList {
     /// A page without `value` (an error document, `{}`, a proxy's JSON)
     /// is not a list: read as an empty one it would declare every cluster
-    /// of the subscription gone (docs/design.md §9.9).
+    /// of the subscription gone (docs/design/09-reading-the-upstreams.md §9.9).
     pub fn check(&self) -> Result<(), String> {
         match self.value {
             Some(_) => Ok(()),
@@ -270,7 +270,7 @@ pub struct RpFrontendSource {
     /// own previous list showed, whatever the ids say: an id naming another
     /// subscription (or none) must not outlive the list that brought it.
     listed_under: HashMap<String, HashSet<String>>,
-    /// Which clusters' `nodePools` to read (docs/design.md §15.11); none
+    /// Which clusters' `nodePools` to read (docs/design/15b-operations.md §15.11); none
     /// until [`RpFrontendSource::with_pool_hints`] says what moved.
     pools: Option<PoolFollow>,
 }
@@ -324,7 +324,7 @@ impl RpFrontendSource {
 
     /// Read each cluster's `nodePools` when `hints` says its pools moved,
     /// while one is not settled, and once per `node_pool_rotation`
-    /// (docs/design.md §15.11). Without it (or with a zero rotation) the
+    /// (docs/design/15b-operations.md §15.11). Without it (or with a zero rotation) the
     /// source reads clusters only.
     pub fn with_pool_hints(mut self, hints: PoolHints) -> RpFrontendSource {
         if !self.cfg.node_pool_rotation.is_zero() {
@@ -338,7 +338,7 @@ impl RpFrontendSource {
     }
 
     /// Each target fast while one of its clusters is in flight, else slow,
-    /// relisted at least once per full interval (docs/design.md §9.3).
+    /// relisted at least once per full interval (docs/design/09-reading-the-upstreams.md §9.3).
     fn cadence(cfg: &RpFrontendConfig) -> Cadence {
         Cadence::new(&cfg.http, PollKind::Fast).with_slow(&cfg.http)
     }
@@ -361,7 +361,7 @@ impl RpFrontendSource {
                 .min()
                 .unwrap_or_else(|| http::after(Instant::now(), self.cfg.http.slow_poll_interval));
             // The rotation turns once per fast interval, whatever the
-            // clusters' cadence (docs/design.md §15.11).
+            // clusters' cadence (docs/design/15b-operations.md §15.11).
             let next = match &self.pools {
                 Some(_) => next.min(http::after(
                     Instant::now(),
@@ -403,7 +403,7 @@ impl RpFrontendSource {
 
     async fn poll_targets(&mut self, all: bool) -> bool {
         // The poll span: every request of this poll is its child, and the
-        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        // upstream sees it as the parent of its own spans (docs/design/07-traces.md §7.6).
         let span = http::poll_span(&self.ctx.name);
         span.record("poll_kind", if all { "full" } else { "due_targets" });
         let ok = self.poll_targets_inner(all).instrument(span.clone()).await;
@@ -478,7 +478,7 @@ impl RpFrontendSource {
     /// List one subscription page by page and relist it in the tracker.
     /// Each page is delivered as soon as it is read, so a list of ten
     /// thousand resources never sits in memory at once; only a complete
-    /// list tells what is gone (docs/design.md §9.3). Says whether one of
+    /// list tells what is gone (docs/design/09-reading-the-upstreams.md §9.3). Says whether one of
     /// its clusters is in flight, and whether any page was delivered.
     async fn read_subscription(
         &mut self,
@@ -622,7 +622,7 @@ impl RpFrontendSource {
         Ok(flight)
     }
 
-    /// Read the node pools of the clusters due (docs/design.md §15.11). A
+    /// Read the node pools of the clusters due (docs/design/15b-operations.md §15.11). A
     /// failed read keeps what was read before and is counted with the
     /// source's requests; it does not take the source down, whose clusters
     /// were read.

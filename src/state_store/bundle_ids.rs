@@ -1,5 +1,5 @@
 //! The ids of the bundles Maestro's stream followed, with what the lists
-//! said of each, kept beside the readings (docs/design.md §3.10).
+//! said of each, kept beside the readings (docs/design/03-timeline-model.md §3.10).
 //!
 //! The readings keep what the model shows, keyed as the model keys a
 //! bundle: by its name. A status event names its bundle by id only, so a

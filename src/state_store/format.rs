@@ -19,7 +19,7 @@ pub const FORMAT: &str = "hcp-flow/state";
 pub const VERSION: u32 = 2;
 /// Versions this exporter reads.
 pub const READS: [u32; 2] = [1, 2];
-/// At most this many clusters are written and read (docs/design.md §3.8):
+/// At most this many clusters are written and read (docs/design/03-timeline-model.md §3.8):
 /// ten times the fleet one instance is sized for, so a runaway can neither
 /// fill the volume nor make a start take minutes.
 pub const MAX_CLUSTERS: usize = 100_000;

@@ -1,5 +1,5 @@
 //! The state store: what only the exporter observed, kept across restarts
-//! (docs/design.md §3.8).
+//! (docs/design/03-timeline-model.md §3.8).
 //!
 //! Upstream times read the same after a restart; the times the exporter
 //! observed itself, first readiness and verdicts do not. The model says what

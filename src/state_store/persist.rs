@@ -47,7 +47,7 @@ pub struct StateStore {
     /// the last one at shutdown starts, and both use the same temporary file.
     writing: Mutex<()>,
     /// Failures are logged once when writes start failing and once when
-    /// they work again, never once per attempt (docs/design.md §9.7).
+    /// they work again, never once per attempt (docs/design/09-reading-the-upstreams.md §9.7).
     failing: AtomicBool,
     capped: AtomicBool,
 }
@@ -384,7 +384,7 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Serialise `value` as JSON into `gz` through a buffer: serde_json writes
 /// a token at a time, and each write into a gzip encoder runs the
 /// compressor, which made a 12 MB readings file take longer than the
-/// whole shutdown grace (docs/design.md §3.10).
+/// whole shutdown grace (docs/design/03-timeline-model.md §3.10).
 pub(super) fn write_json(gz: &mut impl Write, value: &impl serde::Serialize) -> io::Result<()> {
     let mut buffered = BufWriter::with_capacity(JSON_BUFFER, gz);
     serde_json::to_writer(&mut buffered, value).map_err(io::Error::other)?;

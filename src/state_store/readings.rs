@@ -1,5 +1,5 @@
 //! The last readings of a source, kept beside the memory so a restarted
-//! exporter serves them at once (docs/design.md §3.10).
+//! exporter serves them at once (docs/design/03-timeline-model.md §3.10).
 //!
 //! The memory (§3.8) keeps what only the exporter observed: times and
 //! verdicts. It does not keep what the hops *say*, so a restarted exporter

@@ -1,4 +1,4 @@
-//! One OpenTelemetry trace per operation (docs/design.md §7, §15.6).
+//! One OpenTelemetry trace per operation (docs/design/07-traces.md §7, §15.6).
 //!
 //! Ids are derived from the operation's key, so every instance and every restart
 //! agrees on them and spans from the service and management sides land in one

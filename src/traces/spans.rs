@@ -1,5 +1,5 @@
 //! Operation spans built from a cluster's timeline: pure, no clock, no I/O.
-//! Ids come from the operation's key (docs/design.md §7, §15.6).
+//! Ids come from the operation's key (docs/design/07-traces.md §7, §15.6).
 
 use std::borrow::Cow;
 use std::time::SystemTime;
@@ -97,7 +97,7 @@ fn identity_attributes(
     }
     if let Some(timeline) = timeline {
         // The ids the upstreams gave the operation, named for where they
-        // come from: OCM's log tracing (docs/design.md §15.13).
+        // come from: OCM's log tracing (docs/design/15b-operations.md §15.13).
         for id in timeline.upstream_ids() {
             attributes.push(KeyValue::new(
                 format!("ocm.log_tracing.{}", id.name),
@@ -208,7 +208,7 @@ pub fn hop_span(cluster_id: &str, timeline: Option<&Timeline>, end: HopEnd, via:
 }
 
 /// A link per trace context the hop's objects' annotations named: the
-/// controllers' own traces of them (docs/design.md §7.7).
+/// controllers' own traces of them (docs/design/07-traces.md §7.7).
 /// A node pool's operation links only to its own pool's context.
 fn span_links(timeline: Option<&Timeline>, hop: Hop, pool: Option<&str>) -> SpanLinks {
     let mut links = SpanLinks::default();

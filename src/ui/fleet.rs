@@ -43,13 +43,13 @@ pub struct Row {
     pub hop_since: Option<Stamp>,
     /// Seconds in that phase.
     pub at_hop_seconds: Option<f64>,
-    /// The hop's budget (docs/design.md §3.5).
+    /// The hop's budget (docs/design/03-timeline-model.md §3.5).
     pub budget_seconds: Option<f64>,
     /// The failed hop's error, when a hop failed.
     pub error: Option<HopError>,
     pub verdict: Verdict,
     /// Its day-2 operations in flight (node pools', upgrades), each with
-    /// its own verdict (docs/design.md §15.10). Empty for most clusters.
+    /// its own verdict (docs/design/15-operations.md §15.10). Empty for most clusters.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub day2: Vec<Day2Row>,
 }
@@ -92,7 +92,7 @@ fn seconds_between(from: impl Into<Timestamp>, to: impl Into<Timestamp>) -> f64 
 }
 
 /// The hop a creation stands at: the verdict's (the failed, stuck or at-risk
-/// hop, or the deepest one not ready: docs/design.md §3.9); without one
+/// hop, or the deepest one not ready: docs/design/03-timeline-model.md §3.9); without one
 /// (ready, deleted, every hop seen so far ready) the furthest hop seen.
 pub fn position(timeline: &Timeline, verdict: &Verdict) -> Option<Hop> {
     verdict

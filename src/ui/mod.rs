@@ -113,7 +113,7 @@ struct PageSettings<'a> {
     hop_budgets_seconds: std::collections::BTreeMap<&'static str, f64>,
     creation_target_seconds: f64,
     /// A deletion's hops in the order it takes them, and its budgets
-    /// (docs/design.md §15.1, §15.4).
+    /// (docs/design/15-operations.md §15.1, §15.4).
     delete_hops: Vec<&'static str>,
     delete_budgets_seconds: std::collections::BTreeMap<&'static str, f64>,
 }

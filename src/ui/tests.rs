@@ -73,7 +73,7 @@ fn a_creation_stands_where_its_verdict_says() {
     let store = fleet_of_three();
     let rows = rows(&store);
     let by_id = |id: &str| rows.iter().find(|r| r.cluster_id == id).unwrap();
-    // The deepest hop not ready (docs/design.md §3.9).
+    // The deepest hop not ready (docs/design/03-timeline-model.md §3.9).
     assert_eq!(by_id("a").hop, Some(Hop::NodePool));
     assert_eq!(by_id("a").phase, Some(Phase::Pending));
     assert_eq!(by_id("a").verdict.hop, Some(Hop::NodePool));
@@ -315,7 +315,7 @@ fn a_day_two_pools_creation_is_judged_counted_and_listed_on_its_own() {
         0
     );
     // The cluster reads as its worst operation in flight, the pool's
-    // stuck creation, named as that operation (docs/design.md §15.7).
+    // stuck creation, named as that operation (docs/design/15-operations.md §15.7).
     assert_eq!(c.status, Status::Stuck);
     assert_eq!(
         c.verdict.operation,
@@ -324,7 +324,7 @@ fn a_day_two_pools_creation_is_judged_counted_and_listed_on_its_own() {
 }
 
 /// A NodePool that moves tells the RP's and Clusters Service's pool reads
-/// which cluster to read (docs/design.md §15.11); a first sync's ready
+/// which cluster to read (docs/design/15b-operations.md §15.11); a first sync's ready
 /// pools do not.
 #[test]
 fn a_node_pool_that_moves_hints_its_clusters_pools_to_the_rp_and_clusters_service() {

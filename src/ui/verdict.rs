@@ -1,7 +1,7 @@
 //! The one place the UI learns a cluster's verdict (ready, in progress, at
 //! risk, stuck, degraded, failed, deleted) and why.
 //!
-//! The verdict is the model's (docs/design.md §3.9): the UI never judges a
+//! The verdict is the model's (docs/design/03-timeline-model.md §3.9): the UI never judges a
 //! creation itself, so the pages, the JSON, `diagnose` and the alert rules
 //! cannot disagree.
 

@@ -74,7 +74,7 @@ pub fn read(hcp: Option<&HostedControlPlaneReading>, pods: PodCounts) -> HopView
     view.pods = Some(pods);
     if let Some(h) = hcp {
         view.created_at = h.created_at;
-        // Deleting since its deletionTimestamp (docs/design.md §15.3).
+        // Deleting since its deletionTimestamp (docs/design/15-operations.md §15.3).
         view.since = match phase {
             Phase::Deleting => h.deleting,
             _ => transition_of(&h.conditions, &["Available"]),

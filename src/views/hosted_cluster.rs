@@ -58,7 +58,7 @@ pub struct VersionHistory {
 }
 
 /// The rollout a HostedCluster's version status reports
-/// (docs/design.md §15.10): `history[0]`, an upgrade when an older entry
+/// (docs/design/15-operations.md §15.10): `history[0]`, an upgrade when an older entry
 /// exists; or the `desired` version while the history has not started on
 /// it (no upstream start yet). `None` without a version.
 pub fn rollout(
@@ -175,7 +175,7 @@ pub fn read(
         _ if degraded.is_some() => "Degraded".to_string(),
         // Installed once (its first release rolled out) and down now: a
         // regression, not an installation still under way, which a first
-        // sync could not tell otherwise (docs/design.md §15.7).
+        // sync could not tell otherwise (docs/design/15-operations.md §15.7).
         _ if history.first().is_some_and(|h| h.state == "Completed") => {
             crate::model::INSTALLED_NOT_AVAILABLE.to_string()
         }

@@ -1,4 +1,4 @@
-//! One reading per object kind (docs/design.md §2.3).
+//! One reading per object kind (docs/design/02-hops-and-phases.md §2.3).
 //!
 //! A HostedCluster, a NodePool, a ManifestWork (or a Maestro bundle, whose
 //! status is a ManifestWork's), a HostedControlPlane and a ManagedCluster are

@@ -46,7 +46,7 @@ fn target_version(message: &str) -> Option<&str> {
     (!version.is_empty()).then_some(version)
 }
 
-/// The upgrade a NodePool reports in progress (docs/design.md §15.10):
+/// The upgrade a NodePool reports in progress (docs/design/15-operations.md §15.10):
 /// `UpdatingVersion` True while the pool already runs a version, to the
 /// version the condition's message names, from the condition's transition.
 /// `None` otherwise: before its first rollout the version is its creation's,

@@ -187,7 +187,7 @@ pub fn read(conditions: std::sync::Arc<[Condition]>, deleting: bool) -> HopView 
 }
 
 /// Why the status feedback a bundle should carry could not fill the hops
-/// nested in it (docs/design.md §2.6). A closed set: its code is the
+/// nested in it (docs/design/02-hops-and-phases.md §2.6). A closed set: its code is the
 /// bundle's `HopError.code` in the JSON and the `code` label of
 /// `hcpflow_hop_feedback_error_info`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -300,7 +300,7 @@ fn the_warm_restart_bench_reports_both_starts() {
     assert_eq!(restored(&first[0]), 0.0, "{report}");
     assert!(restored(&first[1]) >= 1.0, "{report}");
     // The warm start serves Maestro's last readings before it lists: its
-    // kinds say so (docs/design.md §3.10), the cold one's are pending.
+    // kinds say so (docs/design/03-timeline-model.md §3.10), the cold one's are pending.
     assert!(
         first[0].contains("pending") && !first[0].contains("` restored"),
         "{report}"

@@ -605,7 +605,7 @@ fn sharded_statefulset_takes_its_shard_from_the_pod_ordinal() {
     assert!(var("OTEL_EXPORTER_OTLP_HEADERS").value_from.is_some());
 }
 
-/// The state directory (docs/design.md §3.8): an emptyDir by default, a
+/// The state directory (docs/design/03-timeline-model.md §3.8): an emptyDir by default, a
 /// PersistentVolumeClaim as an option (one per pod when sharded), always
 /// mounted writable where `--state-dir` points; none when turned off.
 #[test]

@@ -1,5 +1,5 @@
 //! The exporter against the simulated world's day-2 operations (pools added
-//! and removed, control planes and pools upgraded; docs/design.md §11.10),
+//! and removed, control planes and pools upgraded; docs/design/11-simulated-world.md §11.10),
 //! read through its real sources from both the service side and the
 //! management side, compared with the world's ground truth: every operation
 //! the world has in flight is one series in `hcpflow_operation_in_flight`
@@ -156,7 +156,7 @@ async fn every_day2_operation_of_the_world_is_followed_once_and_ends_on_time() {
             }
             // A control-plane upgrade begins when the RP began updating for
             // it (its `Progressing` condition dates the request), never
-            // before (docs/design.md §15.10).
+            // before (docs/design/15-operations.md §15.10).
             if op.operation == "upgrade"
                 && let Some(requested) = op.requested
             {

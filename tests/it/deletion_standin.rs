@@ -3,7 +3,7 @@
 //! in the reference: the HostedCluster and NodePool it renders, with the
 //! status, `deletionTimestamp` and finalizer a deletion gives them), served
 //! by a Kubernetes list/watch endpoint that holds only what the test puts
-//! in it, through the real kube source and the store (docs/design.md §15.3).
+//! in it, through the real kube source and the store (docs/design/15-operations.md §15.3).
 //!
 //! - a cluster deleted hop by hop: one delete operation, started at the
 //!   upstream `deletionTimestamp`, each hop done when its object is gone,

@@ -1,6 +1,6 @@
 //! `hcp-flow demo --topology split` as a user runs it: the binary prints
 //! each instance and a scrape configuration, and every instance shows only
-//! what its side of ARO HCP reads (docs/design.md §8.2): the service side
+//! what its side of ARO HCP reads (docs/design/08-scopes-and-scale-out.md §8.2): the service side
 //! hops 1–3 and Maestro's feedback view, each management instance the
 //! direct hops of its own management cluster.
 

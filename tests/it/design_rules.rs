@@ -1,5 +1,5 @@
 //! Rules of the design that a reader can check with grep, checked here so they
-//! stay true (docs/design.md §1.3):
+//! stay true (docs/design/01-overview.md §1.3):
 //! - no source, view or model code reads the wall clock: sources stamp what
 //!   they read with their context's clock, and phases that change with time
 //!   are the model's, from its injected clock;
@@ -115,7 +115,7 @@ fn the_fleet_never_walks_every_timeline_on_the_way_of_an_event() {
 /// Both sides of Maestro's stream take their messages from the verbatim
 /// upstream proto that build.rs compiles, each into a module of its own: no
 /// hand-written message in the source or the simulator, and no simulator
-/// code that borrows the source's wire module (docs/design.md §10.12).
+/// code that borrows the source's wire module (docs/design/10-upstream-facts.md §10.12).
 #[test]
 fn maestro_wire_types_come_from_the_upstream_proto_on_each_side() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -183,7 +183,7 @@ fn comments_cite_the_projects_own_docs_only() {
     }
     assert!(
         hits.is_empty(),
-        "cite docs/design.md (or another page under docs/) instead:\n{}",
+        "cite docs/design/README.md (or another page under docs/) instead:\n{}",
         hits.join("\n")
     );
 }
@@ -223,8 +223,8 @@ fn the_citation_check_catches_what_it_should() {
         assert!(cites_outside(bad), "{bad}");
     }
     for good in [
-        "// docs/design.md §3.4",
-        "// the design (docs/design.md) says",
+        "// docs/design/03-timeline-model.md §3.4",
+        "// the design (docs/design/README.md) says",
         "// an issue with the upstream",
         "// FACTS are in docs",
     ] {
@@ -340,5 +340,104 @@ fn every_documented_cargo_test_command_names_a_target_that_exists() {
         }
     }
     assert!(commands >= 6, "only {commands} documented commands found");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The design is a book of short pages (docs/design/README.md): each page
+/// at most 400 lines, its sections in number order and every section of
+/// the index's contents on the page the index names; a comment or doc that
+/// cites `docs/design/<page> §N.M` names the page that holds §N.M.
+#[test]
+fn design_pages_are_short_in_order_and_cited_where_their_sections_are() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("docs/design");
+    let mut holder: std::collections::BTreeMap<String, String> = Default::default();
+    let mut last: Option<(u32, u32)> = None;
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md") && n != "README.md")
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 15, "{pages:?}");
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        let lines = text.lines().count();
+        assert!(lines <= 400, "{page}: {lines} lines");
+        for line in text.lines() {
+            // The chapter's own page: its title without "(continued)".
+            if let Some(title) = line.strip_prefix("# ") {
+                if let Some((ch, _)) = title.split_once(". ") {
+                    if ch.parse::<u32>().is_ok() && !title.ends_with("(continued)") {
+                        holder.insert(ch.to_string(), page.clone());
+                    }
+                }
+                continue;
+            }
+            let Some(rest) = line.strip_prefix("## ") else {
+                continue;
+            };
+            let number = rest.split_whitespace().next().unwrap_or_default();
+            let Some((ch, sub)) = number.split_once('.') else {
+                continue;
+            };
+            let (Ok(ch), Ok(sub)) = (ch.parse::<u32>(), sub.parse::<u32>()) else {
+                continue;
+            };
+            assert!(
+                last.is_none_or(|l| l < (ch, sub)),
+                "{page}: §{ch}.{sub} after §{:?}",
+                last
+            );
+            last = Some((ch, sub));
+            holder.insert(format!("{ch}.{sub}"), page.clone());
+        }
+    }
+    let mut wrong = Vec::new();
+    let mut cited = 0;
+    let mut files = files_under(&["src", "tests"]);
+    for doc in ["README.md", "docs"] {
+        let path = root.join(doc);
+        let mut stack = vec![path];
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+            } else if p.extension().is_some_and(|e| e == "md") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                files.push((p, text));
+            }
+        }
+    }
+    for (path, text) in &files {
+        let flat = text.replace("\n", " ");
+        for (at, _) in flat.match_indices("design/") {
+            let rest = &flat[at + "design/".len()..];
+            let Some(page) = rest.split(['`', ' ', ')', '#']).next() else {
+                continue;
+            };
+            if !page.ends_with(".md") || page == "README.md" {
+                continue;
+            }
+            let after = rest[page.len()..].trim_start_matches(['`', ' ', '/', '!', '*']);
+            let Some(section) = after.strip_prefix('§') else {
+                continue;
+            };
+            let section: String = section
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let section = section.trim_end_matches('.');
+            cited += 1;
+            if holder.get(section) != Some(&page.to_string()) {
+                wrong.push(format!(
+                    "{}: {page} §{section} (held by {:?})",
+                    path.display(),
+                    holder.get(section)
+                ));
+            }
+        }
+    }
+    assert!(cited > 300, "only {cited} citations found");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -1,4 +1,4 @@
-//! `hcp-flow diagnose` against the demo (docs/design.md §12.4): on every
+//! `hcp-flow diagnose` against the demo (docs/design/12-interfaces.md §12.4): on every
 //! cluster of a faulty world, the exit code is the one the world's ground
 //! truth implies and the verdict names the hop of the injected fault; the
 //! configuration file the demo writes is what `diagnose --config` reads; a
@@ -67,14 +67,14 @@ fn allowed(truth: &GroundTruthCluster, from: Timestamp, to: Timestamp) -> Option
     );
     // Faults that strike after the creation completed with no operation
     // of theirs in flight: the cluster is degraded, never stuck
-    // (docs/design.md §15.7).
+    // (docs/design/15-operations.md §15.7).
     let after_completion = matches!(
         fault,
         "managed_cluster_never_joins" | "hosted_cluster_unavailable"
     );
     // A pool's operation (its creation, with the cluster or added later; its
     // upgrade) or the control plane's upgrade stuck: the cluster reads as
-    // its worst operation in flight, stuck (docs/design.md §15.7).
+    // its worst operation in flight, stuck (docs/design/15-operations.md §15.7).
     let operation_stuck = matches!(
         fault,
         "node_pool_stuck"
@@ -433,7 +433,7 @@ fn served_since(
         .collect()
 }
 
-/// The cheatsheet's targeted queries (docs/design.md §12.4): a walk reads
+/// The cheatsheet's targeted queries (docs/design/12-interfaces.md §12.4): a walk reads
 /// one creation from every upstream, not the fleet. Counted where the
 /// objects are served, so a source that lists the fleet cannot pass.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

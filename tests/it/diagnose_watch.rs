@@ -1,7 +1,7 @@
 //! `hcp-flow diagnose --watch --from URL` as a user runs it: the binary,
 //! asking a running exporter whose store the test moves. It redraws the
 //! walk while the creation is in flight and exits, with the final
-//! verdict's code, once the creation completes (docs/design.md §12.4).
+//! verdict's code, once the creation completes (docs/design/12-interfaces.md §12.4).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

@@ -305,7 +305,7 @@ fn maestro_bundles_and_their_nested_feedback_never_panic() {
         .unwrap();
 }
 
-/// A status CloudEvent of Maestro's stream (docs/design.md §10.12) with
+/// A status CloudEvent of Maestro's stream (docs/design/10-upstream-facts.md §10.12) with
 /// its payload, its ObjectMeta attribute and its raw bytes mutated: decoded
 /// and read as a bundle, or counted, never a panic.
 #[test]

@@ -1,4 +1,4 @@
-//! A kube source tells the truth about itself (docs/design.md §9.6, §9.7):
+//! A kube source tells the truth about itself (docs/design/09-reading-the-upstreams.md §9.6, §9.7):
 //! up only on evidence (lists, events, bookmarks), down when a hung API
 //! server goes silent past the idle deadline, back within moments of the
 //! cluster answering again, optional kinds disabled rather than holding the

@@ -1,5 +1,5 @@
 //! What a kube source shows of itself in the exporter's own traces and logs
-//! (docs/design.md §9.6): each relist and watch connection is a span named
+//! (docs/design/09-reading-the-upstreams.md §9.6): each relist and watch connection is a span named
 //! for its source and kind, and an `environment` the HostedCluster
 //! namespaces contradict is one warning, not one per object.
 //!

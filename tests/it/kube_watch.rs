@@ -47,7 +47,7 @@ async fn add_modify_delete_flow_through_to_the_store() {
     let mut h = harness_waiting_for("amd", &["kube/mgmt-a"]);
     h.start(&[("mgmt-a", &url, KubeMode::Aro)], |_| {}).await;
 
-    // Each kind is its own watch (docs/design.md §9.6): the first sync is
+    // Each kind is its own watch (docs/design/09-reading-the-upstreams.md §9.6): the first sync is
     // over when every kind has listed once, not when one of them has.
     eventually("initial sync", || h.store.ready()).await;
     assert_eq!(h.phase("c1", Hop::HostedCluster), Some(Phase::Progressing));

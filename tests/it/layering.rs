@@ -102,7 +102,7 @@ fn no_module_imports_form_a_cycle() {
 /// The model is a crate of its own (`crates/hcp-flow-model`), so Cargo keeps
 /// it from naming the metrics library, the runtime or an upstream's client
 /// unless its manifest lists them: that manifest is what this checks
-/// (docs/design.md §1.3).
+/// (docs/design/01-overview.md §1.3).
 #[test]
 fn the_model_crate_depends_on_no_runtime_metrics_library_or_client() {
     let manifest = std::fs::read_to_string(

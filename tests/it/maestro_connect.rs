@@ -1,5 +1,5 @@
 //! Every way the Maestro source connects to Maestro's gRPC stream
-//! (docs/design.md §9.10, §10.12), through its own connect, TLS and auth
+//! (docs/design/09b-reading-the-upstreams.md §9.10, §10.12), through its own connect, TLS and auth
 //! code (`stream::run_configured` with a `MaestroGrpcConfig`), against a
 //! stand-in server written here that is as strict as Maestro's:
 //! - plaintext, Maestro's chart default;

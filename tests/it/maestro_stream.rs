@@ -1,4 +1,4 @@
-//! Maestro heard over its gRPC CloudEvents stream (docs/design.md §9.10),
+//! Maestro heard over its gRPC CloudEvents stream (docs/design/09b-reading-the-upstreams.md §9.10),
 //! over real gRPC on loopback: against a stand-in whose events are written
 //! here from the reference proto's field numbers and sdk-go's attribute
 //! layout (not by the code that decodes them), and against the simulated
@@ -509,7 +509,7 @@ async fn a_status_event_reads_as_the_list_would_and_deleted_removes_the_bundle()
 /// A bundle first heard over the stream is read by id; when that read
 /// fails (Maestro answers 500 a moment), it is read again a window later,
 /// not left to a list that on the stream may be a relist interval away
-/// (docs/design.md §9.10).
+/// (docs/design/09b-reading-the-upstreams.md §9.10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_heard_bundle_whose_read_failed_is_read_again() {
     let by_id = list(vec![rest_bundle(true, 20, "2025-01-01T00:10:00Z")]);
@@ -560,7 +560,7 @@ async fn a_first_heard_bundle_whose_read_failed_is_read_again() {
 /// What the last run's stream knew of a bundle (its bundle-ids file)
 /// lets this run apply the bundle's events while the first list is still
 /// paging: named as the list names it, older statuses skipped, and never
-/// read by id (docs/design.md §3.10).
+/// read by id (docs/design/03-timeline-model.md §3.10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
     // The list's first page shows another cluster's bundle; its second
@@ -670,7 +670,7 @@ async fn a_bundle_the_last_run_knew_applies_its_events_unread() {
 }
 
 /// Bundles the stream says were deleted are forgotten together, at most
-/// once per window (docs/design.md §9.10): the second of two deletions
+/// once per window (docs/design/09b-reading-the-upstreams.md §9.10): the second of two deletions
 /// heard back to back still goes within the window, with nothing else
 /// heard after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -726,7 +726,7 @@ async fn deletions_heard_back_to_back_go_within_the_window_without_another_event
     task.abort();
 }
 
-/// A list on the stream pages by creation time (docs/design.md §9.10).
+/// A list on the stream pages by creation time (docs/design/09b-reading-the-upstreams.md §9.10).
 /// Maestro pages by offset, and a bundle deleted from a page already read
 /// shifted the rest back by one: the bundle crossing the page boundary was
 /// never read, and one the source did not know (created while it was away)
@@ -1210,7 +1210,7 @@ async fn the_simulated_stream_refuses_a_wrong_token_and_hears_only_its_source() 
 }
 
 /// A shard's sink in a stream test: follows `followed` only
-/// (docs/design.md §8.3).
+/// (docs/design/08-scopes-and-scale-out.md §8.3).
 struct ShardSink {
     recorder: Arc<crate::common::source::Recorder>,
     followed: &'static str,
@@ -1230,7 +1230,7 @@ impl hcp_flow::sources::ObservationSink for ShardSink {
 /// another shard's bundle on the stream used to take it for a bundle no
 /// list had shown and read it by id, every time, so a shard of n read
 /// back (n-1)/n of all status events. The list showed whose bundle it is;
-/// its events are now dropped unread (docs/design.md §8.3).
+/// its events are now dropped unread (docs/design/08-scopes-and-scale-out.md §8.3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_drops_another_shards_events_without_reading_them_by_id() {
     // cluster-1's bundle is another shard's, cluster-2's this shard's.

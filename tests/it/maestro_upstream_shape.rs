@@ -1,5 +1,5 @@
 //! The simulated Maestro's status events against Maestro's own example
-//! status event (tests/fixtures/maestro/, docs/design.md §10.12, §11.8):
+//! status event (tests/fixtures/maestro/, docs/design/10-upstream-facts.md §10.12, §11.8):
 //! every attribute the example carries, with the protobuf kind sdk-go's
 //! writer gives its JSON value, and nothing else; the same field values and
 //! source shape; the same ObjectMeta and payload keys. Deletion events,
@@ -234,7 +234,7 @@ fn differences(example: &Value, ev: &CloudEvent, deleted: bool) -> Vec<String> {
     let mut want_keys = keys(&example["data"]);
     if deleted {
         // The agent sends no spec back; whether Maestro adds it to a gone
-        // bundle's last status is not in the code read (docs/design.md §10.12).
+        // bundle's last status is not in the code read (docs/design/10-upstream-facts.md §10.12).
         want_keys.remove("manifestBundle");
     }
     if keys(&payload) != want_keys {

@@ -280,7 +280,7 @@ hcpflow_hop_phase{cluster_id="c-fail",hop="clusters_service",phase="failed",stat
     }
 }
 
-/// docs/design.md §5.4: at most 40 series per cluster with the default
+/// docs/design/05-metrics.md §5.4: at most 40 series per cluster with the default
 /// allow-lists, for a cluster seen on all eight hops with one node pool, as
 /// ARO HCP places it: the HostedCluster's bundle and ManifestWork, and the
 /// pool's, each its own object.
@@ -389,7 +389,7 @@ fn series_budget_per_cluster_is_at_most_40() {
         series >= 30,
         "suspiciously few series ({series}): is a family missing?"
     );
-    // docs/design.md §5.5: the family name and the cluster id start every
+    // docs/design/05-metrics.md §5.5: the family name and the cluster id start every
     // line and are kept once; what is held is a fraction of what is written.
     let text = rendered.text();
     assert_eq!(rendered.len(), text.len());
@@ -593,7 +593,7 @@ fn docs_metrics_md_matches_a_real_scrape() {
     }
 }
 
-/// docs/design.md §4.5: ACM's collector rewrites series carrying `_id` (and drops
+/// docs/design/04-identities-and-joins.md §4.5: ACM's collector rewrites series carrying `_id` (and drops
 /// the batch when the id is unknown), and `cluster` is the multi-cluster
 /// target label. Neither may appear.
 #[test]
@@ -841,7 +841,7 @@ async fn a_large_body_is_streamed_whole_in_both_encodings() {
     assert!(text.ends_with("# EOF\n"));
 }
 
-/// docs/design.md §5.5: the JSON API takes the timelines as reference
+/// docs/design/05-metrics.md §5.5: the JSON API takes the timelines as reference
 /// counts under the lock and reads them without it. What it took is a
 /// snapshot: a change applied while it serialises does not tear it, and the
 /// next request sees the change.

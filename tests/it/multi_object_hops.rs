@@ -1,4 +1,4 @@
-//! Hops that hold several objects (docs/design.md §2.5, §2.6): a cluster
+//! Hops that hold several objects (docs/design/02-hops-and-phases.md §2.5, §2.6): a cluster
 //! with the HostedCluster's bundle and ManifestWork and one per NodePool,
 //! read through the real Maestro poller (over HTTP) and the real kube
 //! mapping, into the real store. Each bundle and work is its own object;

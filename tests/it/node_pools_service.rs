@@ -1,4 +1,4 @@
-//! A node pool at the RP and Clusters Service (docs/design.md §15.11), read
+//! A node pool at the RP and Clusters Service (docs/design/15b-operations.md §15.11), read
 //! the way ARO HCP serves it: stand-ins written from the ARM `nodePools`
 //! example and Clusters Service's `NodePoolList` / `NodePoolStatus` schema,
 //! holding only what the test puts in them, read by the real RP and

@@ -1,4 +1,4 @@
-//! Node pools as operations (docs/design.md §15.9), read the way a
+//! Node pools as operations (docs/design/15-operations.md §15.9), read the way a
 //! self-managed hub serves them: a HostedCluster and NodePools written here
 //! after HyperShift's fixture, served by a Kubernetes list/watch endpoint
 //! that holds only what the test puts in it, read by the real kube source.

@@ -1,5 +1,5 @@
 //! A restart never moves a published time for upstream state that did not
-//! change (docs/design.md §3.8).
+//! change (docs/design/03-timeline-model.md §3.8).
 //!
 //! In process: the store keeps the memory of live clusters only, and only
 //! with a state store. End to end: the real `hcp-flow serve --state-dir D`

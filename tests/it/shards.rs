@@ -1,4 +1,4 @@
-//! Scale-out by `shard.index`/`shard.total` (docs/design.md §8.3): N
+//! Scale-out by `shard.index`/`shard.total` (docs/design/08-scopes-and-scale-out.md §8.3): N
 //! exporters over one world, each with its own shard, cover every cluster
 //! exactly once — the union is what one unsharded exporter tracks, and no
 //! cluster is tracked twice.

@@ -1,4 +1,4 @@
-//! The simulated world after its creations (docs/design.md §11.10), read
+//! The simulated world after its creations (docs/design/11-simulated-world.md §11.10), read
 //! from what it serves (the RP, Clusters Service and Maestro HTTP APIs and
 //! the management clusters' kube API, parsed as JSON, never the plans): one
 //! NodePool has one name in every view; a pool added, a pool removed, a

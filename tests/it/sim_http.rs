@@ -798,7 +798,7 @@ async fn served_json_has_the_reference_field_names() {
         &[".resourceStatus.manifests[].statusFeedback.values[].fieldValue.integer"],
         "ManifestWork status",
     );
-    // The bundle's own keys per docs/design.md §10.6.
+    // The bundle's own keys per docs/design/10-upstream-facts.md §10.6.
     let top: BTreeSet<&str> = bundle
         .as_object()
         .unwrap()

@@ -1,6 +1,6 @@
 //! The simulated world's node pools on the RP frontend (ARM `nodePools`)
 //! and Clusters Service (`node_pools`), read over HTTP as a source would
-//! (docs/design.md §11.10): the shapes the reference names, each pool's
+//! (docs/design/11-simulated-world.md §11.10): the shapes the reference names, each pool's
 //! states over time beside the NodePool the world already serves, the two
 //! services agreeing by the backend's mapping. The fault, paging and the
 //! transport faults are `sim_node_pools_faults`'.

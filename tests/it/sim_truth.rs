@@ -451,7 +451,7 @@ fn churn_keeps_the_population_and_deletes_through_every_hop() {
 }
 
 /// With churn, healthy clusters are deleted hop by hop within minutes, and
-/// each deletion fault holds the hop its name says (docs/design.md §11.8).
+/// each deletion fault holds the hop its name says (docs/design/11-simulated-world.md §11.8).
 #[test]
 fn deletion_faults_follow_their_script() {
     let clock = SimClock::manual(t0());

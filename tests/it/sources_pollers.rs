@@ -1507,7 +1507,7 @@ async fn run_loops_start_with_a_full_sync_then_poll_fast() {
     assert_eq!(h.up(), 1);
 }
 
-/// A shard's sink: follows only `followed` (docs/design.md §8.3).
+/// A shard's sink: follows only `followed` (docs/design/08-scopes-and-scale-out.md §8.3).
 struct ShardSink {
     recorder: Arc<source::Recorder>,
     followed: &'static str,
@@ -1562,7 +1562,7 @@ async fn a_shard_keeps_only_the_bundles_of_the_clusters_it_follows() {
 /// A shard knows another shard's bundle by its label and reads no further:
 /// its status feedback never becomes views, so what the feedback holds
 /// costs the shard nothing and is not even counted as unreadable
-/// (docs/design.md §8.3). Its `updated_at` still moves the next
+/// (docs/design/08-scopes-and-scale-out.md §8.3). Its `updated_at` still moves the next
 /// incremental query's start.
 #[tokio::test]
 async fn a_shard_reads_another_shards_bundle_no_further_than_its_label() {

@@ -1,4 +1,4 @@
-//! Sources that tell the truth about themselves (docs/design.md §9.8,
+//! Sources that tell the truth about themselves (docs/design/09-reading-the-upstreams.md §9.8,
 //! §9.9): deadlines, the cause of every failure in its `kind` and message,
 //! lists that must prove they are lists, and mass deletions held back —
 //! each against real sockets.

@@ -1,6 +1,6 @@
 //! Alerts over ARO HCP's production shape: `hcp-flow demo --topology split`
 //! (the service-side exporter and one per management cluster, over one
-//! simulated world with faults on, docs/design.md §8.2) scraped by one real
+//! simulated world with faults on, docs/design/08-scopes-and-scale-out.md §8.2) scraped by one real
 //! Prometheus that loads every rule file of `alerts/`, as Prometheus or
 //! Thanos evaluates the rules over the instances' union. From the world's
 //! ground truth (`/api/v1/demo/ground-truth`, served by the service side)

@@ -11,7 +11,7 @@
 //!   the ARO split (a service-side instance and one per management
 //!   cluster), three shards, RP only and RP + Maestro, each hop timed where
 //!   it is read directly and each operation counted and ended once
-//!   (docs/design.md §8.2).
+//!   (docs/design/08-scopes-and-scale-out.md §8.2).
 //!
 //! The clock moves in steps; after each step every instance must show the
 //! truth before the next one, so what each instance observed is a pure
@@ -284,7 +284,7 @@ fn lives(
 }
 
 /// The counters an owner of every creation must show, by the SLO's rules
-/// (docs/design.md §6.1): good if it completed within the target, failed if
+/// (docs/design/06-slos-and-alerts.md §6.1): good if it completed within the target, failed if
 /// it failed first, late the moment it passed the target in flight; counted
 /// only when that happened after the load at `loaded_at`.
 fn expected(run: &Run, view: Expect, completion: Completion) -> Counts {
@@ -812,9 +812,9 @@ async fn every_operation_is_timed_where_read_and_counted_once_in_every_topology(
 /// shards compared with one instance's row by row. Not yet a gate: some
 /// runs still differ by one or two hops (a shard's RP deletion under a
 /// provisional id, a pool's removal at its NodePool, a deletion's
-/// control plane); docs/design.md §8.2 names what is left.
+/// control plane); docs/design/08-scopes-and-scale-out.md §8.2 names what is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "row-by-row equality is not yet exact in every run (docs/design.md §8.2)"]
+#[ignore = "row-by-row equality is not yet exact in every run (docs/design/08-scopes-and-scale-out.md §8.2)"]
 async fn every_operation_row_by_row_equals_one_instance_in_every_topology() {
     every_operation(true).await;
 }
@@ -900,7 +900,7 @@ async fn every_operation(exact: bool) {
         });
     }
     // The RP alone, and the RP with Maestro but no Clusters Service
-    // (docs/design.md §8.2's last two columns), over the same churning world.
+    // (docs/design/08-scopes-and-scale-out.md §8.2's last two columns), over the same churning world.
     shapes.push(DynShape::from((
         "rp",
         rp_only as fn(Config) -> Config,
@@ -940,7 +940,7 @@ async fn every_operation(exact: bool) {
         // A pool's hops at the RP and Clusters Service are read when the pool
         // moves, and the service side hears of that through Maestro's feedback,
         // later than an instance that watches the NodePool: a pool that passes
-        // those hops between two reads is not timed there (docs/design.md
+        // those hops between two reads is not timed there (docs/design/08-scopes-and-scale-out.md
         // §8.2). Those rows may fall short by a tenth, never exceed; every other
         // row is exact.
         let polled_pool_hop = |k: &Vec<String>| {
@@ -967,7 +967,7 @@ async fn every_operation(exact: bool) {
         // shards time more often than one instance does: an RP resource still
         // deleting after Clusters Service let its cluster go is followed again
         // under its provisional id, in that id's shard (a known gap, written in
-        // docs/design.md §8.2).
+        // docs/design/08-scopes-and-scale-out.md §8.2).
         for key in single.hops.keys().chain(shards.hops.keys()) {
             let (got, want) = (
                 shards.hops.get(key).copied().unwrap_or_default(),
@@ -1082,7 +1082,7 @@ async fn every_operation(exact: bool) {
         spans
     };
     // Over OTLP, the split's instances each exporting what their
-    // configuration says (docs/design.md §7.4, §8.2): every span once, the
+    // configuration says (docs/design/07-traces.md §7.4, §8.2): every span once, the
     // roots from the service side only, each hop's direct span from the
     // side that reads it, and both sides' spans of one operation under one
     // trace id.
@@ -1169,7 +1169,7 @@ async fn every_operation(exact: bool) {
         );
     }
 
-    // RP only and RP + Maestro, for every operation (docs/design.md §8.2):
+    // RP only and RP + Maestro, for every operation (docs/design/08-scopes-and-scale-out.md §8.2):
     // each times the hops it reads directly and no other; each owns the
     // RP's resources, tracked under provisional ids since no Clusters
     // Service joins them, and counts each of their operations once (no end

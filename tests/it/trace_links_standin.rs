@@ -1,4 +1,4 @@
-//! Links into the controllers' own traces (docs/design.md §7.7): a
+//! Links into the controllers' own traces (docs/design/07-traces.md §7.7): a
 //! HostedCluster and NodePools written here after HyperShift's fixture,
 //! annotated as Clusters Service (`traceparent`) and the Kubernetes
 //! proposal (`tracing.k8s.io/traceparent`) annotate them, served by a
@@ -55,7 +55,7 @@ fn hosted_cluster(id: &str, created: Timestamp, available: Option<Timestamp>) ->
             "annotations": {
                 "traceparent": format!("00-{HC_TRACE}-{HC_SPAN}-01"),
                 // OCM's log tracing, as Clusters Service sets it: the id
-                // its logs are searched by (docs/design.md §15.13).
+                // its logs are searched by (docs/design/15b-operations.md §15.13).
                 "logging.open-cluster-management.io/op-id": OP_ID,
             },
         },
@@ -226,7 +226,7 @@ async fn hop_spans_link_to_the_trace_contexts_their_objects_are_annotated_with()
         otlp::attr(&link.attributes, "hcp.object").as_deref(),
         Some("np1")
     );
-    // Each pool's own creation (docs/design.md §15.9): np1's links to
+    // Each pool's own creation (docs/design/15-operations.md §15.9): np1's links to
     // np1's context, np2's to none (its annotation is malformed).
     only_link(of("node_pool_create", Some("np1")), POOL_TRACE, POOL_SPAN);
     assert!(

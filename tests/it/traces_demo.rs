@@ -1,4 +1,4 @@
-//! The traces acceptance run (docs/design.md §7.1, docs/traces.md): `hcp-flow demo --clusters 20 --speed 60` with
+//! The traces acceptance run (docs/design/07-traces.md §7.1, docs/traces.md): `hcp-flow demo --clusters 20 --speed 60` with
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` pointing at a local OTLP/HTTP receiver and
 //! `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf` delivers, within two minutes,
 //! traces whose ids are SHA-256("hcp-flow/" + cluster_id) cut to 16 bytes,

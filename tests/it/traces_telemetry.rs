@@ -1,4 +1,4 @@
-//! The exporter's own spans, end to end (docs/design.md §7.6): a real
+//! The exporter's own spans, end to end (docs/design/07-traces.md §7.6): a real
 //! Maestro poll, through the real `telemetry::init_with_env` pipeline, to
 //! an in-test OTLP receiver, against a stand-in upstream that records each
 //! request's headers. `init_with_env` installs the global subscriber (once

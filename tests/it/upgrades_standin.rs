@@ -1,4 +1,4 @@
-//! Upgrades as operations (docs/design.md §15.10), read the way a
+//! Upgrades as operations (docs/design/15-operations.md §15.10), read the way a
 //! self-managed hub serves them: a HostedCluster and a NodePool written here
 //! after HyperShift's fixture and the reference CRDs (the version history's
 //! `startedTime` / `completionTime`, a NodePool's `status.version` and the

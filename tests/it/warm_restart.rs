@@ -1,5 +1,5 @@
 //! A restarted exporter serves Maestro's last readings at once, says so, and
-//! reconciles them with a paced list behind the stream (docs/design.md
+//! reconciles them with a paced list behind the stream (docs/design/03-timeline-model.md
 //! §3.10), against the simulated world over real gRPC and HTTP.
 
 use std::collections::BTreeSet;

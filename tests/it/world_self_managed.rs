@@ -1,7 +1,7 @@
 //! `hcp-flow demo --world self-managed` and `--world both`: the simulated
 //! MCE hub read by the real exporter (kube watchers in `self_managed` mode
 //! through the demo's kubeconfig), checked over HTTP against the world's
-//! truth (docs/design.md §11.7).
+//! truth (docs/design/11-simulated-world.md §11.7).
 //!
 //! - What the hub serves: a MultiClusterEngine, HostedClusters of platforms
 //!   KubeVirt, Agent and None in namespaces `clusters` and `hcp`, their
@@ -606,7 +606,7 @@ async fn both_worlds_are_served_through_one_exporter() {
 
     // A hub creation completes on its HostedCluster although the RP is a
     // terminal hop of this configuration: the RP completes only what
-    // Clusters Service shows (docs/design.md §4.4).
+    // Clusters Service shows (docs/design/04-identities-and-joins.md §4.4).
     let hub_completed = hub
         .iter()
         .filter(|c| {

@@ -148,7 +148,7 @@ port, and one sources.kube entry per kube watcher (after any the user listed).
 {{- end }}
 {{- end -}}
 
-{{/* The spec of the state store's PersistentVolumeClaim (docs/design.md §3.8). */}}
+{{/* The spec of the state store's PersistentVolumeClaim (docs/design/03-timeline-model.md §3.8). */}}
 {{- define "hcp-flow.stateClaimSpec" -}}
 {{- with .Values.stateStore.persistence -}}
 accessModes:

@@ -1,5 +1,5 @@
 //! Per-hop budgets: the longest a hop may stay in one not-ready phase while
-//! its creation is in flight (docs/design.md §3.5).
+//! its creation is in flight (docs/design/03-timeline-model.md §3.5).
 //!
 //! One table serves the model (a never-Available HostedCluster Degraded past
 //! its hop budget is `failed`), the published `hcpflow_hop_budget_seconds`,
@@ -60,7 +60,7 @@ impl Default for HopBudgets {
 
 impl HopBudgets {
     /// A deletion's budgets, each measured from the hop's own start of
-    /// deleting (docs/design.md §15.4):
+    /// deleting (docs/design/15-operations.md §15.4):
     /// - 20m for `node_pool`: machines drain and their VMs go;
     /// - 20m for `control_plane`: HyperShift destroys the cloud resources
     ///   (load balancers, DNS, disks) before it deletes the namespace;
@@ -87,7 +87,7 @@ impl HopBudgets {
         }
     }
 
-    /// An upgrade's budgets (docs/design.md §15.10), each from when the
+    /// An upgrade's budgets (docs/design/15-operations.md §15.10), each from when the
     /// hop began its part:
     /// - 75m for `hosted_cluster`: HyperShift rolls the control plane out in
     ///   minutes, but the history entry completes only when the cluster
@@ -159,7 +159,7 @@ impl HopBudgets {
 }
 
 /// The hop budgets of every operation kind: what the verdict, the UI and
-/// `diagnose` judge an operation's hops by (docs/design.md §15.4).
+/// `diagnose` judge an operation's hops by (docs/design/15-operations.md §15.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OperationBudgets {
     pub create: HopBudgets,
@@ -181,7 +181,7 @@ impl OperationBudgets {
     pub fn of(&self, kind: OperationKind) -> &HopBudgets {
         // A node pool's operations are judged at its NodePool by the
         // cluster's own budget for that hop and kind of change
-        // (docs/design.md §15.9).
+        // (docs/design/15-operations.md §15.9).
         match kind {
             OperationKind::Create | OperationKind::NodePoolCreate => &self.create,
             OperationKind::Delete | OperationKind::NodePoolDelete => &self.delete,

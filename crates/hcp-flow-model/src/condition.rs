@@ -1,6 +1,6 @@
 //! A condition as the model keeps it: what it says (type, status, reason,
 //! message) shared by every condition that says the same, and its own
-//! transition time (docs/design.md §5.5).
+//! transition time (docs/design/05-metrics.md §5.5).
 //!
 //! A fleet's objects repeat a few hundred combinations of type, status,
 //! reason and message across hundreds of thousands of conditions, and
@@ -41,7 +41,7 @@ pub struct Condition {
 impl Condition {
     /// The kind a finalizer holding a deleting object is kept as: one
     /// condition per finalizer, status True, its name the reason, dated by
-    /// the deletionTimestamp (docs/design.md §15.3). Kept among the
+    /// the deletionTimestamp (docs/design/15-operations.md §15.3). Kept among the
     /// conditions rather than in a field of its own: a field would cost
     /// every view of a fleet its size, for the few objects being deleted.
     pub const FINALIZER: &'static str = "Finalizer";
@@ -65,7 +65,7 @@ impl Condition {
         }
     }
 
-    /// What the condition's status means for its object (docs/design.md
+    /// What the condition's status means for its object (docs/design/12-interfaces.md
     /// §12.5): for most types `True` is good; for the negative ones
     /// (`Degraded` and its kin) `False` is. `Unknown` says nothing.
     pub fn meaning(&self) -> Meaning {

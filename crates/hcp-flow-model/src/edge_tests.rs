@@ -169,7 +169,7 @@ fn a_sharded_merge_takes_the_verdict_the_other_shard_gave() {
 /// The deletion's last hop is the RP: Clusters Service letting the
 /// cluster go first does not hand the RP resource to a provisional id (a
 /// second timeline, a second deletion); the deletion waits for the RP's 404
-/// on its own timeline (docs/design.md §15.3). Without a deletion in
+/// on its own timeline (docs/design/15-operations.md §15.3). Without a deletion in
 /// flight, a CS cluster gone hands its live RP resource back (the fleet
 /// module's tests).
 #[test]
@@ -202,7 +202,7 @@ fn a_deleted_cs_cluster_keeps_its_deleting_rp_resource_until_it_goes() {
 /// The same in shards: the shard of the provisional id, which does not
 /// follow the cluster, keeps the join too while the RP resource deletes,
 /// so no shard follows it again under its provisional id and its deletion
-/// is counted once, by the cluster's shard (docs/design.md §8.3).
+/// is counted once, by the cluster's shard (docs/design/08-scopes-and-scale-out.md §8.3).
 #[test]
 fn a_deleting_rp_resource_is_not_handed_to_another_shard_when_clusters_service_lets_go() {
     let provisional = provisional_cluster_id(RID);

@@ -1,5 +1,5 @@
 //! A cluster's ended operations, kept for "what happened to this cluster
-//! this week" (docs/design.md §15.12): each operation that succeeded or
+//! this week" (docs/design/15b-operations.md §15.12): each operation that succeeded or
 //! failed, with its hops' times, bounded by a retention and a count, and
 //! kept across restarts in the state store.
 
@@ -39,7 +39,7 @@ impl Default for HistoryLimits {
 pub struct EndedOperation {
     pub operation: OperationKind,
     /// What its key names after the kind: the pool, the target version, or
-    /// both (docs/design.md §15.2).
+    /// both (docs/design/15-operations.md §15.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<Box<str>>,
     pub started_at: Timestamp,
@@ -70,7 +70,7 @@ pub struct EndedHop {
 /// JSON, `diagnose`), and ten thousand clusters with a busy week each hold
 /// some eighty thousand of them: as structs (80 bytes, and a `Vec` of
 /// 48-byte hops each) that was 25 MiB; encoded it is some 50 bytes an
-/// operation (docs/design.md §15.12). Shared, not copied, between the
+/// operation (docs/design/15b-operations.md §15.12). Shared, not copied, between the
 /// timeline and the state store's memory of the cluster; serialised as
 /// the list of its entries, so the state file's format is that list.
 #[derive(Clone, Default, PartialEq, Eq)]

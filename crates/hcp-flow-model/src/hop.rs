@@ -1,11 +1,11 @@
 //! The closed vocabularies of the timeline: hops, phases, views, outcomes.
 //!
 //! Every one of these becomes a label value, so they are enums: the type bounds
-//! cardinality (docs/design.md §5.3).
+//! cardinality (docs/design/05-metrics.md §5.3).
 
 use serde::{Deserialize, Serialize};
 
-/// One step on the path of a creation (docs/design.md §1.1), in path order.
+/// One step on the path of a creation (docs/design/01-overview.md §1.1), in path order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Hop {
@@ -107,7 +107,7 @@ impl std::fmt::Display for Phase {
 }
 
 /// Where a hop's state was read: from its own API, or from the status feedback
-/// a Maestro bundle carries (docs/design.md §2.6). The direct view wins.
+/// a Maestro bundle carries (docs/design/02-hops-and-phases.md §2.6). The direct view wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Via {

@@ -1,4 +1,4 @@
-//! The timeline model (docs/design.md §3): pure, takes `now` as an argument.
+//! The timeline model (docs/design/03-timeline-model.md §3): pure, takes `now` as an argument.
 
 mod budget;
 mod condition;

@@ -1,5 +1,5 @@
 //! What a restart would otherwise lose: the times only the exporter observed
-//! and the verdicts it already gave (docs/design.md §3.8).
+//! and the verdicts it already gave (docs/design/03-timeline-model.md §3.8).
 //!
 //! Upstream times need no memory — they read the same after a restart. What
 //! the exporter saw itself (a phase entered with no upstream time behind it,
@@ -50,13 +50,13 @@ pub struct ClusterMemory {
     pub hops: Vec<HopMemory>,
     /// The deletion once it began: its start (upstream or observed), its
     /// verdict and each hop's times, so a restart mid-deletion neither loses
-    /// it nor counts it twice (docs/design.md §15.8). Absent in files of
+    /// it nor counts it twice (docs/design/15-operations.md §15.8). Absent in files of
     /// version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion: Option<DeletionMemory>,
     /// Its day-2 operations in flight (node pools' creations and removals,
     /// upgrades): a restart neither starts them again nor gives a verdict
-    /// twice (docs/design.md §15.9, §15.10). Still version 2: a file
+    /// twice (docs/design/15-operations.md §15.9, §15.10). Still version 2: a file
     /// without it reads as none, an older exporter skips it, and the name
     /// it had when it held node pools only still reads.
     #[serde(
@@ -65,7 +65,7 @@ pub struct ClusterMemory {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub day2_operations: Vec<Day2OperationMemory>,
-    /// Its ended operations (docs/design.md §15.12), so a restart keeps
+    /// Its ended operations (docs/design/15b-operations.md §15.12), so a restart keeps
     /// "what happened to this cluster this week". Still version 2: absent
     /// reads as none. Shared with the timeline, not copied.
     #[serde(default, skip_serializing_if = "super::history::History::is_empty")]
@@ -77,7 +77,7 @@ pub struct ClusterMemory {
 pub struct Day2OperationMemory {
     pub operation: OperationKind,
     /// What its key names after the kind: the pool, the target version, or
-    /// `<pool>/<version>` (docs/design.md §15.2).
+    /// `<pool>/<version>` (docs/design/15-operations.md §15.2).
     #[serde(alias = "node_pool")]
     pub subject: String,
     pub started_at: Timestamp,

@@ -23,7 +23,7 @@ pub struct Batch {
     /// The `source` label value, e.g. `clusters_service` or `kube/mgmt-1`.
     pub source: String,
     /// True for the source's first full sync: state is loaded silently, no
-    /// histogram or counter moves (docs/design.md §3.3).
+    /// histogram or counter moves (docs/design/03-timeline-model.md §3.3).
     pub initial: bool,
     /// When the exporter read this; the fallback for missing upstream times.
     pub observed_at: Timestamp,
@@ -33,7 +33,7 @@ pub struct Batch {
 /// How an observation finds its cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ClusterKey {
-    /// The join key of all hops (docs/design.md §4.1).
+    /// The join key of all hops (docs/design/04-identities-and-joins.md §4.1).
     Id(String),
     /// An ARM resource id (lower-cased) that Clusters Service maps to a
     /// cluster id; RP frontend observations wait for that join.
@@ -95,7 +95,7 @@ pub struct HopView {
 /// "If this object still reads the same when its hop budget has run out since
 /// `since`, it has failed": a phase change with no upstream event behind it.
 /// Views state it; the model decides it from its own clock and a deadline
-/// queue (docs/design.md §3.4), so no source ever reads the wall clock to
+/// queue (docs/design/03-timeline-model.md §3.4), so no source ever reads the wall clock to
 /// decide a phase.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FailsAfterBudget {
@@ -231,20 +231,20 @@ pub struct IdentityPatch {
     pub version: Option<String>,
     /// Not the cluster's identity, but taken into the timeline the same
     /// way: the W3C trace contexts the object's annotations name, which its
-    /// hop's span links to (docs/design.md §7.7). Here, not on the view, so
+    /// hop's span links to (docs/design/07-traces.md §7.7). Here, not on the view, so
     /// a view without any costs nothing.
     pub trace_parents: Vec<super::TraceParent>,
     /// Likewise: the ids the upstreams gave the object's operation in its
-    /// log-tracing annotations (docs/design.md §15.13).
+    /// log-tracing annotations (docs/design/15b-operations.md §15.13).
     pub upstream_ids: Vec<super::UpstreamId>,
     /// Not the identity either: the release rollout the object reports
     /// (a HostedCluster's version history, a NodePool's version), which
-    /// starts and ends its upgrade operation (docs/design.md §15.10). Read
+    /// starts and ends its upgrade operation (docs/design/15-operations.md §15.10). Read
     /// by the model when the view arrives, never stored with it.
     pub rollout: Option<Rollout>,
 }
 
-/// A release rollout as one object reports it (docs/design.md §15.10).
+/// A release rollout as one object reports it (docs/design/15-operations.md §15.10).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Rollout {
     /// The version rolled out to: a HostedCluster's `history[0].version`

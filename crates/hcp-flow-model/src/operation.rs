@@ -1,4 +1,4 @@
-//! Operations: what the model follows (docs/design.md §15). A cluster has a
+//! Operations: what the model follows (docs/design/15-operations.md §15). A cluster has a
 //! current state (its hops) and operations, each an asynchronous change an
 //! SRE waits for, with its own start, end, verdict, SLO, trace and flow.
 //!
@@ -71,7 +71,7 @@ impl OperationKind {
     }
 
     /// Whether a cluster has any number of operations of this kind, kept
-    /// beside its creation and deletion (docs/design.md §15.9, §15.10).
+    /// beside its creation and deletion (docs/design/15-operations.md §15.9, §15.10).
     pub fn day2(self) -> bool {
         self.of_node_pool() || self.of_version()
     }
@@ -97,7 +97,7 @@ impl OperationKind {
     /// instance and every restart names it alike: `<cluster_id>` for a
     /// creation (its trace ids are unchanged by operations),
     /// `<cluster_id>/delete` for a deletion, `<cluster_id>/<kind>/<subject>`
-    /// for the others (docs/design.md §15.2): `subject` is the pool's name,
+    /// for the others (docs/design/15-operations.md §15.2): `subject` is the pool's name,
     /// the target version, or `<pool>/<version>` ([`OperationKind::subject`]).
     pub fn key(self, cluster_id: &str, subject: Option<&str>) -> String {
         match (self, subject) {
@@ -150,7 +150,7 @@ pub enum HopDone {
     RolledOut,
 }
 
-/// One operation kind's flow (docs/design.md §15.1).
+/// One operation kind's flow (docs/design/15-operations.md §15.1).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Flow {
     pub kind: OperationKind,
@@ -212,7 +212,7 @@ pub static DELETE: Flow = Flow {
 /// Service node pool and its NodePool, each done when it reads ready (the
 /// RP `Succeeded`, CS `ready`, the NodePool ready at its desired replicas).
 /// A hop that never read the pool is out of scope and not waited for
-/// (docs/design.md §15.11). The pool's bundle and ManifestWork are read
+/// (docs/design/15b-operations.md §15.11). The pool's bundle and ManifestWork are read
 /// through the NodePool they carry.
 pub static NODE_POOL_CREATE: Flow = Flow {
     kind: OperationKind::NodePoolCreate,
@@ -240,7 +240,7 @@ pub static NODE_POOL_DELETE: Flow = Flow {
 /// failed one (`ValidReleaseImage` False) fails the upgrade. The RP's
 /// `Updating` and Clusters Service's `updating` during it are its hops
 /// too: each from the time it began updating (which may date the upgrade's
-/// start) to its return to `Succeeded` / `ready` (docs/design.md §15.10).
+/// start) to its return to `Succeeded` / `ready` (docs/design/15-operations.md §15.10).
 /// Like a creation, it names the deepest hop not done: the RP waits for
 /// Clusters Service, which waits for the rollout.
 pub static UPGRADE: Flow = Flow {
@@ -259,7 +259,7 @@ pub static UPGRADE: Flow = Flow {
 /// A node pool's upgrade waits at its NodePool until it reports the target
 /// version with every replica ready. The RP's `Updating` and Clusters
 /// Service's `updating` of the pool during it are its hops too, as a
-/// control plane's are of its upgrade (docs/design.md §15.10).
+/// control plane's are of its upgrade (docs/design/15-operations.md §15.10).
 pub static NODE_POOL_UPGRADE: Flow = Flow {
     kind: OperationKind::NodePoolUpgrade,
     hops: &[Hop::RpFrontend, Hop::ClustersService, Hop::NodePool],
@@ -313,13 +313,13 @@ pub struct OperationHop {
     /// gone (upstream dates no disappearance).
     pub done_at: Option<Stamp>,
     /// The hop gave no time of its own: it started when the operation did,
-    /// and moves with the operation's start (docs/design.md §15.11).
+    /// and moves with the operation's start (docs/design/15b-operations.md §15.11).
     #[serde(skip)]
     pub with_operation: bool,
 }
 
 /// An operation other than the creation, kept on its cluster's timeline
-/// while in flight and until the cluster is gone (docs/design.md §15.3).
+/// while in flight and until the cluster is gone (docs/design/15-operations.md §15.3).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
     pub kind: OperationKind,
@@ -356,7 +356,7 @@ impl Operation {
 
     /// Follow it from a first sync: when it is past its target at
     /// `observed_at` already, late without a word and never counted
-    /// (docs/design.md §15.9).
+    /// (docs/design/15-operations.md §15.9).
     pub(crate) fn first_seen(
         mut self,
         initial: bool,
@@ -397,7 +397,7 @@ impl Operation {
     /// An upgrade that ended while the RP or Clusters Service it reached
     /// still updates: kept until they settle (not in flight, so in no
     /// in-flight series and no verdict), so their hops are timed
-    /// (docs/design.md §15.10).
+    /// (docs/design/15-operations.md §15.10).
     pub fn settling(&self) -> bool {
         self.kind.of_version()
             && !self.in_flight()
@@ -421,7 +421,7 @@ impl Operation {
         target_version_of(self.kind, self.subject())
     }
 
-    /// Its key (docs/design.md §15.2).
+    /// Its key (docs/design/15-operations.md §15.2).
     pub fn key(&self, cluster_id: &str) -> String {
         self.kind.key(cluster_id, self.subject())
     }

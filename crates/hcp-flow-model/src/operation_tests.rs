@@ -1,4 +1,4 @@
-//! Unit tests of operations in the model (docs/design.md §15): a
+//! Unit tests of operations in the model (docs/design/15-operations.md §15): a
 //! deletion followed hop by hop, its SLO, its end, restarts, and the RP
 //! resource it keeps after Clusters Service lets the cluster go.
 
@@ -487,7 +487,7 @@ fn who_counts(events: &[Event]) -> (Vec<HopCount>, Vec<(OperationKind, bool)>) {
     (hops, ends)
 }
 
-/// One rule for every operation (docs/design.md §8.2): the instance that
+/// One rule for every operation (docs/design/08-scopes-and-scale-out.md §8.2): the instance that
 /// reads a hop directly times it, whoever owns the cluster; the owner
 /// counts the operation's end and verdict; Maestro's view times nothing.
 /// Each step is applied to both roles of a split; the table says what

@@ -1,4 +1,4 @@
-//! Unit tests of node pool operations (docs/design.md §15.9): each pool's
+//! Unit tests of node pool operations (docs/design/15-operations.md §15.9): each pool's
 //! creation and removal is an operation of its own, keyed by the pool's
 //! name, with upstream times, one SLO event, and no verdict on a cluster's
 //! finished creation.
@@ -275,7 +275,7 @@ fn a_first_sync_follows_every_pool_in_flight_and_counts_no_end_it_could_not_have
         ]
     );
     // Its hop was read directly and ended after the first sync: timed, as
-    // every hop read directly is (docs/design.md §8.2); its end is not
+    // every hop read directly is (docs/design/08-scopes-and-scale-out.md §8.2); its end is not
     // counted, for nobody here watched it begin.
     assert!(
         r.events.iter().all(|e| match e {
@@ -345,7 +345,7 @@ fn a_restart_goes_on_with_a_pools_creation_and_ends_it_once() {
     assert!(again.get("c1").unwrap().day2_operations.is_none());
 }
 
-// ---- the RP's and Clusters Service's pools (docs/design.md §15.11) -----
+// ---- the RP's and Clusters Service's pools (docs/design/15b-operations.md §15.11) -----
 
 /// Pool `name` as the RP reads it (ARM `nodePools`), requested at `created`.
 pub(super) fn rp_pool(name: &str, state: &str, phase: Phase, created: jiff::Timestamp) -> Obs {
@@ -531,7 +531,7 @@ fn a_pool_clusters_service_fails_fails_its_creation_there_and_stays_shown_failed
 
 /// The RP mirrors Clusters Service: read first, its `Failed` waits while
 /// Clusters Service still installs the pool, and Clusters Service's
-/// `error` names the failure, the root cause (docs/design.md §15.11).
+/// `error` names the failure, the root cause (docs/design/15b-operations.md §15.11).
 #[test]
 fn a_pool_failed_at_both_hops_names_clusters_service_whichever_is_read_first() {
     let failed_hop = |f: &Fleet, pool: &str| {
@@ -899,7 +899,7 @@ fn a_pool_held_for_a_join_goes_with_its_rp_resource() {
     assert_eq!(f.held_pool_readings_len(), 0);
 }
 
-/// A cluster's history (docs/design.md §15.12): its creation and the pool
+/// A cluster's history (docs/design/15b-operations.md §15.12): its creation and the pool
 /// added on day 2, each with its outcome, SLO verdict and hop times, kept
 /// across a restart through the state store's memory.
 #[test]

@@ -2,7 +2,7 @@
 //! `hcpflow_hop_duration_seconds{outcome="succeeded"}`, estimated the way
 //! PromQL's `histogram_quantile` does, so "at risk" in the JSON, the UI and
 //! `diagnose` agrees with the `hcpflow:hop_duration_seconds:p95` record the
-//! alert reads (docs/design.md §3.9).
+//! alert reads (docs/design/03-timeline-model.md §3.9).
 
 use super::hop::Hop;
 

@@ -790,7 +790,7 @@ fn a_views_fingerprint_sees_every_change() {
 /// A first sync in the middle of an outage: the HostedCluster's release
 /// rolled out (`Completed` in its history) and it is not Available now. Its
 /// creation is done there, and the outage is a regression, not a creation
-/// stuck at hosted_cluster (docs/design.md §15.7).
+/// stuck at hosted_cluster (docs/design/15-operations.md §15.7).
 #[test]
 fn a_hosted_cluster_installed_then_down_at_a_first_sync_is_a_done_creation() {
     let mut f = fleet();

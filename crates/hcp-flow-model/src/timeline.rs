@@ -10,7 +10,7 @@ use super::stamp::Stamp;
 pub use super::stamp::TimeMark;
 use super::text::Text;
 
-/// Where a creation stands: an operation's outcome (docs/design.md §15).
+/// Where a creation stands: an operation's outcome (docs/design/15-operations.md §15).
 pub use super::operation::OperationOutcome as CreationOutcome;
 
 /// The identities of one cluster, merged from every hop that knows some.
@@ -18,7 +18,7 @@ pub use super::operation::OperationOutcome as CreationOutcome;
 ///
 /// What a fleet repeats (subscription, resource group, management cluster,
 /// platform, version) is shared text, one copy for every cluster that has it;
-/// what names one cluster is its own string (docs/design.md §5.5).
+/// what names one cluster is its own string (docs/design/05-metrics.md §5.5).
 pub struct Identity {
     pub name: String,
     pub resource_id: String,
@@ -174,7 +174,7 @@ impl HopTimeline {
 
     /// Why the hop is not well: a failed object's error first, since another
     /// object may carry an error that did not fail it (a bundle's feedback
-    /// error, docs/design.md §2.6); else any object's.
+    /// error, docs/design/02-hops-and-phases.md §2.6); else any object's.
     pub fn error(&self) -> Option<&HopError> {
         self.effective_objects()
             .filter(|(_, o)| o.view.phase == Phase::Failed)
@@ -381,15 +381,15 @@ pub struct Timeline {
     pub slo: Option<super::hop::SloOutcome>,
     pub hops: HopMap,
     /// The cluster's deletion, from its first sign until the cluster is
-    /// gone (docs/design.md §15.3). Boxed: most clusters are not deleting.
+    /// gone (docs/design/15-operations.md §15.3). Boxed: most clusters are not deleting.
     pub deletion: Option<Box<super::operation::Operation>>,
     /// The controllers' trace contexts its objects' annotations name, which
-    /// their hops' spans link to (docs/design.md §7.7). Boxed: most
+    /// their hops' spans link to (docs/design/07-traces.md §7.7). Boxed: most
     /// clusters carry none.
     pub trace_links: Option<Box<Vec<super::TraceLink>>>,
     /// Its operations other than the creation and the deletion: its node
     /// pools' creations and removals, its upgrades and its pools' upgrades
-    /// (docs/design.md §15.9, §15.10). Only those in flight are kept, and
+    /// (docs/design/15-operations.md §15.9, §15.10). Only those in flight are kept, and
     /// an upgrade that failed while its object still reports its target
     /// (so the failure is not taken for a new start). Boxed: most clusters
     /// have none.
@@ -398,18 +398,18 @@ pub struct Timeline {
     /// cluster's deletion begin, and when: separate watches deliver a
     /// ManagedCluster's DELETED before the ManifestWork's
     /// `deletionTimestamp`, and the deletion that begins after still owes
-    /// them their end (docs/design.md §8.2). Boxed: almost always none.
+    /// them their end (docs/design/08-scopes-and-scale-out.md §8.2). Boxed: almost always none.
     pub gone_before_deletion: Option<Box<Vec<(Hop, Stamp)>>>,
     /// Its ended operations, oldest first, within the history's limits
-    /// (docs/design.md §15.12), encoded: none until one ends.
+    /// (docs/design/15b-operations.md §15.12), encoded: none until one ends.
     pub history: super::history::History,
-    /// The ids its objects' log-tracing annotations give (docs/design.md
+    /// The ids its objects' log-tracing annotations give (docs/design/15b-operations.md
     /// §15.13), per hop and object. Boxed: most clusters carry none.
     pub upstream_ids: Option<Box<Vec<super::UpstreamIdOf>>>,
     /// Its node pools as the RP (ARM `nodePools`) and Clusters Service
     /// (`node_pools`) read them, kept apart from the hops' own objects so
     /// a pool never moves the cluster's `rp_frontend` or
-    /// `clusters_service` phase (docs/design.md §15.11). Only the readings
+    /// `clusters_service` phase (docs/design/15b-operations.md §15.11). Only the readings
     /// that matter are kept: a pool not ready, or one whose operation is in
     /// flight. Boxed: most clusters have none.
     pub pool_readings: Option<Box<Vec<PoolReading>>>,
@@ -441,7 +441,7 @@ pub struct PoolReading {
 
 /// The state of a HostedCluster whose release rolled out (`Completed` in
 /// its version history) and that is not Available now: installed, so its
-/// creation is done there, and the outage a regression (docs/design.md
+/// creation is done there, and the outage a regression (docs/design/15-operations.md
 /// §15.7).
 pub const INSTALLED_NOT_AVAILABLE: &str = "NotAvailable/Completed";
 
@@ -560,7 +560,7 @@ impl Timeline {
 
     /// Where a day-2 operation waits and what that hop reads of it: a
     /// pool's own reading at the RP, Clusters Service or its NodePool; the
-    /// HostedCluster for an upgrade (docs/design.md §15.11).
+    /// HostedCluster for an upgrade (docs/design/15b-operations.md §15.11).
     pub fn waiting_of(&self, op: &super::operation::Operation) -> Waiting<'_> {
         let hop = op.waiting_hop();
         let since = op.hop(hop).map_or(op.started_at.at, |h| h.started_at);
@@ -594,7 +594,7 @@ impl Timeline {
     }
 
     /// Drop the pool readings that no longer matter: a pool ready that no
-    /// operation in flight (or upgrade settling) follows (docs/design.md
+    /// operation in flight (or upgrade settling) follows (docs/design/15b-operations.md
     /// §15.11).
     pub(crate) fn forget_settled_pool_readings(&mut self) {
         let Some(mut readings) = self.pool_readings.take().map(|b| *b) else {

@@ -1,4 +1,4 @@
-//! Links into the controllers' own traces (docs/design.md §7.7).
+//! Links into the controllers' own traces (docs/design/07-traces.md §7.7).
 //!
 //! Clusters Service sets a W3C `traceparent` annotation on the HostedCluster
 //! and NodePool it creates, and HyperShift links its reconcile spans to it;

@@ -1,4 +1,4 @@
-//! Unit tests of upgrades (docs/design.md §15.10): a control plane's and
+//! Unit tests of upgrades (docs/design/15-operations.md §15.10): a control plane's and
 //! each node pool's upgrade is an operation keyed by its target version,
 //! dated by HyperShift's own times, with one SLO event.
 
@@ -879,7 +879,7 @@ fn a_pool_clusters_service_puts_in_error_during_its_upgrade_fails_the_upgrade_th
 
 /// Clusters Service can fail a pool's upgrade within a poll of its start:
 /// read in `error`, dated after the upgrade began, never read `updating`,
-/// it still fails the upgrade there (docs/design.md §15.10); the RP's
+/// it still fails the upgrade there (docs/design/15-operations.md §15.10); the RP's
 /// `Failed` read beside it names no hop while Clusters Service says it.
 #[test]
 fn a_pool_upgrade_clusters_service_fails_before_any_poll_saw_it_updating_fails_there() {
@@ -981,7 +981,7 @@ fn an_update_of_a_pool_that_no_upgrade_follows_is_kept_only_until_it_settles() {
     assert_eq!(timeline.day2_operations().count(), 0);
 }
 
-/// An operation ends once (docs/design.md §2a): Maestro's feedback of a
+/// An operation ends once (docs/design/02-hops-and-phases.md §2a): Maestro's feedback of a
 /// NodePool the watch reads too lags behind it, and still reports the
 /// rollout (and then its end) after the direct view ended the upgrade.
 /// The lagging view starts no second upgrade of the same key, and ends

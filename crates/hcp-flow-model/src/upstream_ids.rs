@@ -1,5 +1,5 @@
 //! The ids the upstreams give an operation, which SREs search their logs
-//! by (docs/design.md §15.13): Open Cluster Management's log-tracing
+//! by (docs/design/15b-operations.md §15.13): Open Cluster Management's log-tracing
 //! annotations (`logging.open-cluster-management.io/<name>`, such as
 //! `op-id`), which Clusters Service sets on what it creates and Maestro
 //! carries to the ManifestWork (its CloudEvents' `logtracing` extension).

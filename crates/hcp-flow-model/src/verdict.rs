@@ -1,5 +1,5 @@
 //! Where a creation stands, in one word and one sentence: the verdict that
-//! the JSON, the web UI and `diagnose` share (docs/design.md §3.9).
+//! the JSON, the web UI and `diagnose` share (docs/design/03-timeline-model.md §3.9).
 //!
 //! Pure: the timeline, the budgets, the fleet's p95 per hop and `now` in, a
 //! [`Verdict`] out, so the three readers can never disagree.
@@ -31,7 +31,7 @@ pub enum Status {
     Stuck,
     /// A hop no open operation holds regressed (at once) or never became
     /// ready past its creation budget. A health state, not a verdict on a
-    /// finished operation (docs/design.md §15.7).
+    /// finished operation (docs/design/15-operations.md §15.7).
     Degraded,
     /// A hop failed.
     Failed,
@@ -159,7 +159,7 @@ pub fn explain(hop: &HopTimeline) -> String {
     }
 }
 
-/// The hop that broke a failed creation (docs/design.md §3.9), for the
+/// The hop that broke a failed creation (docs/design/03-timeline-model.md §3.9), for the
 /// verdict and the creation's trace alike. The RP and Clusters Service fail
 /// because something after them did: the first of the other failed hops to
 /// fail (a HostedCluster whose release image is invalid fails before its
@@ -181,7 +181,7 @@ pub fn failed_hop(timeline: &Timeline) -> Option<(Hop, &HopTimeline)> {
         .map(|(hop, h)| (*hop, h))
 }
 
-/// The verdict on `timeline` at `now` (docs/design.md §3.9, §15.7): a
+/// The verdict on `timeline` at `now` (docs/design/03-timeline-model.md §3.9, §15.7): a
 /// deletion in flight alone, else the worst of the cluster's open
 /// operations and of the hops none of them holds. The creation, while open:
 /// - a deletion in flight: `failed` when the RP or Clusters Service failed
@@ -252,7 +252,7 @@ pub fn verdict(
 }
 
 /// The hops an operation open on the cluster holds, judged by it alone
-/// (docs/design.md §15.7): every hop while the creation is open; a
+/// (docs/design/15-operations.md §15.7): every hop while the creation is open; a
 /// deletion's are judged before this; a pool's operation holds the
 /// cluster's `node_pool` hop and the bundle and ManifestWork that carry the
 /// pool (at the RP and Clusters Service a pool is a resource of its own);
@@ -294,7 +294,7 @@ fn held_hops(timeline: &Timeline, creation_open: bool) -> Vec<Hop> {
 
 /// The hops no open operation holds that are not ready now: a hop that was
 /// ready and regressed (or failed) is `degraded` at once, with how long
-/// (docs/design.md §15.7; the alerts keep their own thresholds); one never
+/// (docs/design/15-operations.md §15.7; the alerts keep their own thresholds); one never
 /// ready since the creation completed (a service still catching up with the
 /// HostedCluster) only past its creation budget. The deepest first, so the
 /// cause leads: the RP and Clusters Service read not ready for as long as
@@ -699,7 +699,7 @@ fn creation_verdict(
 }
 
 /// The verdict on one day-2 operation in flight (a node pool's creation,
-/// removal or upgrade, a control-plane upgrade; docs/design.md §15.10): it
+/// removal or upgrade, a control-plane upgrade; docs/design/15-operations.md §15.10): it
 /// waits at its one hop from its start there, `stuck` once that hop's
 /// budget for its kind has run out, else `in_progress`. The cluster's
 /// verdict is the worst of these and its creation's (§15.7).
@@ -721,7 +721,7 @@ pub fn operation_verdict(
         what.push_str(&format!(" to {version}"));
     }
     // At the RP or Clusters Service a pool is its own resource there, not
-    // the cluster's (docs/design.md §15.11).
+    // the cluster's (docs/design/15b-operations.md §15.11).
     let pool_detail = op
         .node_pool()
         .filter(|_| matches!(hop, Hop::RpFrontend | Hop::ClustersService))

@@ -284,7 +284,7 @@ fn durations_read_like_a_person_writes_them() {
     assert_eq!(human(7500.0), "2h5m");
 }
 
-/// One verdict rule across operations (docs/design.md §15.7): every
+/// One verdict rule across operations (docs/design/15-operations.md §15.7): every
 /// operation in flight × what the hops read. The cluster reads as its
 /// worst operation, each judged by its own flow and budgets; a hop an
 /// operation holds is judged only by it; a hop none holds that regressed

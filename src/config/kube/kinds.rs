@@ -1,4 +1,4 @@
-//! The watched kinds, each declared once (docs/design.md §9.6): its API
+//! The watched kinds, each declared once (docs/design/09-reading-the-upstreams.md §9.6): its API
 //! coordinates, scope, whether a cluster may lack it, the selectors it is
 //! always watched with, the hop it shows and where one creation's objects
 //! of it are found. The enum, `ALL`, `as_str`, the RBAC rules, the default
@@ -75,7 +75,7 @@ impl OwnSelectors {
 }
 
 /// Where one creation's objects of a kind are found, which is how
-/// `diagnose` narrows its watch to them (docs/design.md §12.4).
+/// `diagnose` narrows its watch to them (docs/design/12-interfaces.md §12.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Locate {
     /// The HostedCluster itself: by the cluster-id label (ARO), else by its
@@ -112,7 +112,7 @@ pub struct KindSpec {
     pub scope: ResourceScope,
     /// A cluster may lack it without anything being wrong: absent or
     /// forbidden, it is disabled rather than holding the source down
-    /// (docs/design.md §9.7).
+    /// (docs/design/09-reading-the-upstreams.md §9.7).
     pub optional: bool,
     pub default_in: DefaultIn,
     pub selectors: OwnSelectors,

@@ -58,7 +58,7 @@ impl MachinesPending {
     }
 }
 
-/// What only a self-managed MCE hub shows of a cluster (docs/design.md
+/// What only a self-managed MCE hub shows of a cluster (docs/design/11-simulated-world.md
 /// §11.7); the default is what the fixtures have always drawn.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HubClusterSpec {
@@ -78,7 +78,7 @@ pub struct HubClusterSpec {
     pub deleting_at: Option<Timestamp>,
 }
 
-/// ARO: the deletion as a management cluster sees it (docs/design.md
+/// ARO: the deletion as a management cluster sees it (docs/design/11-simulated-world.md
 /// §11.9). The work agent marks the ManifestWork deleting, deletes the
 /// HostedCluster, whose finalizer holds it (and its pools, control plane and
 /// ManagedCluster) while HyperShift destroys the cloud resources; then they
@@ -248,7 +248,7 @@ impl KubeClusterSpec {
 
     /// ARO: name of the ManifestWork carrying the HostedCluster (`<id>`),
     /// or a pool's NodePool (`<id>-<pool>`): ARO HCP places each in a work
-    /// of its own (docs/design.md §11.1), named alike on the Maestro side.
+    /// of its own (docs/design/11-simulated-world.md §11.1), named alike on the Maestro side.
     pub fn manifestwork_name(&self, pool: Option<&str>) -> String {
         match pool {
             None => self.cluster_id.clone(),
@@ -361,7 +361,7 @@ pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> V
         return out;
     }
     // Each day-2 change from its instant on, dated in whole seconds
-    // (docs/design.md §11.10).
+    // (docs/design/11-simulated-world.md §11.10).
     let x = &x.as_served(now);
     let labels = spec.aro_labels();
     if spec.mode == KubeMode::Aro {

@@ -1,5 +1,5 @@
 //! Maestro's gRPC CloudEvents service (`io.cloudevents.v1.CloudEventService`)
-//! on its own port, with the real server's wire shape (docs/design.md
+//! on its own port, with the real server's wire shape (docs/design/11-simulated-world.md
 //! §11.8): `Subscribe` sends the `subscription-id` header, then the status
 //! of each bundle of the subscribed source as it changes — sdk-go's
 //! attribute layout, the payload as JSON in `binary_data`, `Deleted` True
@@ -39,7 +39,7 @@ use pb::{
 
 /// The simulated Maestro's own copy of the messages generated from Maestro's
 /// proto (build.rs): not the source's types, so a mistake on one side is
-/// not shared by the other (docs/design.md §10.12).
+/// not shared by the other (docs/design/10-upstream-facts.md §10.12).
 #[allow(clippy::all, clippy::pedantic)]
 mod pb {
     include!(concat!(env!("OUT_DIR"), "/io.cloudevents.v1.rs"));

@@ -51,7 +51,7 @@ pub(crate) async fn serve_all(world: World) -> std::io::Result<Endpoints> {
         ));
         urls.push(url);
     }
-    // Maestro's gRPC service, on its own port as in Maestro (docs/design.md §11.8).
+    // Maestro's gRPC service, on its own port as in Maestro (docs/design/11-simulated-world.md §11.8).
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let addr = listener.local_addr()?;
     let maestro_grpc = url::Url::parse(&format!("http://{addr}"))

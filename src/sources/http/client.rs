@@ -26,7 +26,7 @@ const ERROR_BODY_EXCERPT: usize = 256;
 /// its message (with [`crate::sources::health::cause_chain`]) names the
 /// cause an SRE acts on: refused, DNS, the TLS verification reason, the
 /// status with the start of the body, the JSON path that did not decode
-/// (docs/design.md §9.8).
+/// (docs/design/09-reading-the-upstreams.md §9.8).
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("reading the bearer token file {path}")]
@@ -74,7 +74,7 @@ pub enum SourceError {
     },
     /// A 200 that decoded but is not a well-formed list of its API: no
     /// items, another `kind`, or a `total` its items contradict. Never read
-    /// as an empty list (docs/design.md §9.9).
+    /// as an empty list (docs/design/09-reading-the-upstreams.md §9.9).
     #[error("GET {url}: not a well-formed {expected}: {problem}")]
     NotAList {
         url: String,
@@ -82,7 +82,7 @@ pub enum SourceError {
         problem: String,
     },
     /// A list stopped between two pages because what it served is gone (the
-    /// Maestro stream it reconciles was lost, docs/design.md §9.10).
+    /// Maestro stream it reconciles was lost, docs/design/09b-reading-the-upstreams.md §9.10).
     #[error("the list stopped between two pages: {0}")]
     Interrupted(String),
 }
@@ -201,7 +201,7 @@ pub fn sanitise(text: &str) -> String {
 /// An error body for the log and `/readyz`: the OCM error's
 /// `operation_id` first when it has one (Clusters Service and Maestro
 /// answer `{id, kind, href, code, reason, operation_id}`; the id is what
-/// their logs are searched by, docs/design.md §15.13), then the body's
+/// their logs are searched by, docs/design/15b-operations.md §15.13), then the body's
 /// start, sanitised.
 pub fn error_body(body: &[u8]) -> String {
     #[derive(serde::Deserialize)]
@@ -351,7 +351,7 @@ impl HttpClient {
         cfg: &HttpSourceConfig,
         metrics: ExporterMetrics,
     ) -> Result<HttpClient, BuildError> {
-        // Three deadlines (docs/design.md §9.8): connecting, each read (an
+        // Three deadlines (docs/design/09-reading-the-upstreams.md §9.8): connecting, each read (an
         // upstream that accepted and went silent), and the whole request,
         // body included (a slow drip that never stalls a single read).
         let mut builder = reqwest::Client::builder()
@@ -456,7 +456,7 @@ impl HttpClient {
     /// GET a list page and prove it is one (`check` says what is wrong with
     /// it, if anything) before anyone reads it: a 200 that is not a
     /// well-formed `expected` fails as `decode`, never as an empty list
-    /// (docs/design.md §9.9).
+    /// (docs/design/09-reading-the-upstreams.md §9.9).
     pub async fn get_list<T: DeserializeOwned>(
         &self,
         url: Url,
@@ -487,7 +487,7 @@ impl HttpClient {
     }
 
     /// One request in its own `upstream_request` span, a child of the
-    /// caller's poll span (docs/design.md §7.6): the traceparent hook runs
+    /// caller's poll span (docs/design/07-traces.md §7.6): the traceparent hook runs
     /// inside it, so the upstream sees this request's span id.
     async fn get<T: DeserializeOwned>(
         &self,
@@ -583,7 +583,7 @@ impl HttpClient {
         let started = Instant::now();
         // reqwest's `timeout` already covers the body; this outer deadline
         // makes "no complete answer within `timeout`" hold whatever the
-        // HTTP stack does with a slow-drip body (docs/design.md §9.8).
+        // HTTP stack does with a slow-drip body (docs/design/09-reading-the-upstreams.md §9.8).
         let result = match tokio::time::timeout(self.total, self.send(url, headers)).await {
             Ok(result) => result,
             Err(_elapsed) => Err(SourceError::Deadline {

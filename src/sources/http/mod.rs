@@ -24,7 +24,7 @@ pub use tracker::{
 };
 pub use wire::{WireCondition, conditions, null_default, parse_time, sql_quote, transition_of};
 
-/// The span of one poll cycle of `source` (docs/design.md §7.6); the
+/// The span of one poll cycle of `source` (docs/design/07-traces.md §7.6); the
 /// poller records `poll_kind` once it knows which list it reads.
 pub fn poll_span(source: &str) -> tracing::Span {
     tracing::info_span!(

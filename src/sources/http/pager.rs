@@ -12,7 +12,7 @@ use crate::sources::UnknownValue;
 /// an upstream that keeps answering.
 pub const MAX_PAGES: u64 = 100_000;
 
-/// Attempts at one page after the first (docs/design.md §9.8): a failed
+/// Attempts at one page after the first (docs/design/09-reading-the-upstreams.md §9.8): a failed
 /// page 37 would throw away 36 pages of work, and on a full relist the
 /// only evidence of deletions, so it is asked again. Four attempts outlast
 /// the short 5xx bursts a busy upstream gives (one to three answers).
@@ -100,7 +100,7 @@ fn present_or_null<'de, D: serde::Deserializer<'de>>(
 
 impl PagedList {
     /// What is wrong with this page as page `page` of a `kind` list of which
-    /// `seen` items came on earlier pages (docs/design.md §9.9). An answer
+    /// `seen` items came on earlier pages (docs/design/09-reading-the-upstreams.md §9.9). An answer
     /// that fails here proves nothing: read as an empty list it would
     /// declare every cluster gone.
     pub fn check(&self, kind: &str, page: u64, seen: u64) -> Result<(), String> {
@@ -197,7 +197,7 @@ impl<'a> Pager<'a> {
     /// pages; by creation time a deletion moves nothing that is still to
     /// come. Items created at the instant a page ends come again at the
     /// start of the next (the caller's `seen` drops them); a page that is
-    /// all one instant goes on by offset within it (docs/design.md §9.10).
+    /// all one instant goes on by offset within it (docs/design/09b-reading-the-upstreams.md §9.10).
     pub fn by_creation(mut self) -> Pager<'a> {
         self.keyset = Some(Keyset::default());
         self

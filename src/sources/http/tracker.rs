@@ -180,7 +180,7 @@ impl Tracker {
 
     /// [`update`](Self::update), plus `fallbacks`: views of objects the
     /// owner should show but could not be read for (a bundle whose feedback
-    /// is unreadable or absent, docs/design.md §2.6). A fallback is sent
+    /// is unreadable or absent, docs/design/02-hops-and-phases.md §2.6). A fallback is sent
     /// only for an object with no real reading sent before: a last good
     /// state is kept (the owner is partial), never overwritten by "unknown",
     /// and a real reading always replaces a fallback.
@@ -346,7 +346,7 @@ pub const MASS_DELETION_MIN_KNOWN: usize = 10;
 
 /// Holds back a relist that would delete more than half of at least
 /// [`MASS_DELETION_MIN_KNOWN`] known objects at once, until the next full
-/// relist confirms it (docs/design.md §9.9). A list that proves it is a list
+/// relist confirms it (docs/design/09-reading-the-upstreams.md §9.9). A list that proves it is a list
 /// can still be wrong (a search that broke upstream, a restored empty
 /// database, the wrong region behind the URL); deleting half the fleet's
 /// timelines on one such answer loses their history for good, while waiting

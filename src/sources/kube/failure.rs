@@ -161,7 +161,7 @@ fn status_kind(code: u16) -> RequestErrorKind {
 }
 
 /// Whether `failure` disables `kind` rather than holding the source down:
-/// a 404 or 403 of an optional kind (docs/design.md §9.7); every other
+/// a 404 or 403 of an optional kind (docs/design/09-reading-the-upstreams.md §9.7); every other
 /// configured kind is required.
 pub(super) fn disables(kind: WatchKind, failure: &WatchFailure) -> bool {
     kind.optional() && matches!(failure.code(), Some(404 | 403))

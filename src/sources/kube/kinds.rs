@@ -104,7 +104,7 @@ pub(super) async fn watch_kind(
     kind: WatchKind,
 ) {
     let own = kind.spec().selectors;
-    // `diagnose` narrows a kind to one creation (docs/design.md §12.4):
+    // `diagnose` narrows a kind to one creation (docs/design/12-interfaces.md §12.4):
     // its namespace wins, its selectors are ANDed with the kind's own.
     let scope = cfg.scope.as_ref().and_then(|s| s.get(&kind));
     let selectors = Selectors {

@@ -12,7 +12,7 @@ use prometheus_client::registry::Registry;
 
 use super::mapping::AgentFacts;
 
-/// `status.phase` values of a MultiClusterEngine (docs/design.md §10.9).
+/// `status.phase` values of a MultiClusterEngine (docs/design/10-upstream-facts.md §10.9).
 pub const MCE_PHASES: &[&str] = &[
     "Progressing",
     "Paused",

@@ -1,5 +1,5 @@
 //! Management-side hops (4–8) over Kubernetes watches, one watcher set per
-//! management cluster (docs/design.md §9.6).
+//! management cluster (docs/design/09-reading-the-upstreams.md §9.6).
 //!
 //! Each [`KubeSource`] runs one task per watched kind; they share one
 //! [`mapping::Mapper`] (cross-kind joins: a control plane is a
@@ -11,9 +11,9 @@
 //! relist after the source's shared backoff: the relist both proves the API
 //! server is back (source up again) and removes what vanished while it was
 //! away. An optional kind whose CRD is absent, or which RBAC forbids, is
-//! disabled instead of holding the source down (docs/design.md §9.6, §9.7).
+//! disabled instead of holding the source down (docs/design/09-reading-the-upstreams.md §9.6, §9.7).
 //!
-//! The kinds themselves are one table, `config::kube::kinds` (docs/design.md
+//! The kinds themselves are one table, `config::kube::kinds` (docs/design/09-reading-the-upstreams.md
 //! §9.6); `kinds` maps each to its partial type in `objects`. The client is
 //! built in `client`, the list/watch protocol runs in `watch`, what a
 //! source's kinds share (mapper, backoff, health) is `shared`, and failures

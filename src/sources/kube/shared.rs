@@ -91,7 +91,7 @@ impl Shared {
 
     /// One page of a relist: its objects go to the mapper and what changed
     /// to the model at once, so a relist holds one page's facts and
-    /// observations, not a whole kind's (docs/design.md §9.6).
+    /// observations, not a whole kind's (docs/design/09-reading-the-upstreams.md §9.6).
     pub(super) fn relisted_page(
         &self,
         kind: WatchKind,
@@ -186,7 +186,7 @@ fn with_jitter(d: Duration) -> Duration {
 }
 
 /// One backoff for the whole management cluster, not one per kind
-/// (docs/design.md §9.6): kinds failing together are one retry round, so the
+/// (docs/design/09-reading-the-upstreams.md §9.6): kinds failing together are one retry round, so the
 /// delay doubles once per round, and the first kind to list again resets it
 /// and wakes every other kind, so after an outage all kinds relist within
 /// moments of the first instead of each sitting out its own long delay.
@@ -255,7 +255,7 @@ impl Shared {
 /// Why a HostedCluster's namespace contradicts the configured environment,
 /// if it does. In ARO mode HostedClusters live in `ocm-<env>-<id>`; the
 /// environment serves only to read `<id>` out of it when the id label is
-/// missing (docs/design.md §4.2).
+/// missing (docs/design/04-identities-and-joins.md §4.2).
 pub fn environment_mismatch(mode: KubeMode, environment: &str, namespace: &str) -> Option<String> {
     if mode != KubeMode::Aro || environment.is_empty() {
         return None;

@@ -56,7 +56,7 @@ enum Ended {
 /// `watcher`, because the watcher swallows BOOKMARK events and has no idle
 /// deadline: a hung API server (socket open, nothing sent) would leave the
 /// source looking fine forever. Here every event and bookmark is evidence of
-/// life, and silence past `idle_timeout` is a failure (docs/design.md §9.6).
+/// life, and silence past `idle_timeout` is a failure (docs/design/09-reading-the-upstreams.md §9.6).
 pub(super) async fn watch_loop<K>(
     shared: &Shared,
     cfg: &KubeSourceConfig,

@@ -1,6 +1,6 @@
 //! A bundle's status CloudEvent → the [`ResourceBundle`] the REST list
 //! would show, so the stream and the list are read by the one
-//! [`parse_bundle`](super::parse_bundle) (docs/design.md §9.10).
+//! [`parse_bundle`](super::parse_bundle) (docs/design/09b-reading-the-upstreams.md §9.10).
 //!
 //! Where sdk-go puts things (Maestro's `encodeResourceStatus` and sdk-go's
 //! protobuf writer): the bundle's id in `ce-resourceid`, the instant of the
@@ -140,7 +140,7 @@ pub fn decode(event: &CloudEvent, out: &mut Vec<UnknownValue>) -> Option<StatusE
         },
     };
     // OCM's log tracing travels as an extension of its own, a JSON object
-    // of the object's logging annotations (docs/design.md §15.13).
+    // of the object's logging annotations (docs/design/15b-operations.md §15.13).
     if let Some(json) = event.attribute(attr::LOG_TRACING).and_then(|v| v.as_text()) {
         match serde_json::from_str::<Option<BTreeMap<String, String>>>(&json) {
             Ok(tracing) => meta.annotations.extend(tracing.unwrap_or_default()),
@@ -281,7 +281,7 @@ mod tests {
 
     /// OCM's log tracing rides on its own extension, a JSON object of the
     /// object's logging annotations; the bundle's observation carries the
-    /// ids it names (docs/design.md §15.13), and garbage there is counted.
+    /// ids it names (docs/design/15b-operations.md §15.13), and garbage there is counted.
     #[test]
     fn ce_logtracing_gives_the_bundle_its_upstream_ids() {
         let mut ev = status(

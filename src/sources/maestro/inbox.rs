@@ -1,5 +1,5 @@
 //! What the task reading Maestro's stream hands the source: events,
-//! evidence of life, and why the stream was lost (docs/design.md §9.10).
+//! evidence of life, and why the stream was lost (docs/design/09b-reading-the-upstreams.md §9.10).
 //! Apart from the stream and the poller, which both read it.
 
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! What the lists said of each bundle the stream follows, kept for the
-//! events that do not say it, and kept across restarts (docs/design.md
+//! events that do not say it, and kept across restarts (docs/design/03-timeline-model.md
 //! §3.10, §9.10).
 //!
 //! A status event names its bundle by id only. The lists name it as the
@@ -22,7 +22,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// One bundle as the bundle-ids file keeps it (the state store writes and
-/// reads the file, docs/design.md §3.10).
+/// reads the file, docs/design/03-timeline-model.md §3.10).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SavedBundle {
     pub id: String,
@@ -197,7 +197,7 @@ pub enum Lookup {
 
 /// The [`Known`] of every bundle the stream follows, by bundle id: one map
 /// shared by the source, its supervised restarts and the exporter's
-/// shutdown, which writes it (docs/design.md §3.10). The source is the
+/// shutdown, which writes it (docs/design/03-timeline-model.md §3.10). The source is the
 /// only one that changes it while it runs: the lock is never contended
 /// but at shutdown, after the source stopped.
 #[derive(Clone, Default)]

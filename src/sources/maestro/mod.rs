@@ -1,6 +1,6 @@
 //! Maestro resource bundles: hop `maestro_bundle`, and through the bundle's
 //! status feedback the hops `manifestwork`, `hosted_cluster` and `node_pool`
-//! marked `via="maestro"` (docs/design.md §2.6;
+//! marked `via="maestro"` (docs/design/02-hops-and-phases.md §2.6;
 //! wire shapes in §10.5 and §10.6).
 //!
 //! The nesting read (the contract with the simulated world and with ARO HCP):
@@ -19,7 +19,7 @@
 //!   bundle past a page boundary), with the hops nested in it. When an
 //!   incremental pass falls due while a relist pages, it runs between two
 //!   pages and is delivered at once: a bundle marked and removed during a
-//!   relist of minutes is otherwise never seen marked (docs/design.md §9.5).
+//!   relist of minutes is otherwise never seen marked (docs/design/09-reading-the-upstreams.md §9.5).
 //! - Fast poll (`fast_poll_interval`): incremental,
 //!   `search=updated_at > '<start, minus a small overlap>'`, where the start
 //!   is the newest `updated_at` seen or, when earlier, the moment the
@@ -40,7 +40,7 @@
 //! - Every bundle is its own object of hop `maestro_bundle`, keyed by its
 //!   name (else its id); the objects nested in it are keyed like the kube
 //!   watches key them: the ManifestWork by name, each NodePool by name, the
-//!   HostedCluster as the hop's one object (docs/design.md §2.5). A cluster
+//!   HostedCluster as the hop's one object (docs/design/02-hops-and-phases.md §2.5). A cluster
 //!   has several bundles in ARO HCP (the HostedCluster's, one per NodePool).
 //! - A bundle whose feedback is absent (`status` null, no feedback value)
 //!   or cannot be read (counted under `statusFeedback.jsonRaw` /
@@ -51,7 +51,7 @@
 //!   longer shows them.
 //! - Phases are read by `crate::views`, the same functions the kube watches
 //!   use, and never from a clock: a HostedCluster Degraded past its budget is
-//!   the model's to fail (docs/design.md §3.4).
+//!   the model's to fail (docs/design/03-timeline-model.md §3.4).
 
 use std::collections::BTreeMap;
 
@@ -75,7 +75,7 @@ pub const CLUSTER_ID_LABEL: &str = "api.openshift.com/id";
 
 pub const BUNDLES_PATH: &str = "/api/maestro/v1/resource-bundles";
 
-/// The `kind` of the bundle list envelope (docs/design.md §10.6).
+/// The `kind` of the bundle list envelope (docs/design/10-upstream-facts.md §10.6).
 pub const LIST_KIND: &str = "ResourceBundleList";
 
 /// Bundle ids per `id in (...)` query, to stay under proxy URL limits.
@@ -124,7 +124,7 @@ impl BundleStatus {
 impl ResourceBundle {
     /// The bundle's object key in hop `maestro_bundle`: its `name` (the
     /// ManifestWork's, unique per consumer and meaningful to an SRE), else
-    /// its id (docs/design.md §2.5).
+    /// its id (docs/design/02-hops-and-phases.md §2.5).
     pub fn object(&self) -> &str {
         self.name
             .as_deref()
@@ -138,14 +138,14 @@ impl ResourceBundle {
 pub struct BundleMetadata {
     #[serde(default, deserialize_with = "null_default")]
     pub labels: BTreeMap<String, String>,
-    /// Read for OCM's log-tracing ids (docs/design.md §15.13).
+    /// Read for OCM's log-tracing ids (docs/design/15b-operations.md §15.13).
     #[serde(default, deserialize_with = "null_default")]
     pub annotations: BTreeMap<String, String>,
 }
 
 /// Bundle `status`: the key `ObservedVersion` is not read; `SequenceID`
 /// only orders what the stream says against what a list said
-/// (docs/design.md §9.10).
+/// (docs/design/09b-reading-the-upstreams.md §9.10).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BundleStatus {
@@ -353,7 +353,7 @@ fn feedback_result<T>(r: Result<Option<T>, ()>) -> Result<T, FeedbackError> {
 }
 
 /// Read the ManifestWork feedback of a bundle's status and the HostedCluster
-/// and NodePool feedback inside it (docs/design.md §2.6).
+/// and NodePool feedback inside it (docs/design/02-hops-and-phases.md §2.6).
 fn read_nested(
     cluster_id: &str,
     work_name: &str,
@@ -449,7 +449,7 @@ const MAX_FEEDBACK_MESSAGE: usize = 200;
 
 /// The cluster a bundle names by its label, as [`parse_bundle`] reads it:
 /// a shard asks it first, so another shard's bundle is never read further
-/// (docs/design.md §8.3).
+/// (docs/design/08-scopes-and-scale-out.md §8.3).
 pub fn bundle_cluster_id(bundle: &ResourceBundle) -> Option<&str> {
     bundle
         .metadata
@@ -465,7 +465,7 @@ pub fn bundle_cluster_id(bundle: &ResourceBundle) -> Option<&str> {
 /// a kube watch reads the object. When the feedback is absent or cannot be
 /// read, the bundle carries the error (`no_status`, `feedback_unreadable`)
 /// and each object it should have filled gets a placeholder `unknown` view
-/// (docs/design.md §2.6).
+/// (docs/design/02-hops-and-phases.md §2.6).
 pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) -> ParsedBundle {
     let updated_at = parse_time(bundle.updated_at.as_deref(), "updated_at", unknown);
     let Some(cluster_id) = bundle_cluster_id(bundle) else {
@@ -562,7 +562,7 @@ pub fn parse_bundle(bundle: &ResourceBundle, unknown: &mut Vec<UnknownValue>) ->
     observations.extend(nested.observations);
     // A deleted bundle and what it carries are deleting from its
     // `deleted_at`: the deletion's start on the service side
-    // (docs/design.md §15.3), not the time they were last applied.
+    // (docs/design/15-operations.md §15.3), not the time they were last applied.
     if deleting {
         let deleted_at = parse_time(bundle.deleted_at.as_deref(), "deleted_at", unknown);
         for o in observations.iter_mut() {

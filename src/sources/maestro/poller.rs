@@ -1,6 +1,6 @@
 //! The Maestro poller: full relists, and between them incremental polls
 //! timed from when the last began, interleaved with a relist's pages
-//! (docs/design.md §9.5). What a bundle says is read in the parent module.
+//! (docs/design/09-reading-the-upstreams.md §9.5). What a bundle says is read in the parent module.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ use crate::sources::{SourceContext, UnknownValue};
 pub use crate::sources::poll::PollKind;
 
 /// How long the bundles first heard on the stream wait to be read together
-/// (docs/design.md §9.10). A status event does not name its bundle's
+/// (docs/design/09b-reading-the-upstreams.md §9.10). A status event does not name its bundle's
 /// cluster (its ObjectMeta is the agent's: named by the resource id, with
 /// Maestro's labels, not Clusters Service's), so a bundle no list has shown
 /// is read by id once; reading each as it is heard cost one request per
@@ -46,7 +46,7 @@ pub const UNREAD_WINDOW: Duration = Duration::from_secs(2);
 pub const FORGET_WINDOW: Duration = Duration::from_millis(250);
 
 /// After each page of a paced list, a pause of this share of what the page
-/// took (docs/design.md §9.10): Maestro spends at most four fifths of the
+/// took (docs/design/09b-reading-the-upstreams.md §9.10): Maestro spends at most four fifths of the
 /// list's time serving it, whatever its page size and load. A fixed pause
 /// doubled a list of 100-bundle pages, which Maestro serves in half a
 /// second, and a 20,000-cluster reconciling list outlasted ten minutes.
@@ -94,7 +94,7 @@ pub struct MaestroSource {
     guard: MassDeletionGuard,
     /// Bundles last seen with `deleted_at`: the incremental query cannot
     /// show that they are gone, so each fast poll reads them by id
-    /// (docs/design.md §9.5).
+    /// (docs/design/09-reading-the-upstreams.md §9.5).
     deleting: HashSet<String>,
     /// When the next incremental pass is due, between polls or between the
     /// pages of a full relist.
@@ -102,7 +102,7 @@ pub struct MaestroSource {
     /// How long the last incremental pass took.
     incremental_takes: Duration,
     /// With the stream: what the lists said of each followed bundle that
-    /// a status event does not say (docs/design.md §9.10), shared with the
+    /// a status event does not say (docs/design/09b-reading-the-upstreams.md §9.10), shared with the
     /// exporter that keeps it across restarts (§3.10). Empty when polling.
     known: KnownBundles,
     /// Whether Maestro is heard over its stream (and `known` kept).
@@ -111,13 +111,13 @@ pub struct MaestroSource {
     /// not follow (another shard's, or unlabelled), by id. Their events
     /// carry the agent's metadata, not the cluster label, so without this
     /// each one looked like a bundle never listed and was read by id: a
-    /// shard of n read (n-1)/n of all status events back (docs/design.md
+    /// shard of n read (n-1)/n of all status events back (docs/design/08-scopes-and-scale-out.md
     /// §8.3). Ids only, a few MB at fleet scale; each relist keeps only
     /// those it showed. Empty when polling.
     ignored: HashSet<Box<str>>,
     /// With the stream, while a list pages: the events read meanwhile,
     /// applied between two pages so a list of minutes never holds them
-    /// back (docs/design.md §9.10).
+    /// back (docs/design/09b-reading-the-upstreams.md §9.10).
     pub(super) inbox: Option<super::inbox::Inbox>,
     /// Bundles an event named that no list has shown yet, read by id
     /// together, at most once per [`UNREAD_WINDOW`].
@@ -179,7 +179,7 @@ impl MaestroSource {
     }
 
     /// Deliver what a pass has read so far and start afresh: a pass's pages
-    /// go out as they are read (docs/design.md §9.5).
+    /// go out as they are read (docs/design/09-reading-the-upstreams.md §9.5).
     fn deliver_so_far(
         &self,
         initial: bool,
@@ -280,7 +280,7 @@ impl MaestroSource {
         self.cfg.grpc.as_deref().cloned()
     }
 
-    /// Keep what the stream's events need from the lists (docs/design.md
+    /// Keep what the stream's events need from the lists (docs/design/09b-reading-the-upstreams.md
     /// §9.10).
     pub fn remember_for_stream(&mut self) {
         self.streaming = true;
@@ -288,7 +288,7 @@ impl MaestroSource {
 
     /// Keep what the stream knows in `known`: the map the exporter seeded
     /// from the last run's bundle ids and writes at shutdown, the same for
-    /// every restart of this source (docs/design.md §3.10).
+    /// every restart of this source (docs/design/03-timeline-model.md §3.10).
     pub fn remembering(mut self, known: KnownBundles) -> MaestroSource {
         self.known = known;
         self
@@ -299,7 +299,7 @@ impl MaestroSource {
     /// by the same [`parse_bundle`]; `Deleted` removes it. A bundle the
     /// lists never showed is read by id, so its first reading is the
     /// list's. An event older than what a list showed since is skipped.
-    /// Malformed events are counted and skipped (docs/design.md §9.10).
+    /// Malformed events are counted and skipped (docs/design/09b-reading-the-upstreams.md §9.10).
     pub async fn apply_events(&mut self, events: Vec<CloudEvent>) {
         let observed_at = self.ctx.clock.now();
         let mode = UpdateMode {
@@ -361,7 +361,7 @@ impl MaestroSource {
     }
 
     /// When the bundles the stream said were deleted are to be forgotten:
-    /// at once, or a window after the last time (docs/design.md §9.10).
+    /// at once, or a window after the last time (docs/design/09b-reading-the-upstreams.md §9.10).
     /// `None` when there are none.
     pub fn forget_due(&self) -> Option<Instant> {
         window_due(!self.deleted.is_empty(), self.last_forget, FORGET_WINDOW)
@@ -383,7 +383,7 @@ impl MaestroSource {
     }
 
     /// When the bundles heard but never listed are to be read: at once, or
-    /// a window after the last such read (docs/design.md §9.10). `None`
+    /// a window after the last such read (docs/design/09b-reading-the-upstreams.md §9.10). `None`
     /// when there are none.
     pub fn unread_due(&self) -> Option<Instant> {
         window_due(
@@ -426,7 +426,7 @@ impl MaestroSource {
         // A failed read (Maestro down a moment, a 5xx) is tried again a
         // window later: on the stream the next list comes only with the
         // next resubscription or relist, minutes away, and the bundle would
-        // stay unseen until then (docs/design.md §9.10). Absent ids of a
+        // stay unseen until then (docs/design/09b-reading-the-upstreams.md §9.10). Absent ids of a
         // failed read are tried again too; the next read that answers
         // drops those that are gone.
         if let Err(not_read) = self.read_by_id(ids, mode, out, unknown).await {
@@ -440,7 +440,7 @@ impl MaestroSource {
     }
 
     /// Full relists and, between them, incremental polls timed by the
-    /// polls themselves (docs/design.md §9.5); no slow poll.
+    /// polls themselves (docs/design/09-reading-the-upstreams.md §9.5); no slow poll.
     pub fn cadence(&self) -> Cadence {
         let http = &self.cfg.http;
         Cadence::new(http, PollKind::Incremental)
@@ -459,7 +459,7 @@ impl MaestroSource {
     /// one. Returns whether it succeeded.
     pub async fn poll(&mut self, kind: PollKind) -> bool {
         // The poll span: every request of this poll is its child, and the
-        // upstream sees it as the parent of its own spans (docs/design.md §7.6).
+        // upstream sees it as the parent of its own spans (docs/design/07-traces.md §7.6).
         let span = poll_span(&self.ctx.name);
         let ok = self.poll_inner(kind).instrument(span.clone()).await;
         super::http::poll_done(&span, ok);
@@ -475,7 +475,7 @@ impl MaestroSource {
             .filter(|c| !c.trim().is_empty());
         // A scope is the whole search (a JSONB label search cannot be ANDed
         // with `updated_at`), so every scoped poll reads the scope in full:
-        // a few bundles, never the fleet (docs/design.md §12.4).
+        // a few bundles, never the fleet (docs/design/12-interfaces.md §12.4).
         let incremental_from = match (kind, self.newest_updated_at) {
             (kind, Some(newest)) if kind != PollKind::Full && self.synced && scope.is_none() => {
                 Some(newest)
@@ -536,7 +536,7 @@ impl MaestroSource {
                     // Each page goes out as it is read, as in a relist: when
                     // bundles change faster than Maestro lists them, a pass
                     // grows with every round, and one that delivered at its
-                    // end showed nothing new at all (docs/design.md §9.5).
+                    // end showed nothing new at all (docs/design/09-reading-the-upstreams.md §9.5).
                     self.deliver_so_far(false, observed_at, &mut out, &mut unknown);
                 }
                 Ok(None) => break Ok(()),
@@ -580,7 +580,7 @@ impl MaestroSource {
     /// deletion and removed meanwhile is never seen marked: listed alive on
     /// an early page, it would stay until the next relist. So when an
     /// incremental pass falls due between two pages, it runs there and its
-    /// findings are delivered at once (docs/design.md §9.5). Every page is
+    /// findings are delivered at once (docs/design/09-reading-the-upstreams.md §9.5). Every page is
     /// delivered as it is read, so a failed relist has already delivered
     /// what its pages said (the tracker moved).
     async fn full_pass(
@@ -592,7 +592,7 @@ impl MaestroSource {
         let began = Instant::now();
         self.cold_listing = initial && self.inbox.is_some() && !self.paced;
         // On the stream, events say what changed while a list pages: no
-        // incremental pass (docs/design.md §9.10).
+        // incremental pass (docs/design/09b-reading-the-upstreams.md §9.10).
         let interleave = !initial && scope.is_none() && !self.streaming;
         self.incremental_due = http::after(began, self.cfg.http.fast_poll_interval);
         let mut interleaved = false;
@@ -623,7 +623,7 @@ impl MaestroSource {
                     self.accept_page(items, mode, &mut seen, &mut out, &mut unknown);
                     // Each page is delivered as it is read: a relist never
                     // holds the observations of every bundle at once, a
-                    // peak the allocator would keep (docs/design.md §9.5). A first sync's pages are
+                    // peak the allocator would keep (docs/design/09-reading-the-upstreams.md §9.5). A first sync's pages are
                     // initial (silent) batches, and what a page says
                     // reaches the model before the pass below reads newer
                     // states of the same bundles.
@@ -668,7 +668,7 @@ impl MaestroSource {
             .flatten();
         if let Some(restored) = restored {
             // Bundles restored from the last run's readings that this list
-            // did not show (docs/design.md §3.10): a list by offsets skips a
+            // did not show (docs/design/03-timeline-model.md §3.10): a list by offsets skips a
             // live bundle when one before it goes, so each is read by name
             // (its key in the model) before the store calls it gone. A
             // failed read leaves them to the store's reconciliation.
@@ -727,7 +727,7 @@ impl MaestroSource {
     /// time: no incremental pass follows a list there, so a live bundle a
     /// list by offsets skipped (one before it deleted between two pages)
     /// and that then never changed stayed unseen until the next relist,
-    /// `full_relist_interval` away (docs/design.md §9.10). Polling keeps
+    /// `full_relist_interval` away (docs/design/09b-reading-the-upstreams.md §9.10). Polling keeps
     /// offsets: its incremental passes come within seconds, and what they
     /// miss a missing-then-read-by-id check or the next relist finds.
     fn pager<'p>(&self, params: &'p [(&'p str, &'p str)]) -> http::Pager<'p> {
@@ -798,7 +798,7 @@ impl MaestroSource {
             // A query names at most IDS_PER_QUERY bundles: one page holds
             // them whatever the list's page size. Paging it by a small list
             // page cost a request per few bundles and held every bundle of
-            // the read back until the last page (docs/design.md §9.10).
+            // the read back until the last page (docs/design/09b-reading-the-upstreams.md §9.10).
             let page_size = self
                 .cfg
                 .http
@@ -855,7 +855,7 @@ impl MaestroSource {
         // Another shard's bundle is known by its label alone: its status
         // feedback (the ManifestWork, HostedCluster and pools in it) is
         // never read into views, so a shard parses only its share
-        // (docs/design.md §8.3). Its `updated_at` still moves the next
+        // (docs/design/08-scopes-and-scale-out.md §8.3). Its `updated_at` still moves the next
         // incremental query's start, as every bundle's does. An unlabelled
         // one is read as before, which counts it as unknown and stops.
         let foreign = bundle_cluster_id(&bundle).is_some_and(|id| !self.ctx.sink.follows(id));
@@ -875,7 +875,7 @@ impl MaestroSource {
         }
         if parsed.cluster_id.is_none() {
             // Unlabelled, or another shard's: not ours to track (a shard
-            // keeps only its own bundles, docs/design.md §8.3); forget it if
+            // keeps only its own bundles, docs/design/08-scopes-and-scale-out.md §8.3); forget it if
             // it once was.
             self.deleting.remove(&bundle.id);
             if self.streaming {
@@ -914,7 +914,7 @@ impl Polled for MaestroSource {
     }
 
     /// Incremental polls are timed from when the last one began, not
-    /// ended (docs/design.md §9.5).
+    /// ended (docs/design/09-reading-the-upstreams.md §9.5).
     fn frequent_due(&self) -> Option<Instant> {
         Some(self.incremental_due)
     }
@@ -932,7 +932,7 @@ const MIN_POLL_GAP: Duration = Duration::from_secs(1);
 /// change that lands just after a query began is read by the next poll and
 /// shown when that poll ends; starting the next one an interval after the
 /// last began, less the time a poll takes, shows every change within one
-/// fast-poll interval (docs/design.md §9.5). So the pause is the interval
+/// fast-poll interval (docs/design/09-reading-the-upstreams.md §9.5). So the pause is the interval
 /// less two polls' time, and never below [`MIN_POLL_GAP`].
 pub fn next_incremental_wait(interval: Duration, poll_takes: Duration) -> Duration {
     interval

@@ -2,7 +2,7 @@
 //! (`io.cloudevents.v1.CloudEventService`), generated at build time from
 //! Maestro's own proto (build.rs, `proto/io/cloudevents/v1/cloudevent.proto`,
 //! a verbatim copy of sdk-go's), and the names sdk-go gives the attributes
-//! (docs/design.md §10.12).
+//! (docs/design/10-upstream-facts.md §10.12).
 //!
 //! The messages are not written here: a hand-written field number or type
 //! that differed from upstream's would decode Maestro's events wrongly and
@@ -11,7 +11,7 @@
 //! side checks the other against a shared mistake.
 //!
 //! The service itself is called by hand (stream.rs): only `Subscribe` is
-//! named, never `Publish` (docs/design.md §9.10).
+//! named, never `Publish` (docs/design/09b-reading-the-upstreams.md §9.10).
 
 /// The messages of `io.cloudevents.v1`, as prost-build writes them: its
 /// code, not ours, to lint; `PublishRequest` stays unused, as the source

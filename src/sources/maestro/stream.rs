@@ -1,5 +1,5 @@
 //! Maestro heard over its gRPC CloudEvents stream, as Clusters Service
-//! hears it (docs/design.md §9.10): `Subscribe` as the bundles' source,
+//! hears it (docs/design/09b-reading-the-upstreams.md §9.10): `Subscribe` as the bundles' source,
 //! each status event read by the same code as a listed bundle, and one REST
 //! list after every (re)subscription (and every `full_relist_interval`) to
 //! reconcile what the stream did not say.
@@ -81,7 +81,7 @@ async fn follow(
     backoff: &mut Backoff,
 ) -> StreamError {
     // The list that reconciles what the stream missed while it was not
-    // there (docs/design.md §9.10). It is paced when state is already
+    // there (docs/design/09b-reading-the-upstreams.md §9.10). It is paced when state is already
     // served: after a first sync, or with the last run's readings restored.
     source.inbox = Some(Inbox::new(rx));
     let paced = source.synced() || ctx.health.restoring(&ctx.name);

@@ -229,7 +229,7 @@ pub struct Fault {
     pub node_pool: Option<String>,
     /// The hop at which the fault's operation fails, where it fails one:
     /// an `HCPOperationFailed` of that operation must name it, the root
-    /// cause (docs/design.md §15.11), not another hop that mirrors it.
+    /// cause (docs/design/15b-operations.md §15.11), not another hop that mirrors it.
     pub failed_hop: Option<String>,
     /// The operations the fault holds (its own first) and the hops at
     /// which it shows in each.
@@ -301,7 +301,7 @@ impl Fault {
     /// Whether `e`, an alert about this fault, names the hop its
     /// operation failed at where the truth says one: an
     /// `HCPOperationFailed` of the fault's operation must name the root
-    /// cause (docs/design.md §15.11). An episode naming the RP, which
+    /// cause (docs/design/15b-operations.md §15.11). An episode naming the RP, which
     /// mirrors the failure and may be read a poll before Clusters Service,
     /// is a true alert about the fault (precision), but not the one recall
     /// waits for.

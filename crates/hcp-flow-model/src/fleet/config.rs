@@ -1,6 +1,6 @@
 //! What the model is told (targets, budgets, scope, ownership) and which
 //! clusters an instance follows: the shard a cluster id falls in, and the
-//! provisional ids of RP resources waiting for their join (docs/design.md
+//! provisional ids of RP resources waiting for their join (docs/design/04-identities-and-joins.md
 //! §4.4, §8).
 
 use super::*;
@@ -9,9 +9,9 @@ use super::*;
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelConfig {
     /// How many ended operations each cluster keeps, and for how long
-    /// (docs/design.md §15.12).
+    /// (docs/design/15b-operations.md §15.12).
     pub history: crate::HistoryLimits,
-    /// A creation completing within this is good (docs/design.md §6.1).
+    /// A creation completing within this is good (docs/design/06-slos-and-alerts.md §6.1).
     pub creation_target: Duration,
     /// Hops whose readiness completes a creation; all must be ready.
     pub terminal_hops: Vec<Hop>,
@@ -19,28 +19,28 @@ pub struct ModelConfig {
     pub shard: Option<(u32, u32)>,
     /// How long each hop may stay not ready; time-driven phases use them.
     pub hop_budgets: HopBudgets,
-    /// A deletion ending within this is good (docs/design.md §15.4).
+    /// A deletion ending within this is good (docs/design/15-operations.md §15.4).
     pub delete_target: Duration,
     /// How long each hop of a deletion may stay deleting.
     pub delete_budgets: HopBudgets,
     /// A node pool's creation ready within this is good; its NodePool's
-    /// budget is the creation's `node_pool` one (docs/design.md §15.9).
+    /// budget is the creation's `node_pool` one (docs/design/15-operations.md §15.9).
     pub node_pool_create_target: Duration,
     /// A node pool's removal done within this is good; its budget is the
     /// deletion's `node_pool` one.
     pub node_pool_delete_target: Duration,
     /// A control-plane upgrade rolled out within this is good
-    /// (docs/design.md §15.10).
+    /// (docs/design/15-operations.md §15.10).
     pub upgrade_target: Duration,
     /// A node pool's upgrade rolled out within this is good.
     pub node_pool_upgrade_target: Duration,
     /// How long an upgrade may wait at its hop (`hosted_cluster` for the
     /// control plane's, `node_pool` for a pool's).
     pub upgrade_budgets: HopBudgets,
-    /// Which creations this instance counts (docs/design.md §8.2).
+    /// Which creations this instance counts (docs/design/08-scopes-and-scale-out.md §8.2).
     pub ownership: Ownership,
     /// The RP frontend is read: a Clusters Service cluster without an RP
-    /// resource is then worth flagging (docs/design.md §4.4).
+    /// resource is then worth flagging (docs/design/04-identities-and-joins.md §4.4).
     pub rp_in_scope: bool,
     /// Management clusters that are self-managed MCE hubs: their creations
     /// are never joined by the RP, so it is no terminal hop of theirs.
@@ -72,15 +72,15 @@ impl ModelConfig {
 
 /// A node pool's creation: its VMs boot, are ignited and join in five to
 /// ten minutes on a healthy platform; twenty leaves room for a slow image
-/// pull and is the creation's own target (docs/design.md §15.9).
+/// pull and is the creation's own target (docs/design/15-operations.md §15.9).
 pub const DEFAULT_NODE_POOL_CREATE_TARGET: Duration = Duration::from_secs(20 * 60);
 /// A node pool's removal: nodes drain and VMs are deleted in minutes;
-/// fifteen is well past a healthy drain (docs/design.md §15.9).
+/// fifteen is well past a healthy drain (docs/design/15-operations.md §15.9).
 pub const DEFAULT_NODE_POOL_DELETE_TARGET: Duration = Duration::from_secs(15 * 60);
 
 /// A control-plane upgrade: HyperShift rolls the control plane out in
 /// minutes and the cluster version operator applies the payload in some
-/// 30–60 more; an hour is a slow but healthy one (docs/design.md §15.10).
+/// 30–60 more; an hour is a slow but healthy one (docs/design/15-operations.md §15.10).
 pub const DEFAULT_UPGRADE_TARGET: Duration = Duration::from_secs(60 * 60);
 /// A node pool's upgrade: a replace rollout of a few machines, each booted,
 /// ignited and drained, in 15–30 minutes; 45 leaves room for a bigger pool.
@@ -88,7 +88,7 @@ pub const DEFAULT_NODE_POOL_UPGRADE_TARGET: Duration = Duration::from_secs(45 * 
 
 /// Which timelines feed this instance's SLO events and creation durations,
 /// decided from its configuration alone so that instances never talk to each
-/// other and sums over instances count each creation once (docs/design.md §8.2).
+/// other and sums over instances count each creation once (docs/design/08-scopes-and-scale-out.md §8.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ownership {
     /// RP resources tracked under a provisional id (only an instance that
@@ -127,7 +127,7 @@ pub const PROVISIONAL_PREFIX: &str = "arm:";
 
 /// The `cluster_id` an ARM resource is tracked under until Clusters Service
 /// shows its cluster: `arm:` + the lower-cased ARM resource id
-/// (docs/design.md §4.4).
+/// (docs/design/04-identities-and-joins.md §4.4).
 pub fn provisional_cluster_id(resource_id: &str) -> String {
     format!("{PROVISIONAL_PREFIX}{}", resource_id.to_ascii_lowercase())
 }

@@ -1,7 +1,7 @@
 //! One timeline recomputed after a change: its join, each hop's start and
 //! readiness from what is recalled and observed, the deadlines a hop or the
 //! creation waits on, and the creation's outcome and SLO verdict
-//! (docs/design.md §3.4–§3.6).
+//! (docs/design/03-timeline-model.md §3.4–§3.6).
 
 use super::*;
 use crate::{INSTALLED_NOT_AVAILABLE, provisioned_update};
@@ -157,7 +157,7 @@ pub(super) fn refresh_hop(
     };
     // A hop failing while its cluster is deleted ends no creation hop; nor
     // does one that began after the creation ended (a day-2 node pool's is
-    // its own operation's, docs/design.md §15.9).
+    // its own operation's, docs/design/15-operations.md §15.9).
     let after_creation = timeline
         .completed_at
         .or(timeline.failed_at)
@@ -168,7 +168,7 @@ pub(super) fn refresh_hop(
     }
     // Each view ends the hop once: Maestro's feedback may show it ready
     // before the watch does, and the direct reading still times it
-    // (docs/design.md §8.2).
+    // (docs/design/08-scopes-and-scale-out.md §8.2).
     let ended = match hop_state.via {
         Via::Direct => &mut hop_state.ended,
         Via::Maestro => &mut hop_state.ended_via_maestro,
@@ -195,7 +195,7 @@ pub(super) fn refresh_hop(
     }
 }
 
-/// Who times a hop, for every operation alike (docs/design.md §8.2): the
+/// Who times a hop, for every operation alike (docs/design/08-scopes-and-scale-out.md §8.2): the
 /// instance that reads it directly. Maestro's feedback view of a hop that a
 /// management instance reads directly never feeds a duration, so a split
 /// deployment's two views of one hop count once; ownership plays no part,
@@ -205,7 +205,7 @@ pub(super) fn times_hop(via: Via) -> bool {
 }
 
 /// Who counts an operation's end (`hcpflow_operation_duration_seconds`) and
-/// its one SLO verdict, for every operation alike (docs/design.md §8.2):
+/// its one SLO verdict, for every operation alike (docs/design/08-scopes-and-scale-out.md §8.2):
 /// the instance that owns its cluster, unless the operation was first seen
 /// by a first sync already past its target (`first_seen_late`: nobody here
 /// watched it begin, and its verdict was given silently).
@@ -284,7 +284,7 @@ pub(super) fn evaluate_creation(
         return;
     }
     // An RP resource not joined has one hop; it completes when the RP says
-    // Succeeded (RP-only configurations, docs/design.md §4.4).
+    // Succeeded (RP-only configurations, docs/design/04-identities-and-joins.md §4.4).
     // The RP completes a creation only where Clusters Service joins it to
     // one: a self-managed hub's HostedCluster, read beside an ARO fleet,
     // waits for its other terminal hops alone. Known by its management
@@ -321,13 +321,13 @@ pub(super) fn evaluate_creation(
             // `updating`, or its update validating or pending) was
             // provisioned before: ARM takes an update only on a resource
             // that succeeded, and the update is an operation of its own
-            // (docs/design.md §13, §15.10). Its creation is done, dated no
+            // (docs/design/13-decisions.md §13, §15.10). Its creation is done, dated no
             // later than the update began; only a first sync meets this (a
             // creation watched ends at `Succeeded`), and a first sync
             // counts nothing.
             // Likewise a HostedCluster whose release rolled out and that is
             // down now: installed, so its creation is done there, and the
-            // outage is a regression (docs/design.md §15.7). A first sync
+            // outage is a regression (docs/design/15-operations.md §15.7). A first sync
             // in the middle of an outage reads it so; a creation watched
             // was done there at its first readiness.
             let installed = *hop == Hop::HostedCluster && &*h.state == INSTALLED_NOT_AVAILABLE;
@@ -448,7 +448,7 @@ impl Ending<'_> {
     }
 }
 
-/// Start, advance and fail a cluster's deletion (docs/design.md §15.3). It
+/// Start, advance and fail a cluster's deletion (docs/design/15-operations.md §15.3). It
 /// starts at the earliest sign on any hop but its node pools' (a hop
 /// deleting: RP `Deleting`, CS `uninstalling`, a bundle's `deleted_at`, a
 /// `deletionTimestamp`), dated by
@@ -463,7 +463,7 @@ pub(super) fn evaluate_deletion(
     let mut started_now = None;
     if timeline.deletion.is_none() {
         // A NodePool deleting is that pool's removal, its own operation
-        // (docs/design.md §15.9), even when it is the cluster's last pool:
+        // (docs/design/15-operations.md §15.9), even when it is the cluster's last pool:
         // the cluster's deletion shows first on the cluster's own objects.
         let deleting = || {
             timeline
@@ -590,7 +590,7 @@ pub(super) fn deletion_hop_gone(
     }
 }
 
-/// Every hop is gone: the deletion succeeded (docs/design.md §15.3).
+/// Every hop is gone: the deletion succeeded (docs/design/15-operations.md §15.3).
 pub(super) fn deletion_done(
     timeline: &mut Timeline,
     at: Timestamp,
@@ -626,7 +626,7 @@ pub(super) fn deletion_done(
 /// What a node pool reads now: its NodePool object, read directly when it
 /// is, else through Maestro's feedback. `pool` is an operation's subject:
 /// the NodePool's name, or the RP's name of a pool whose NodePool was not
-/// read when its operation began (docs/design.md §15.11).
+/// read when its operation began (docs/design/15b-operations.md §15.11).
 pub(super) fn pool_reading<'a>(timeline: &'a Timeline, pool: &str) -> Option<&'a ObjectState> {
     timeline.node_pool_object(pool).map(|(_, o)| o)
 }
@@ -659,7 +659,7 @@ pub(super) fn pool_operation_mut<'a>(
 }
 
 /// Start, end and fail the cluster's node pool operations after its
-/// NodePools changed (docs/design.md §15.9). `appeared`: a pool first seen
+/// NodePools changed (docs/design/15-operations.md §15.9). `appeared`: a pool first seen
 /// in this run; `vanished`: a pool whose last object went in this change,
 /// and the view it went from
 /// (a pool not read yet after a restart is not gone). A pool that appears not ready has its creation followed
@@ -667,7 +667,7 @@ pub(super) fn pool_operation_mut<'a>(
 /// from its `deletionTimestamp`. The cluster's deletion takes its pools
 /// with it: their operations in flight end `deleted`, and no new one
 /// starts. A pool's operation is done when every hop that read the pool is
-/// (docs/design.md §15.11): the NodePool's part is decided here, the RP's
+/// (docs/design/15b-operations.md §15.11): the NodePool's part is decided here, the RP's
 /// and Clusters Service's in `pool_hops`. Returns the SLO deadlines of the
 /// operations it started.
 pub(super) fn evaluate_pools(
@@ -718,7 +718,7 @@ pub(super) fn evaluate_pools(
     // An operation the RP or Clusters Service began under their name of the
     // pool takes the NodePool's once it shows: the name every instance
     // reads, so a split's instances key (and trace) it alike
-    // (docs/design.md §8.2). Its deadline follows the new name.
+    // (docs/design/08-scopes-and-scale-out.md §8.2). Its deadline follows the new name.
     if let Some(pool) = appeared {
         for op in ops.iter_mut().filter(|op| {
             op.in_flight()
@@ -847,7 +847,7 @@ pub(super) fn evaluate_pools(
     // still shown (so the JSON, the UI and the trace name where it failed):
     // an ended one has said all it had to say (its duration, its verdict,
     // its trace), and keeping the last few of every cluster cost some
-    // 2.6 MB at 10,000 clusters, past the memory target (docs/design.md
+    // 2.6 MB at 10,000 clusters, past the memory target (docs/design/15-operations.md
     // §15.9).
     ops.retain(|op| super::keep_day2(timeline, op));
     if !ops.is_empty() {

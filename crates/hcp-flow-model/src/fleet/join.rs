@@ -1,4 +1,4 @@
-//! The RP provisional join (docs/design.md §4.4): the latest reading of
+//! The RP provisional join (docs/design/04-identities-and-joins.md §4.4): the latest reading of
 //! every RP resource, kept so a Clusters Service join can move it under the
 //! CS id, and the moves themselves, both ways.
 
@@ -98,7 +98,7 @@ impl Fleet {
     /// Clusters Service now shows the cluster of an ARM resource: its
     /// provisional timeline ends and the RP reading moves under the CS id,
     /// counted once — a verdict the provisional timeline already gave is
-    /// kept (docs/design.md §4.4).
+    /// kept (docs/design/04-identities-and-joins.md §4.4).
     pub(super) fn merge_provisional(
         &mut self,
         rid: &str,

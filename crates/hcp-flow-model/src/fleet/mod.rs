@@ -1,5 +1,5 @@
 //! The fleet store: every cluster's timeline, the RP join, and the state
-//! machine that turns observations into events (docs/design.md §3).
+//! machine that turns observations into events (docs/design/03-timeline-model.md §3).
 //!
 //! Pure: no I/O, no clock. Callers pass `now` and get back events (what
 //! histograms, counters and spans need) and the set of clusters whose
@@ -83,7 +83,7 @@ pub enum Event {
         ended: Timestamp,
     },
     /// An operation succeeded or failed (one ended by a deletion has no end
-    /// of its own: docs/design.md §15.3).
+    /// of its own: docs/design/15-operations.md §15.3).
     OperationEnded {
         cluster_id: String,
         operation: OperationKind,
@@ -129,7 +129,7 @@ pub struct ApplyResult {
     pub removed: BTreeSet<String>,
     /// Clusters whose node pools may have changed (a NodePool appeared,
     /// went, or changed its phase; a pool moved at the RP or Clusters
-    /// Service), with the hops worth reading them at now (docs/design.md
+    /// Service), with the hops worth reading them at now (docs/design/15b-operations.md
     /// §15.11).
     pub pool_hints: BTreeMap<String, PoolHint>,
 }
@@ -184,7 +184,7 @@ pub struct Fleet {
     config: ModelConfig,
     /// Shared so that a reader (the JSON API) takes the timelines under the
     /// lock as reference counts and serialises them without it; a timeline
-    /// changed while a reader holds it is copied then (docs/design.md §5.5).
+    /// changed while a reader holds it is copied then (docs/design/05-metrics.md §5.5).
     clusters: BTreeMap<String, Arc<Timeline>>,
     deadlines: BinaryHeap<Deadline>,
     /// Lower-cased ARM resource id → cluster id, from Clusters Service.
@@ -197,17 +197,17 @@ pub struct Fleet {
     /// Clusters Service let the cluster go while its RP resource still
     /// deletes: without them the resource would be followed again under its
     /// provisional id, in that id's shard, and its deletion counted twice
-    /// (docs/design.md §8.3). Dropped when the RP resource goes.
+    /// (docs/design/08-scopes-and-scale-out.md §8.3). Dropped when the RP resource goes.
     joins_kept_for_rp: HashSet<Arc<str>>,
     /// RP pool readings of resources Clusters Service has not joined yet,
-    /// applied at the join (docs/design.md §15.11).
+    /// applied at the join (docs/design/15b-operations.md §15.11).
     held_pool_readings: HashMap<Arc<str>, Vec<pool_hops::HeldPoolReading>>,
     /// Restored from the state store at start, consumed as clusters are
-    /// read again (docs/design.md §3.8).
+    /// read again (docs/design/03-timeline-model.md §3.8).
     memory: HashMap<String, Recall>,
     /// Set while the first sync of every source is still coming in: no
     /// deadline is settled, so the outcome of the load does not depend on
-    /// which source lists first (docs/design.md §3.3).
+    /// which source lists first (docs/design/03-timeline-model.md §3.3).
     loading_since: Option<Timestamp>,
 }
 
@@ -242,7 +242,7 @@ impl Fleet {
     }
 
     /// Start a load: until [`Fleet::finish_load`], deadlines wait, so what
-    /// the first syncs show is judged once, as a whole (docs/design.md §3.3).
+    /// the first syncs show is judged once, as a whole (docs/design/03-timeline-model.md §3.3).
     pub fn begin_load(&mut self, at: Timestamp) {
         self.loading_since = Some(at);
     }
@@ -339,7 +339,7 @@ impl Fleet {
     }
 
     /// Each operation that ended, into its cluster's history
-    /// (docs/design.md §15.12): only ends witnessed after a first sync, as
+    /// (docs/design/15b-operations.md §15.12): only ends witnessed after a first sync, as
     /// every event is.
     fn keep_history(&mut self, events: &[Event], now: Timestamp) {
         for event in events {
@@ -587,7 +587,7 @@ impl Fleet {
                 }
                 // Joined: under the CS id. Not (yet): tracked at once under
                 // its provisional id, so "RP accepted it, CS never got it"
-                // is visible (docs/design.md §4.4).
+                // is visible (docs/design/04-identities-and-joins.md §4.4).
                 self.by_resource_id
                     .get(rid.as_str())
                     .cloned()
@@ -613,7 +613,7 @@ impl Fleet {
         }
         // A cluster being deleted keeps its RP resource after Clusters
         // Service lets it go: the RP's 404 is the deletion's last hop, so
-        // the deletion ends on this timeline (docs/design.md §15.3).
+        // the deletion ends on this timeline (docs/design/15-operations.md §15.3).
         let deleting = || {
             self.clusters
                 .get(&cluster_id)
@@ -704,7 +704,7 @@ impl Fleet {
                 let mut timeline = Timeline::new(cluster_id.to_string(), created);
                 // A verdict and an end once given stay given: a restart
                 // neither counts them again nor forgets them when a hop
-                // regressed since (docs/design.md §3.8).
+                // regressed since (docs/design/03-timeline-model.md §3.8).
                 timeline.slo = restored.slo;
                 if let Some(at) = restored.failed_at {
                     timeline.outcome = CreationOutcome::Failed;
@@ -714,7 +714,7 @@ impl Fleet {
                     timeline.completed_at = Some(at.into());
                 }
                 // A deletion in flight before the restart goes on from where
-                // it was (docs/design.md §15.8): its start, its verdict and
+                // it was (docs/design/15-operations.md §15.8): its start, its verdict and
                 // the hops already gone are not taken again.
                 if let Some(d) = restored.deletion {
                     let mut deletion = Operation::new(
@@ -745,11 +745,11 @@ impl Fleet {
                     }
                     timeline.deletion = Some(Box::new(deletion));
                 }
-                // Its history, within today's limits (docs/design.md §15.12).
+                // Its history, within today's limits (docs/design/15b-operations.md §15.12).
                 if !restored.history.is_empty() {
                     timeline.history = restored.history.pruned(self.config.history, now);
                 }
-                // Its node pools' operations likewise (docs/design.md §15.9).
+                // Its node pools' operations likewise (docs/design/15-operations.md §15.9).
                 for m in restored.day2_operations {
                     let op = recall::day2_operation_of(m);
                     if op.in_flight() && op.slo.is_none() {
@@ -779,7 +779,7 @@ impl Fleet {
         let mut appeared: Option<String> = None;
         let mut vanished: Option<(String, Via)> = None;
         // What a HostedCluster or NodePool reports of a rollout, for its
-        // upgrades (docs/design.md §15.10).
+        // upgrades (docs/design/15-operations.md §15.10).
         let mut reported: Option<Reported> = None;
         let object_name = if hop == Hop::NodePool {
             object.clone()
@@ -790,7 +790,7 @@ impl Fleet {
             Change::Upsert(mut view) => {
                 if matches!(hop, Hop::HostedCluster | Hop::NodePool) {
                     let rollout = view.identity.as_mut().and_then(|i| i.rollout.take());
-                    // The direct view wins (docs/design.md §2.6): Maestro's
+                    // The direct view wins (docs/design/02-hops-and-phases.md §2.6): Maestro's
                     // feedback of an object the watch reads lags behind it,
                     // and its rollout, reported after the watch ended the
                     // upgrade, would start the same upgrade again and end it
@@ -908,7 +908,7 @@ impl Fleet {
                     // read again unchanged: its deadline already waits (or
                     // has failed it), and every relist of a fleet in flight
                     // would otherwise add one more copy that lives until
-                    // the budget runs out (docs/design.md §3.4).
+                    // the budget runs out (docs/design/03-timeline-model.md §3.4).
                     if let Some(deadline) = deadline {
                         let due = Due::Budget {
                             hop,
@@ -932,7 +932,7 @@ impl Fleet {
                     changed = true;
                     // The last object of the view that went: a view read
                     // directly is done there whatever Maestro's lagging
-                    // feedback still shows (docs/design.md §8.2).
+                    // feedback still shows (docs/design/08-scopes-and-scale-out.md §8.2).
                     let last_of_view = !hop_state.objects.keys().any(|(v, _)| *v == via);
                     if hop == Hop::NodePool
                         && !hop_state
@@ -1069,7 +1069,7 @@ impl Fleet {
             && pool_upgrades(timeline) != then
         {
             // A pool's upgrade began or its rollout ended: the RP and
-            // Clusters Service update the pool around both (docs/design.md
+            // Clusters Service update the pool around both (docs/design/15-operations.md
             // §15.10).
             result.hint_pools(
                 cluster_id,

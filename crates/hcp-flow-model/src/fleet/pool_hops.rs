@@ -2,7 +2,7 @@
 //! (`/clusters/{id}/node_pools`) read it: the first hops of the pool's own
 //! operations, kept apart from the cluster's `rp_frontend` and
 //! `clusters_service` objects so a pool never moves the cluster's phase
-//! there (docs/design.md §15.11).
+//! there (docs/design/15b-operations.md §15.11).
 //!
 //! A source says an observation is a pool's by naming the pool as the
 //! object of one of these hops: the cluster's own object there has no name.
@@ -132,7 +132,7 @@ impl Fleet {
     /// any other's, and sends a pool again only when it changes: a pool in
     /// flight read before the join (at every restart the RP's first list
     /// and Clusters Service's race) would otherwise miss its RP hop until
-    /// its next change (docs/design.md §15.11). A pool gone before the join
+    /// its next change (docs/design/15b-operations.md §15.11). A pool gone before the join
     /// is let go.
     fn hold_until_joined(
         &mut self,
@@ -185,7 +185,7 @@ impl Fleet {
 }
 
 /// Whether a pool's reading at the RP or Clusters Service is news to the
-/// other of the two, and the hint that tells it (docs/design.md §15.11).
+/// other of the two, and the hint that tells it (docs/design/15b-operations.md §15.11).
 /// Clusters Service's reading tells the RP (whose hints need the resource
 /// id Clusters Service joins) and the other way round, but only what the
 /// other cannot know yet: a pool in flight whose phase the other reads
@@ -222,7 +222,7 @@ fn cross_hint(
 /// The RP reads a cluster's pools by its ARM id: a NodePool that hinted
 /// them before the id was known hinted Clusters Service only, so the RP
 /// hears of the pools in flight when the id arrives on `timeline`, which
-/// had none (docs/design.md §15.11).
+/// had none (docs/design/15b-operations.md §15.11).
 pub(super) fn hint_the_rp_on_join(timeline: &Timeline, cluster_id: &str, result: &mut ApplyResult) {
     let creating_or_removing_a_pool = timeline
         .day2_in_flight()
@@ -247,7 +247,7 @@ fn pool_followed(timeline: &Timeline, name: &str) -> bool {
 /// Store the reading (`None`: the pool is gone from that hop), and keep the
 /// cluster's pool readings that matter: a pool not settled, or one an
 /// operation in flight follows. A fleet's settled pools would cost memory
-/// for nothing (docs/design.md §15.11).
+/// for nothing (docs/design/15b-operations.md §15.11).
 fn keep_reading(timeline: &mut Timeline, hop: Hop, name: &str, reading: Option<ObjectState>) {
     let mut readings = timeline
         .pool_readings
@@ -321,7 +321,7 @@ fn follow(
 /// `systemData.createdAt`: the request), and is done at a hop when it reads
 /// ready there; its removal starts at the first hop that shows it deleting
 /// and is done at a hop when the pool is gone there. A pool failed at a hop
-/// fails its operation (docs/design.md §15.11).
+/// fails its operation (docs/design/15b-operations.md §15.11).
 #[allow(clippy::too_many_arguments)]
 fn evaluate_pool_reading(
     timeline: &mut Timeline,
@@ -412,7 +412,7 @@ fn evaluate_pool_reading(
                 // The RP mirrors Clusters Service, which still works on the
                 // pool: its `error`, read within a fast poll, names the
                 // failure at its root cause, clusters_service
-                // (docs/design.md §15.11).
+                // (docs/design/15b-operations.md §15.11).
             } else if phase == Phase::Failed {
                 let in_flight = pool_operation_mut(&mut ops, delete, name).is_some()
                     || pool_operation_mut(&mut ops, create, name).is_some();
@@ -424,7 +424,7 @@ fn evaluate_pool_reading(
                     failed_before = true;
                     // The RP's `Failed` was read first, Clusters Service
                     // unread then: its `error` is the root cause and names
-                    // the hop (docs/design.md §15.11).
+                    // the hop (docs/design/15b-operations.md §15.11).
                     if !in_flight
                         && hop == Hop::ClustersService
                         && op.failed_hop == Some(Hop::RpFrontend)

@@ -1,4 +1,4 @@
-//! What a previous run remembered (docs/design.md §3.8, §15.8): handed to
+//! What a previous run remembered (docs/design/03-timeline-model.md §3.8, §15.8): handed to
 //! the model at start, taken piece by piece as clusters are read again, and
 //! what a restart would lose of each cluster now.
 

@@ -1,5 +1,5 @@
 //! Upgrades: a control plane's and each node pool's, each an operation
-//! keyed by its target version (docs/design.md §15.10). They start when the
+//! keyed by its target version (docs/design/15-operations.md §15.10). They start when the
 //! HostedCluster's version status or a NodePool's `UpdatingVersion` reports
 //! a rollout to a new version, end when the object reports it rolled out,
 //! and fail when the object fails meanwhile.
@@ -181,7 +181,7 @@ fn service_reading<'t>(
 }
 
 /// The RP's and Clusters Service's part in an upgrade, a control plane's
-/// or a pool's (docs/design.md §15.10). An upgrade in flight reaches either
+/// or a pool's (docs/design/15-operations.md §15.10). An upgrade in flight reaches either
 /// when the cluster (the pool) reads `Updating` / `updating` there, from
 /// the time it began to:
 /// ARM takes no second update while one runs, so the update under way when
@@ -212,7 +212,7 @@ fn service_hops(
         {
             // The RP's `Failed` was read first, Clusters Service unread
             // then: its `error` is the root cause and names the hop
-            // (docs/design.md §15.11).
+            // (docs/design/15b-operations.md §15.11).
             op.failed_hop = Some(Hop::ClustersService);
         }
         let Some(entry) = op.hop(hop).copied() else {
@@ -242,7 +242,7 @@ fn service_hops(
                 // Failed since the upgrade began, never read updating:
                 // Clusters Service fails a pool's upgrade within a poll of
                 // its start, so the hop had it from the start and fails it
-                // (docs/design.md §15.10).
+                // (docs/design/15-operations.md §15.10).
                 op.reached_at(hop, op.started_at);
                 failed = Some(End::Failed(hop, since.at));
             }
@@ -265,7 +265,7 @@ fn service_hops(
             Phase::Failed if since.at >= entry.started_at => {
                 if defers_to_clusters_service(timeline, op, hop).is_some() {
                     // The RP mirrors Clusters Service, still at work: its
-                    // word names the failure (docs/design.md §15.11).
+                    // word names the failure (docs/design/15b-operations.md §15.11).
                 } else if op.in_flight() {
                     // Clusters Service, read after the RP, is the root
                     // cause when both failed.
@@ -293,7 +293,7 @@ fn service_hops(
 /// the RP mirrors Clusters Service, so while Clusters Service still works
 /// on the same object (pending, in progress, not yet classified) its
 /// `error`, read within a fast poll, names the failure and its hop, the
-/// root cause (docs/design.md §15.11). `Some(())` when it waits.
+/// root cause (docs/design/15b-operations.md §15.11). `Some(())` when it waits.
 pub(super) fn defers_to_clusters_service(
     timeline: &Timeline,
     op: &Operation,

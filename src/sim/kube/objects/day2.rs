@@ -1,5 +1,5 @@
 //! What a simulated world adds to a management cluster's objects after
-//! the creation (docs/design.md §11.10): the HostedCluster's upgrade, a pool
+//! the creation (docs/design/11-simulated-world.md §11.10): the HostedCluster's upgrade, a pool
 //! added, removed or upgraded. `objects.rs` (its parent) draws the creation and calls
 //! these to lay day 2 over it.
 
@@ -94,7 +94,7 @@ fn whole_seconds(at: Timestamp) -> Timestamp {
 }
 
 impl KubeExtras {
-    /// These times as the objects show them at `now` (docs/design.md
+    /// These times as the objects show them at `now` (docs/design/11-simulated-world.md
     /// §11.10): each change happens at its own instant, and an instant
     /// reached is shown in whole seconds, as Kubernetes serialises times;
     /// one still ahead is kept as it is, so nothing is reached before its

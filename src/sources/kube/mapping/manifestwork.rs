@@ -1,7 +1,7 @@
 //! ManifestWorks in the management cluster's `local-cluster` namespace: hop
 //! `manifestwork`, one object per work keyed by its name (a cluster has
 //! several in ARO HCP: the HostedCluster's and one per NodePool; the hop
-//! aggregates them, docs/design.md §2.5). All live in the one configured
+//! aggregates them, docs/design/02-hops-and-phases.md §2.5). All live in the one configured
 //! namespace, so the name alone is unique.
 
 use super::{Emitted, Facts, Mapper, MapperConfig, ObjRef, ToFacts, created, deleting, label};

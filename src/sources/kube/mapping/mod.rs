@@ -3,7 +3,7 @@
 //! One [`Mapper`] per management cluster keeps the few facts it needs of each
 //! watched object (never the object): the hop reading of the shared view
 //! (`crate::views`, the same one the Maestro feedback path uses) plus what
-//! the joins need. It resolves each to a `cluster_id` (docs/design.md §4),
+//! the joins need. It resolves each to a `cluster_id` (docs/design/04-identities-and-joins.md §4),
 //! one file per kind, and on [`Mapper::flush`] emits only what changed since
 //! the last emission. Objects that cannot be resolved yet (a self-managed
 //! NodePool or ManagedCluster seen before its HostedCluster) wait, and are
@@ -122,7 +122,7 @@ const TRACEPARENT_FIELDS: [&str; 2] = [
 const MAX_UNKNOWN_ANNOTATION: usize = 128;
 
 /// The W3C trace contexts the object's annotations name, each once, for
-/// its hop's span to link to (docs/design.md §7.7). A malformed one is
+/// its hop's span to link to (docs/design/07-traces.md §7.7). A malformed one is
 /// counted as an unknown value and ignored: never trusted as ids.
 pub(super) fn trace_parents(
     meta: &ObjectMeta,
@@ -152,7 +152,7 @@ pub(super) fn trace_parents(
 }
 
 /// The ids the object's log-tracing annotations give its operation
-/// (docs/design.md §15.13), bounded.
+/// (docs/design/15b-operations.md §15.13), bounded.
 pub(super) fn upstream_ids(meta: &ObjectMeta) -> Vec<crate::model::UpstreamId> {
     meta.annotations
         .as_ref()
@@ -169,7 +169,7 @@ pub(super) fn deleting(meta: &ObjectMeta) -> bool {
 }
 
 /// A deleting object's view dates its phase by its `deletionTimestamp` and
-/// names the finalizers that hold it (docs/design.md §15.3).
+/// names the finalizers that hold it (docs/design/15-operations.md §15.3).
 pub(super) fn mark_deletion(meta: &ObjectMeta, view: &mut crate::model::HopView) {
     let Some(at) = meta.deletion_timestamp.as_ref() else {
         return;
