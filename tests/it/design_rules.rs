@@ -368,10 +368,11 @@ fn design_pages_are_short_in_order_and_cited_where_their_sections_are() {
         for line in text.lines() {
             // The chapter's own page: its title without "(continued)".
             if let Some(title) = line.strip_prefix("# ") {
-                if let Some((ch, _)) = title.split_once(". ") {
-                    if ch.parse::<u32>().is_ok() && !title.ends_with("(continued)") {
-                        holder.insert(ch.to_string(), page.clone());
-                    }
+                if let Some((ch, _)) = title.split_once(". ")
+                    && ch.parse::<u32>().is_ok()
+                    && !title.ends_with("(continued)")
+                {
+                    holder.insert(ch.to_string(), page.clone());
                 }
                 continue;
             }
