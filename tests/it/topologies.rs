@@ -1155,16 +1155,23 @@ async fn every_operation(exact: bool) {
         "a hop's span twice across the split"
     );
     let single_set: BTreeSet<&(String, Hop)> = single_spans.iter().collect();
+    // A pool's hops at the RP and Clusters Service are polled, each
+    // instance on its own rotation and wake hints (docs/design/15b-operations.md
+    // §15.11): whether an instance reads a pool between two of its states
+    // there depends on its own schedule, so one side may time such a hop the
+    // other never saw, either way. Every other span is the same set.
+    let polled_pool_hop = |span: &&(String, Hop)| {
+        span.0.contains("/node_pool_") && matches!(span.1, Hop::RpFrontend | Hop::ClustersService)
+    };
     for span in &distinct {
         assert!(
-            single_set.contains(span),
+            single_set.contains(span) || polled_pool_hop(span),
             "{span:?}: the split's key or hop, not one instance's"
         );
     }
     for span in single_set.difference(&distinct) {
         assert!(
-            span.0.contains("/node_pool_")
-                && matches!(span.1, Hop::RpFrontend | Hop::ClustersService),
+            polled_pool_hop(span),
             "{span:?}: one instance's span, none from the split"
         );
     }
