@@ -771,7 +771,11 @@ async fn healthy_demo_fills_every_panel_but_the_fault_only_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faulty_demo_fills_every_panel_and_latency_panels_show_exemplars() {
     let dashboards = dashboards();
-    let fleet = Fleet::start("faulty", 30, true).await;
+    // The demo's default size: the per-version panels need 20 succeeded
+    // creations of one version (alerts/versions.yaml), and with a third of
+    // the fleet faulted and the rest split between two versions, 30
+    // clusters end 16 of the most common one, short of it.
+    let fleet = Fleet::start("faulty", 50, true).await;
     fleet.wait_until_filled(&dashboards, |_, _| true).await;
     fleet.wait_for_exemplars(&dashboards).await;
 }
