@@ -52,7 +52,12 @@ impl Default for HopBudgets {
             manifestwork: Duration::from_secs(10 * MIN),
             hosted_cluster: Duration::from_secs(15 * MIN),
             control_plane: Duration::from_secs(15 * MIN),
-            managed_cluster: Duration::from_secs(15 * MIN),
+            // The ManagedCluster waits from the same start as the
+            // HostedCluster and joins only once it is Available (the
+            // klusterlet needs the hosted API server): the HostedCluster's
+            // 15m and five minutes to join, or every HostedCluster slow
+            // within its own budget would be stuck here.
+            managed_cluster: Duration::from_secs(20 * MIN),
             node_pool: Duration::from_secs(30 * MIN),
         }
     }

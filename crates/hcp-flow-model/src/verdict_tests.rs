@@ -13,7 +13,8 @@ fn t(minutes: i64) -> Timestamp {
 }
 
 /// The verdict on c1 at `now` after `observations` (all seen at t(0)),
-/// with the default budgets (bundle 10m, HostedCluster 15m, RP and CS 30m).
+/// with the default budgets (bundle 10m, HostedCluster 15m, ManagedCluster
+/// 20m, RP and CS 30m).
 fn judge(observations: Vec<Obs>, p95: HopP95, now: Timestamp) -> Verdict {
     let mut fleet = Fleet::new(ModelConfig {
         creation_target: Duration::from_secs(20 * 60),
@@ -147,10 +148,10 @@ fn each_status_on_both_sides_of_its_threshold() {
                     .condition("ManagedClusterJoined", ConditionStatus::False, "", t(0)),
             ],
             p95: HopP95::default(),
-            now: t(15),
+            now: t(20),
             want: Status::Degraded,
             hop: Some(Hop::ManagedCluster),
-            reason: "degraded: managed_cluster not ready for 15m (budget 15m), after the creation completed: ManagedClusterJoined=False",
+            reason: "degraded: managed_cluster not ready for 20m (budget 20m), after the creation completed: ManagedClusterJoined=False",
         },
         Case {
             name: "the same, one step before the budget: ready",
@@ -165,7 +166,7 @@ fn each_status_on_both_sides_of_its_threshold() {
                     .condition("ManagedClusterJoined", ConditionStatus::False, "", t(0)),
             ],
             p95: HopP95::default(),
-            now: t(14),
+            now: t(19),
             want: Status::Ready,
             hop: None,
             reason: "completed in 0s",
