@@ -121,9 +121,12 @@ pub fn seed(
         path: dir.display().to_string(),
         cause,
     };
+    let store_error = |cause| BenchError::StateStore {
+        path: dir.display().to_string(),
+        cause,
+    };
     std::fs::create_dir_all(dir).map_err(io)?;
-    let store = StateStore::open(dir, StateStoreMetrics::default())
-        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    let store = StateStore::open(dir, StateStoreMetrics::default()).map_err(store_error)?;
     let mut total = 0;
     let clusters: Vec<(String, Arc<ClusterMemory>)> = cluster_ids
         .into_iter()
@@ -156,9 +159,7 @@ pub fn seed(
         generation: 1,
         clusters,
     };
-    let written = store
-        .save(&snapshot, now)
-        .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    let written = store.save(&snapshot, now).map_err(store_error)?;
     let file_bytes = std::fs::metadata(dir.join(crate::state_store::FILE_NAME))
         .map(|m| m.len())
         .unwrap_or_default();

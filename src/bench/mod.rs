@@ -74,6 +74,12 @@ pub enum BenchError {
     Exited(String),
     #[error("the exporter's source {0} was not up within {1:?}")]
     NotUp(String, Duration),
+    #[error("could not seed the state directory {path}")]
+    StateStore {
+        path: String,
+        #[source]
+        cause: crate::state_store::StateStoreError,
+    },
 }
 
 /// How the end-to-end exporter reads Maestro (`sources.maestro.grpc` or

@@ -271,18 +271,7 @@ fn the_latency_pass_lists_exactly_the_modules_that_take_a_heavy_share() {
 #[test]
 fn every_documented_cargo_test_command_names_a_target_that_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut docs = vec![root.join("README.md")];
-    let mut stack = vec![root.join("docs")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                docs.push(path);
-            }
-        }
-    }
+    let docs = markdown_files(root);
     let targets = |name: &str| {
         root.join("tests").join(format!("{name}.rs")).is_file()
             || root.join("tests").join(name).join("main.rs").is_file()
@@ -290,8 +279,7 @@ fn every_documented_cargo_test_command_names_a_target_that_exists() {
     let module = |name: &str| root.join("tests/it").join(format!("{name}.rs")).is_file();
     let mut commands = 0;
     let mut wrong = Vec::new();
-    for doc in &docs {
-        let text = std::fs::read_to_string(doc).unwrap_or_default();
+    for (doc, text) in &docs {
         for line in text.lines() {
             let Some(at) = line.find("cargo test") else {
                 continue;
@@ -398,18 +386,7 @@ fn design_pages_are_short_in_order_and_cited_where_their_sections_are() {
     let mut wrong = Vec::new();
     let mut cited = 0;
     let mut files = files_under(&["src", "tests"]);
-    for doc in ["README.md", "docs"] {
-        let path = root.join(doc);
-        let mut stack = vec![path];
-        while let Some(p) = stack.pop() {
-            if p.is_dir() {
-                stack.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
-            } else if p.extension().is_some_and(|e| e == "md") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                files.push((p, text));
-            }
-        }
-    }
+    files.extend(markdown_files(root));
     for (path, text) in &files {
         let flat = text.replace("\n", " ");
         for (at, _) in flat.match_indices("design/") {
@@ -441,4 +418,21 @@ fn design_pages_are_short_in_order_and_cited_where_their_sections_are() {
     }
     assert!(cited > 300, "only {cited} citations found");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The README and every Markdown page under docs/, with their text: what a
+/// reader reads, and so what the documentation rules check.
+fn markdown_files(root: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.join("README.md"), root.join("docs")];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+            stack.extend(entries.flatten().map(|e| e.path()));
+        } else if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+            found.push((path, text));
+        }
+    }
+    found
 }
