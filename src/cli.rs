@@ -18,8 +18,10 @@ use crate::config::{
     ClustersServiceApi, ClustersServiceOverrides, Config, ConfigError, HttpOverrides,
     KubeOverrides, LogFormat, Overrides, RpFrontendOverrides, check_config,
 };
+#[cfg(feature = "sim")]
 use crate::demo::Topology;
 use crate::model::Hop;
+#[cfg(feature = "sim")]
 use crate::sim::WorldKind;
 
 /// Follows every OpenShift hosted control plane creation hop by hop (RP
@@ -43,6 +45,7 @@ impl Cli {
     /// The rules between flags' values that clap's attributes cannot
     /// state (they relate flags, not values), as clap errors.
     pub fn checked(self) -> Result<Cli, clap::Error> {
+        #[cfg(feature = "sim")]
         if let Command::Demo(demo) = &self.command
             && demo.topology == Topology::Split
             && demo.world != WorldKind::Aro
@@ -70,6 +73,7 @@ pub enum Command {
     /// HCPFLOW_* variables (flag > variable > file > default).
     Serve(ServeArgs),
     /// Run a simulated fleet and the exporter against it in one process.
+    #[cfg(feature = "sim")]
     Demo(DemoArgs),
     /// Where is this creation stuck, since when, and why: walk every hop of
     /// one cluster live with serve's configuration and credentials (or ask a
@@ -84,6 +88,7 @@ pub enum Command {
     /// `<field.path>: <message>` and exit non-zero if there is any.
     CheckConfig(CheckConfigArgs),
     /// Measure scrape latency and memory against a simulated fleet.
+    #[cfg(feature = "sim")]
     Bench(BenchArgs),
 }
 
@@ -93,7 +98,9 @@ impl Command {
     pub fn log_format(&self) -> Option<LogFormat> {
         match self {
             Command::Serve(a) => a.overrides.log_format,
+            #[cfg(feature = "sim")]
             Command::Demo(a) => Some(a.log_format),
+            #[cfg(feature = "sim")]
             Command::Bench(a) => Some(a.log_format),
             Command::Diagnose(a) => a.serve.overrides.log_format.or(Some(LogFormat::Text)),
             Command::CheckConfig(_) => Some(LogFormat::Text),
@@ -641,6 +648,7 @@ pub struct DiagnoseArgs {
     pub serve: ServeArgs,
 }
 
+#[cfg(feature = "sim")]
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct DemoArgs {
     /// Clusters in the simulated fleet.
@@ -726,6 +734,7 @@ impl CheckConfigArgs {
     }
 }
 
+#[cfg(feature = "sim")]
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct BenchArgs {
     /// Clusters in the simulated fleet.
@@ -838,6 +847,7 @@ fn parse_hop_budget(s: &str) -> Result<(Hop, Duration), String> {
     Ok((parse_hop(hop)?, budget))
 }
 
+#[cfg(feature = "sim")]
 fn parse_speed(s: &str) -> Result<f64, String> {
     let speed: f64 = s
         .trim()

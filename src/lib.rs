@@ -7,10 +7,12 @@
 pub mod api;
 pub mod app;
 pub mod background;
+#[cfg(feature = "sim")]
 pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod config;
+#[cfg(feature = "sim")]
 pub mod demo;
 pub mod diagnose;
 pub mod metrics;
@@ -18,6 +20,7 @@ pub mod metrics;
 /// no runtime, no I/O; its path here stays `crate::model`.
 pub use hcp_flow_model as model;
 pub mod server;
+#[cfg(feature = "sim")]
 pub mod sim;
 pub mod sources;
 pub mod state_store;
@@ -39,8 +42,10 @@ pub enum Error {
     Config(#[from] config::ConfigError),
     #[error(transparent)]
     App(#[from] app::AppError),
+    #[cfg(feature = "sim")]
     #[error(transparent)]
     Demo(#[from] demo::DemoError),
+    #[cfg(feature = "sim")]
     #[error(transparent)]
     Bench(#[from] bench::BenchError),
     #[error(transparent)]
@@ -57,6 +62,7 @@ pub enum Error {
     HttpClient(#[from] sources::http::BuildError),
     #[error(transparent)]
     KubeSource(#[from] sources::kube::KubeSourceError),
+    #[cfg(feature = "sim")]
     #[error(transparent)]
     KubeSim(#[from] sim::kube::KubeSimError),
 }

@@ -8,6 +8,7 @@ use anyhow::Context;
 use hcp_flow::app::{self, Exporter};
 use hcp_flow::cli::{Cli, Command};
 use hcp_flow::config::LogFormat;
+#[cfg(feature = "sim")]
 use hcp_flow::demo::{DemoSettings, Role, SplitInstance, Topology, start_demo_world};
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -39,6 +40,7 @@ fn main() -> anyhow::Result<ExitCode> {
             tracing::info!("stopped");
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "sim")]
         Command::Demo(args) => {
             let telemetry = init_logging(args.log_format)?;
             let settings = DemoSettings {
@@ -98,6 +100,7 @@ fn main() -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        #[cfg(feature = "sim")]
         Command::Bench(args) => {
             let _telemetry = init_logging(args.log_format)?;
             let (clusters, scrapes) = (args.clusters as usize, args.scrapes as usize);
@@ -155,6 +158,7 @@ fn load_config(args: &hcp_flow::cli::ServeArgs) -> anyhow::Result<hcp_flow::conf
 }
 
 /// The demo is for one machine: it stops quickly.
+#[cfg(feature = "sim")]
 const DEMO_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -252,6 +256,7 @@ async fn diagnose_watch(args: &hcp_flow::cli::DiagnoseArgs) -> anyhow::Result<u8
     }
 }
 
+#[cfg(feature = "sim")]
 async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
     let listener = app::bind(settings.listen).await?;
     let demo = start_demo_world(&settings, hcp_flow::sim::LatencyModel::realistic()).await?;
@@ -292,6 +297,7 @@ async fn demo(settings: DemoSettings) -> anyhow::Result<()> {
 /// ARO HCP's production shape over one world: the service-side exporter on
 /// `--listen`, one per management cluster on the ports after it, each a
 /// real exporter with only its own sources (docs/design/08-scopes-and-scale-out.md §8.2).
+#[cfg(feature = "sim")]
 async fn demo_split(settings: DemoSettings) -> anyhow::Result<()> {
     // --listen first, as in the single demo: a port in use fails at once.
     let service_listener = app::bind(settings.listen).await?;

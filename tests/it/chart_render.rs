@@ -1092,6 +1092,18 @@ fn containerfile_is_multi_stage_non_root_with_the_documented_entrypoint() {
     assert!(runtime.contains(&r#"ENTRYPOINT ["hcp-flow"]"#));
     assert!(runtime.contains(&r#"CMD ["serve", "--config", "/etc/hcp-flow/config.yaml"]"#));
     assert!(runtime.iter().any(|l| l.starts_with("EXPOSE 9464")));
+    // The shipped binary is built without the simulated world, `demo` and
+    // `bench` (the `sim` feature, on by default for the README's commands).
+    let build = text
+        .replace("\\\n", " ")
+        .lines()
+        .find(|l| l.contains("cargo build"))
+        .map(str::to_string)
+        .expect("the builder stage runs cargo build");
+    assert!(
+        build.contains("--no-default-features") && !build.contains("--features"),
+        "the image's binary is built without the sim feature: {build}"
+    );
     // The bench measures the exporter with the image's allocator settings.
     for (name, value) in hcp_flow::bench::SHIPPED_ALLOCATOR_ENV {
         let line = format!("ENV {name}={value}");
