@@ -9,7 +9,7 @@ use crate::config::{
     ClustersServiceApi, ClustersServiceConfig, Config, HttpSourceConfig, MaestroConfig,
     MaestroGrpcConfig, RpFrontendConfig,
 };
-use crate::sim::kube::{KubeSimError, write_kubeconfig};
+use crate::sim::kube::{ClusterLayout, KubeSimError, write_kubeconfig};
 use crate::sim::mgmt::MgmtCluster;
 use crate::sim::{Endpoints, LatencyModel, SimClock, World, WorldConfig, WorldKind};
 use crate::sources::kube::{KubeMode, KubeSourceConfig};
@@ -97,8 +97,8 @@ impl Demo {
         };
         for c in &self.mgmt_clusters {
             let what = match c.mode {
-                KubeMode::Aro => "management cluster",
-                KubeMode::SelfManaged => {
+                ClusterLayout::Aro => "management cluster",
+                ClusterLayout::SelfManaged => {
                     "MCE hub (self-managed: MultiClusterEngine, KubeVirt/Agent/None HostedClusters, Agents)"
                 }
             };
@@ -221,6 +221,15 @@ pub async fn start_world(
 /// in `kubeconfig`: ARO mode with the world's environment, or `self_managed`
 /// for the MCE hub, and the backoffs divided by the speed (budgets are the
 /// model's, set in [`demo_config`]).
+/// How the exporter reads a world's layout: the demo is where the world's
+/// words meet the exporter's configuration.
+pub fn kube_mode(layout: ClusterLayout) -> KubeMode {
+    match layout {
+        ClusterLayout::Aro => KubeMode::Aro,
+        ClusterLayout::SelfManaged => KubeMode::SelfManaged,
+    }
+}
+
 pub fn demo_kube_sources(
     settings: &DemoSettings,
     world: &World,
@@ -235,10 +244,10 @@ pub fn demo_kube_sources(
         .mgmt_clusters()
         .iter()
         .map(|c| {
-            let mut k = KubeSourceConfig::new(&c.name, c.mode);
+            let mut k = KubeSourceConfig::new(&c.name, kube_mode(c.mode));
             k.kubeconfig = Some(kubeconfig.to_path_buf());
             k.context = Some(c.name.clone());
-            if c.mode == KubeMode::Aro {
+            if c.mode == ClusterLayout::Aro {
                 k.environment = crate::sim::mgmt::KUBE_ENVIRONMENT.to_string();
             }
             k.min_backoff = Duration::from_millis(200);

@@ -60,7 +60,7 @@ fn bench_spec(i: usize, now: Timestamp) -> crate::sim::kube::KubeClusterSpec {
         cluster_id: format!("bench{i:027}"),
         name: format!("hcp-{i:06}"),
         env: "bench".to_string(),
-        mode: crate::sources::kube::KubeMode::Aro,
+        mode: crate::sim::kube::ClusterLayout::Aro,
         created_at: ago(60),
         manifestwork_applied_at: Some(ago(59)),
         hosted_cluster_available_at: Some(ago(40)),

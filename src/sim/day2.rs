@@ -592,7 +592,7 @@ pub(crate) mod tests {
     pub(crate) fn half_second_day2() -> (super::super::kube::KubeClusterSpec, KubeExtras) {
         let spec = super::super::kube::KubeClusterSpec::healthy(
             "c1",
-            crate::sources::kube::KubeMode::Aro,
+            crate::sim::kube::ClusterLayout::Aro,
             jiff::Timestamp::UNIX_EPOCH,
         );
         let s = |sec: i64| sec * 1000 + 500;

@@ -31,7 +31,7 @@ use super::kube::{KubeClusterFaults, KubeClusterSpec, KubeExtras};
 use super::plan::{FleetParams, Ms, Replacements, uuid};
 use super::state::trunc_s;
 use super::truth::ts;
-use crate::sources::kube::KubeMode;
+use crate::sim::kube::ClusterLayout;
 
 /// The hub's name: its `mgmt_cluster` label and kubeconfig context.
 pub const HUB_NAME: &str = "mce-hub-1";
@@ -162,7 +162,7 @@ impl HubPlan {
             cluster_id: self.cluster_id(),
             name: self.name.clone(),
             env: String::new(),
-            mode: KubeMode::SelfManaged,
+            mode: ClusterLayout::SelfManaged,
             created_at: ts(trunc_s(self.created)),
             manifestwork_applied_at: None,
             hosted_cluster_available_at: at(self.hc_available),

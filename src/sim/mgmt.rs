@@ -33,7 +33,7 @@ use super::kube::{
 use super::plan::{ENV, Ms, Plan, SHARDS};
 use super::state::trunc_s;
 use super::truth::ts;
-use crate::sources::kube::KubeMode;
+use crate::sim::kube::ClusterLayout;
 
 /// How often the servers are brought up to date with the clock (real time).
 pub const SYNC_EVERY: Duration = Duration::from_millis(200);
@@ -56,7 +56,7 @@ pub struct MgmtCluster {
     pub api: KubeApiHandle,
     /// How the exporter reads it: an ARO management cluster, or the
     /// self-managed MCE hub.
-    pub mode: KubeMode,
+    pub mode: ClusterLayout,
 }
 
 impl std::fmt::Debug for MgmtCluster {
@@ -110,7 +110,7 @@ impl World {
                 name: shard.mgmt_cluster.to_string(),
                 url,
                 api,
-                mode: KubeMode::Aro,
+                mode: ClusterLayout::Aro,
             });
         }
         let aro = clusters.len();
@@ -124,7 +124,7 @@ impl World {
                 name: HUB_NAME.to_string(),
                 url,
                 api,
-                mode: KubeMode::SelfManaged,
+                mode: ClusterLayout::SelfManaged,
             });
         }
         let mut malformed = None;
@@ -377,7 +377,7 @@ pub(crate) fn kube_spec(p: &Plan, degraded_after: SignedDuration) -> KubeCluster
         // agree with what the RP and CS report for the same cluster.
         name: p.name.clone(),
         env: KUBE_ENVIRONMENT.to_string(),
-        mode: KubeMode::Aro,
+        mode: ClusterLayout::Aro,
         created_at: ts(p.bundle_created),
         manifestwork_applied_at: at(p.bundle_applied),
         hosted_cluster_available_at: at(p.hc_available),

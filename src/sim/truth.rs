@@ -470,7 +470,7 @@ pub(crate) fn management(
     now: Timestamp,
     degraded_budget: std::time::Duration,
 ) -> BTreeMap<Hop, TruthHop> {
-    use crate::sources::kube::KubeMode;
+    use crate::sim::kube::ClusterLayout;
     // The day-2 times as the objects show them: each change at its instant.
     let x = &x.as_served(now);
     let reached = |t: Option<Timestamp>| t.filter(|t| *t <= now);
@@ -487,7 +487,7 @@ pub(crate) fn management(
     // ARO: everything below the ManifestWork exists once the work agent
     // applied it; self-managed: the HostedCluster is where it starts.
     let start = match spec.mode {
-        KubeMode::Aro => {
+        ClusterLayout::Aro => {
             let applied = reached(spec.manifestwork_applied_at)
                 .filter(|_| !faults.manifestwork_never_applied);
             // The HostedCluster's work and one per pool; the first pool's
@@ -524,7 +524,7 @@ pub(crate) fn management(
             }
             applied
         }
-        KubeMode::SelfManaged => Some(spec.created_at),
+        ClusterLayout::SelfManaged => Some(spec.created_at),
     };
     let Some(start) = start else {
         return hops;
@@ -607,7 +607,7 @@ pub(crate) fn management(
 
     // The first pool's NodePool never reaches the cluster when its work is
     // never applied.
-    let skip = usize::from(spec.mode == KubeMode::Aro && faults.node_pool_work_never_applied);
+    let skip = usize::from(spec.mode == ClusterLayout::Aro && faults.node_pool_work_never_applied);
     let node_pools = spec.node_pools.get(skip..).unwrap_or_default();
     // (desired, ready since, deleting) of each NodePool served: the
     // creation's (a removed one until it is gone) and one added later.

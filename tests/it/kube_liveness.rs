@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::common::kube::layout_of;
 use crate::common::kube::{KubeHarness, harness_waiting_for};
 use hcp_flow::metrics::exporter::{KindState, SourceLabels};
 use hcp_flow::model::{Hop, Phase};
@@ -42,7 +43,7 @@ async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> boo
 }
 
 fn spec(id: &str, mode: KubeMode) -> KubeClusterSpec {
-    KubeClusterSpec::healthy(id, mode, t(0))
+    KubeClusterSpec::healthy(id, layout_of(mode), t(0))
 }
 
 fn apply_at(server: &KubeApiHandle, spec: &KubeClusterSpec, at: Timestamp) {

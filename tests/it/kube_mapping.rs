@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common::kube::layout_of;
 use hcp_flow::model::{
     Batch, Change, Fleet, Hop, HopBudgets, ModelConfig, Observation, Phase, Replicas,
 };
@@ -47,7 +48,7 @@ fn spec(id: &str, mode: KubeMode, faults: KubeClusterFaults) -> KubeClusterSpec 
     KubeClusterSpec {
         node_pools: vec![("workers".to_string(), 3, Some(t(14)))],
         faults,
-        ..KubeClusterSpec::healthy(id, mode, t(0))
+        ..KubeClusterSpec::healthy(id, layout_of(mode), t(0))
     }
 }
 

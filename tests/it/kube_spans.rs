@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::kube::harness_waiting_for;
-use hcp_flow::sim::kube::{KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at};
+use hcp_flow::sim::kube::{
+    ClusterLayout, KubeApiServer, KubeClusterFaults, KubeClusterSpec, objects_at,
+};
 use hcp_flow::sources::kube::{KubeMode, KubeSourceConfig};
 use jiff::Timestamp;
 use tracing::field::{Field, Visit};
@@ -83,7 +85,7 @@ async fn relists_and_watches_are_spans_in_a_process_of_their_own() {
             cluster_id: id.to_string(),
             name: format!("name-{id}"),
             env: "int".to_string(),
-            mode: KubeMode::Aro,
+            mode: ClusterLayout::Aro,
             created_at: at,
             manifestwork_applied_at: Some(at),
             hosted_cluster_available_at: Some(at),

@@ -4,7 +4,9 @@
 use crate::common::kube::{KubeHarness, eventually, harness, harness_waiting_for};
 use hcp_flow::metrics::exporter::{RequestErrorKind, RequestErrorLabels};
 use hcp_flow::model::{Hop, Phase};
-use hcp_flow::sim::kube::{KubeApiHandle, KubeApiServer, KubeClusterSpec, objects_at};
+use hcp_flow::sim::kube::{
+    ClusterLayout, KubeApiHandle, KubeApiServer, KubeClusterSpec, objects_at,
+};
 use hcp_flow::sources::kube::KubeMode;
 use jiff::Timestamp;
 use serde_json::json;
@@ -14,7 +16,7 @@ fn t(minutes: i64) -> Timestamp {
 }
 
 fn aro_spec(id: &str) -> KubeClusterSpec {
-    KubeClusterSpec::healthy(id, KubeMode::Aro, t(0))
+    KubeClusterSpec::healthy(id, ClusterLayout::Aro, t(0))
 }
 
 fn apply_at(server: &KubeApiHandle, spec: &KubeClusterSpec, at: Timestamp) {
@@ -265,7 +267,7 @@ async fn paged_relists_see_every_object() {
 async fn self_managed_hub_reports_mce_phase_and_agents() {
     let (server, url) = KubeApiServer::start().await.unwrap();
     let spec = KubeClusterSpec {
-        mode: KubeMode::SelfManaged,
+        mode: ClusterLayout::SelfManaged,
         cluster_id: "8f0c2a6e-0000-4000-8000-000000000001".to_string(),
         ..aro_spec("unused")
     };

@@ -146,6 +146,39 @@ fn the_model_crate_depends_on_no_runtime_metrics_library_or_client() {
     );
 }
 
+/// The simulated world is written from the upstreams' conventions, not from
+/// the exporter's reading of them: nothing under `src/sim` names the sources,
+/// the exporter's configuration or anything built on them, so a wire shape or
+/// a layout the world serves is never the code that parses it
+/// (docs/design/01-overview.md §1.3). What it may name: the model (the
+/// hops and budgets the ground truth is stated in), the clock and the TCP
+/// helper. The demo (src/demo.rs) is where the two meet.
+#[test]
+fn the_simulated_world_names_no_source_or_exporter_code() {
+    const WORLD_MAY_NAME: &[&str] = &["sim", "model", "clock", "tcp"];
+    let files = library_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let references = references(&files);
+    let from_world: Vec<&Reference> = references
+        .iter()
+        .filter(|r| r.from.first().is_some_and(|m| m == "sim"))
+        .collect();
+    assert!(
+        from_world
+            .iter()
+            .any(|r| r.to.first().is_some_and(|m| m == "clock")),
+        "no reference from the world to the clock found; is the walk broken?"
+    );
+    let wrong: Vec<String> = from_world
+        .iter()
+        .filter(|r| {
+            r.to.first()
+                .is_some_and(|m| !WORLD_MAY_NAME.contains(&m.as_str()))
+        })
+        .map(|r| format!("src/{} names {}", r.file, r.written))
+        .collect();
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
 /// The checker itself: a planted cycle is found, and paths in comments and
 /// string literals are not references.
 #[test]

@@ -18,7 +18,7 @@ use hcp_flow::clock::Clock;
 use hcp_flow::config::{HttpSourceConfig, MaestroConfig};
 use hcp_flow::metrics::exposition::Format;
 use hcp_flow::model::{Batch, Hop, ModelConfig, Phase, Via};
-use hcp_flow::sim::kube::{KubeClusterSpec, objects_at};
+use hcp_flow::sim::kube::{ClusterLayout, KubeClusterSpec, objects_at};
 use hcp_flow::sources::SourceContext;
 use hcp_flow::sources::kube::mapping::{Facts, Mapper, MapperConfig, ObjRef, ToFacts};
 use hcp_flow::sources::kube::{KubeMode, KubeSourceConfig, WatchKind, objects};
@@ -527,7 +527,7 @@ fn each_manifestwork_is_its_own_object_and_a_deleted_one_goes_alone() {
     let at = created();
     let spec = KubeClusterSpec {
         node_pools: vec![("np-1".into(), 2, None), ("np-2".into(), 2, None)],
-        ..KubeClusterSpec::healthy("c1", KubeMode::Aro, at)
+        ..KubeClusterSpec::healthy("c1", ClusterLayout::Aro, at)
     };
     let now = at + jiff::SignedDuration::from_mins(2);
     let works: Vec<Value> = objects_at(&spec, now)

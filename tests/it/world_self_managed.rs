@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use hcp_flow::demo::GROUND_TRUTH_PATH;
 use hcp_flow::model::{Hop, Phase};
 use hcp_flow::sim::hub::HUB_NAME;
+use hcp_flow::sim::kube::ClusterLayout;
 use hcp_flow::sim::{FaultKind, Truth, WorldKind};
 use hcp_flow::sources::kube::KubeMode;
 use serde_json::Value;
@@ -106,7 +107,7 @@ impl Run {
         self.demo
             .mgmt_clusters
             .iter()
-            .find(|c| c.mode == KubeMode::SelfManaged)
+            .find(|c| c.mode == ClusterLayout::SelfManaged)
             .expect("the world has a hub")
     }
 }

@@ -36,7 +36,8 @@ use tracing::debug;
 
 pub use kubeconfig::write_kubeconfig;
 pub use objects::{
-    KubeClusterFaults, KubeClusterSpec, KubeDeletion, KubeExtras, objects_at, objects_with,
+    ClusterLayout, KubeClusterFaults, KubeClusterSpec, KubeDeletion, KubeExtras, objects_at,
+    objects_with,
 };
 pub use resources::{RESOURCES, ResourceDef};
 use store::{Inner, Store};

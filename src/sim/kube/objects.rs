@@ -6,12 +6,26 @@
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::sources::kube::config::KubeMode;
-
 mod day2;
 
 pub use day2::{KubeAddedPool, KubeExtras, KubePoolRemoval, KubePoolUpgrade, KubeUpgrade};
 use day2::{added_node_pool, day2_hosted_cluster, day2_node_pool};
+
+/// How a world lays a cluster's objects out on its Kubernetes API server, as
+/// each product does (docs/design/11-simulated-world.md §11.7). The world's own
+/// words for it, not the exporter's `ClusterLayout`: the world writes each layout
+/// from the products' conventions, and the exporter's reading of it is what
+/// the tests check, so the two never share the code that decides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterLayout {
+    /// ARO HCP: labels `api.openshift.com/id` and `/name`, namespaces
+    /// `ocm-<env>-<id>`, a ManifestWork per object, the ManagedCluster named
+    /// by the id.
+    Aro,
+    /// A self-managed MCE hub: HostedClusters in namespaces of their own,
+    /// the ManagedCluster named like the HostedCluster, no ManifestWork.
+    SelfManaged,
+}
 
 /// Release every simulated cluster runs.
 pub const SIM_VERSION: &str = "4.20.0";
@@ -135,7 +149,7 @@ pub struct KubeClusterSpec {
     pub name: String,
     /// The `<env>` of `ocm-<env>-<id>` (ARO mode).
     pub env: String,
-    pub mode: KubeMode,
+    pub mode: ClusterLayout,
     pub created_at: Timestamp,
     pub manifestwork_applied_at: Option<Timestamp>,
     pub hosted_cluster_available_at: Option<Timestamp>,
@@ -156,7 +170,11 @@ impl KubeClusterSpec {
     /// Available after 8, ManagedCluster joined after 10 and one `workers`
     /// pool of 2 nodes ready after 14; environment `prod`. The fixture
     /// builder for tests, changed by struct update.
-    pub fn healthy(cluster_id: &str, mode: KubeMode, created_at: Timestamp) -> KubeClusterSpec {
+    pub fn healthy(
+        cluster_id: &str,
+        mode: ClusterLayout,
+        created_at: Timestamp,
+    ) -> KubeClusterSpec {
         let after = |minutes: i64| Some(created_at + SignedDuration::from_mins(minutes));
         KubeClusterSpec {
             cluster_id: cluster_id.to_string(),
@@ -177,8 +195,8 @@ impl KubeClusterSpec {
 
     pub fn hosted_cluster_namespace(&self) -> String {
         match self.mode {
-            KubeMode::Aro => format!("ocm-{}-{}", self.env, self.cluster_id),
-            KubeMode::SelfManaged => self
+            ClusterLayout::Aro => format!("ocm-{}-{}", self.env, self.cluster_id),
+            ClusterLayout::SelfManaged => self
                 .hub
                 .namespace
                 .clone()
@@ -189,8 +207,8 @@ impl KubeClusterSpec {
     /// `spec.platform.type` of the HostedCluster and its NodePools.
     pub fn platform(&self) -> &str {
         match self.mode {
-            KubeMode::Aro => "Azure",
-            KubeMode::SelfManaged => self.hub.platform.as_deref().unwrap_or("Agent"),
+            ClusterLayout::Aro => "Azure",
+            ClusterLayout::SelfManaged => self.hub.platform.as_deref().unwrap_or("Agent"),
         }
     }
 
@@ -236,8 +254,8 @@ impl KubeClusterSpec {
 
     pub fn managed_cluster_name(&self) -> String {
         match self.mode {
-            KubeMode::Aro => self.cluster_id.clone(),
-            KubeMode::SelfManaged => self.name.clone(),
+            ClusterLayout::Aro => self.cluster_id.clone(),
+            ClusterLayout::SelfManaged => self.name.clone(),
         }
     }
 
@@ -260,20 +278,20 @@ impl KubeClusterSpec {
     /// the HostedCluster created (self-managed).
     fn started_at(&self) -> Option<Timestamp> {
         match self.mode {
-            KubeMode::Aro if self.faults.manifestwork_never_applied => None,
-            KubeMode::Aro => self.manifestwork_applied_at,
-            KubeMode::SelfManaged => Some(self.created_at),
+            ClusterLayout::Aro if self.faults.manifestwork_never_applied => None,
+            ClusterLayout::Aro => self.manifestwork_applied_at,
+            ClusterLayout::SelfManaged => Some(self.created_at),
         }
     }
 
     fn aro_labels(&self) -> Value {
         match self.mode {
-            KubeMode::Aro => json!({
+            ClusterLayout::Aro => json!({
                 "api.openshift.com/id": self.cluster_id,
                 "api.openshift.com/name": self.name,
                 "api.openshift.com/environment": self.env,
             }),
-            KubeMode::SelfManaged => json!({}),
+            ClusterLayout::SelfManaged => json!({}),
         }
     }
 }
@@ -364,7 +382,7 @@ pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> V
     // (docs/design/11-simulated-world.md §11.10).
     let x = &x.as_served(now);
     let labels = spec.aro_labels();
-    if spec.mode == KubeMode::Aro {
+    if spec.mode == ClusterLayout::Aro {
         let applied = reached(spec.started_at(), now);
         let added = x.added_pool.as_ref().filter(|a| a.created <= now);
         let works = std::iter::once(None)
@@ -422,8 +440,9 @@ pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> V
         objects.extend(control_plane(spec, x, start, now));
         objects.push(managed_cluster(spec, start, now));
         // The first pool's NodePool never arrives when its work is not applied.
-        let skip =
-            usize::from(spec.mode == KubeMode::Aro && spec.faults.node_pool_work_never_applied);
+        let skip = usize::from(
+            spec.mode == ClusterLayout::Aro && spec.faults.node_pool_work_never_applied,
+        );
         for (i, (pool, desired, _)) in spec.node_pools.iter().enumerate().skip(skip) {
             if x.pool_gone(pool, now) {
                 continue;
@@ -466,7 +485,7 @@ pub fn objects_with(spec: &KubeClusterSpec, x: &KubeExtras, now: Timestamp) -> V
         }
     }
     out.extend(objects);
-    if spec.mode == KubeMode::SelfManaged && spec.platform() == "Agent" {
+    if spec.mode == ClusterLayout::SelfManaged && spec.platform() == "Agent" {
         out.extend(agents(spec, x, start, now));
     }
     out

@@ -16,6 +16,16 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio::task::JoinHandle;
 
+/// The world's layout the exporter's `mode` reads: a test that states one
+/// cluster for both sides names the exporter's mode and lays the world's
+/// objects out to match.
+pub fn layout_of(mode: KubeMode) -> hcp_flow::sim::kube::ClusterLayout {
+    match mode {
+        KubeMode::Aro => hcp_flow::sim::kube::ClusterLayout::Aro,
+        KubeMode::SelfManaged => hcp_flow::sim::kube::ClusterLayout::SelfManaged,
+    }
+}
+
 /// Forwards each batch to the store and remembers its (source, initial, size).
 pub struct Recorder {
     store: Arc<Store>,
