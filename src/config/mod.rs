@@ -12,12 +12,14 @@
 //! bad section does not hide the errors of the others.
 //!
 //! [`Config::load`] lives here because it strings the steps together: the
-//! files below depend on `types` and `error` only, never on each other.
+//! files below depend on `types` (with `slo`, the part of it for targets and
+//! budgets) and `error` only, never on each other.
 
 mod error;
 mod file;
 pub mod kube;
 mod overlay;
+mod slo;
 mod types;
 mod validate;
 mod write;
@@ -29,12 +31,13 @@ pub use error::{ConfigError, FieldError};
 pub use overlay::{
     ClustersServiceOverrides, HttpOverrides, KubeOverrides, Overrides, RpFrontendOverrides,
 };
+pub use slo::{OperationSloConfig, OperationsSloConfig, SloConfig, UpgradeSloConfig};
 pub use types::{
     Auth, ClustersServiceApi, ClustersServiceConfig, Config, HistoryConfig, HttpSourceConfig,
-    KubeMode, KubeSourceConfig, LogFormat, MaestroConfig, MaestroGrpcConfig, OperationSloConfig,
-    OperationsSloConfig, RpFrontendConfig, SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO,
-    SOURCE_RP_FRONTEND, ShardConfig, SloConfig, SourcesConfig, TRACE_ID_PLACEHOLDER, UiConfig,
-    UpgradeSloConfig, default_rp_api_version, defaults, grpc_defaults, shard_of,
+    KubeMode, KubeSourceConfig, LogFormat, MaestroConfig, MaestroGrpcConfig, RpFrontendConfig,
+    SOURCE_CLUSTERS_SERVICE, SOURCE_KUBE, SOURCE_MAESTRO, SOURCE_RP_FRONTEND, ShardConfig,
+    SourcesConfig, TRACE_ID_PLACEHOLDER, UiConfig, default_rp_api_version, defaults, grpc_defaults,
+    shard_of,
 };
 pub use validate::{check_cluster_resource_id, is_guid};
 pub use write::WriteError;

@@ -58,12 +58,20 @@ pub use upstream_ids::{LOG_TRACING_PREFIX, UpstreamId, UpstreamIdOf, log_tracing
 pub use verdict::{Status, Verdict, explain, failed_hop, human, operation_verdict, verdict};
 
 #[cfg(test)]
+mod deadline_tests;
+#[cfg(test)]
 mod edge_tests;
 #[cfg(test)]
 mod operation_tests;
 #[cfg(test)]
+mod pool_service_tests;
+#[cfg(test)]
 mod pool_tests;
 #[cfg(test)]
+mod restart_tests;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod upgrade_service_tests;
 #[cfg(test)]
 mod upgrade_tests;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
-use super::edge_tests::memory_of;
+use super::restart_tests::memory_of;
 use super::testing::{Obs, batch, obs, rp};
 use super::tests::{fleet, t};
 use super::*;
