@@ -507,7 +507,11 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         day2_plan = d;
         fault = f;
     }
-    let lifetime = if fault.is_some() {
+    // A ManagedCluster that never joins is a fault too: its cluster lingers
+    // like the others, so its alert (due the managed_cluster budget after
+    // the creation) fires before the user deletes it. With a healthy
+    // lifetime the deletion came within minutes of the alert's due time.
+    let lifetime = if fault.is_some() || managed_cluster_never_joins_ahead(params, index) {
         FAULTY_LIFETIME_S
     } else {
         LIFETIME_S
@@ -721,6 +725,23 @@ fn other_fault_ahead(params: &FleetParams, index: u64) -> bool {
         rng.random_range(0.0..1.0f64)
     };
     first(MGMT_FAULT_SALT) < 0.06 || (params.churn && first(DELETION_SALT) < DELETION_FAULT_SHARE)
+}
+
+/// Whether the management side's fault will be drawn for this cluster and
+/// kept, as `plan_created` draws it (its stream's first value), before the
+/// draw: the lifetime depends on it. A deletion fault drawn for the same
+/// cluster takes its place (one fault a cluster), and that cluster keeps
+/// the healthy lifetime its deletion fault is timed by.
+fn managed_cluster_never_joins_ahead(params: &FleetParams, index: u64) -> bool {
+    if !params.faults {
+        return false;
+    }
+    let first = |salt: u64| {
+        let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ salt);
+        rng.set_stream(index);
+        rng.random_range(0.0..1.0f64)
+    };
+    first(MGMT_FAULT_SALT) < 0.06 && !(params.churn && first(DELETION_SALT) < DELETION_FAULT_SHARE)
 }
 
 /// The deletion on the management cluster and the deletion's faults, from
