@@ -5,8 +5,10 @@
 //! Thanos evaluates the rules over the instances' union. From the world's
 //! ground truth (`/api/v1/demo/ground-truth`, served by the service side)
 //! each fault whose alert came due while the run watched must raise that
-//! alert once: at some instant a firing series of it for the fault's
-//! cluster (its pool, its operation), and never two at once for one
+//! alert once and on time: at some instant a firing series of it for the
+//! fault's cluster (its pool, its operation), first firing neither before
+//! the fault took effect nor after its due time and a slack, and never two
+//! at once for one
 //! subject (cluster, hop, pool, operation, object). None is a miss; two at
 //! once (one per instance, or one per view of the hop) is a duplicate,
 //! which would notify twice. Across every cluster, faulty or not, no two
@@ -306,6 +308,10 @@ fn parse(v: &Value) -> Option<Timestamp> {
 /// A fault the run judges, from its cluster's last ground-truth record.
 struct Judged {
     fault: String,
+    /// When the fault took effect in the world.
+    fault_at: Timestamp,
+    /// The latest its alert may first fire: due, and [`SLACK`].
+    deadline: Timestamp,
     alert: String,
     per_cluster: bool,
     operation: Option<String>,
@@ -330,6 +336,8 @@ fn judged(
     let alive = last_served >= deadline.checked_sub(SignedDuration::from_secs(2)).ok()?;
     (fault_at >= since && deadline <= end && alive).then(|| Judged {
         fault: item["fault"].as_str().unwrap_or_default().to_string(),
+        fault_at,
+        deadline,
         alert: item["expected_alert"]
             .as_str()
             .unwrap_or_default()
@@ -454,6 +462,24 @@ async fn each_fault_raises_its_alert_once_over_the_split_instances() {
             fired_by.into_iter().collect::<Vec<_>>().join(" + ")
         );
         table.push_str(&row);
+        // On time, as alert_fidelity judges one instance: not before the
+        // fault took effect (a second's rounding), not after its deadline.
+        let first = matching.iter().filter_map(|s| s.at.iter().min()).min();
+        if let Some(&first) = first {
+            let early = j.fault_at.as_second() - 1;
+            let late = j.deadline.as_second();
+            if first < early || first > late {
+                wrong.push(format!(
+                    "{} on {id}: {} first fired at {} ({}), the fault took effect at {} and its alert was due by {}",
+                    j.fault,
+                    j.alert,
+                    Timestamp::from_second(first).unwrap_or(Timestamp::UNIX_EPOCH),
+                    if first < early { "early" } else { "late" },
+                    j.fault_at,
+                    j.deadline
+                ));
+            }
+        }
         if most != 1 {
             let what: Vec<String> = matching
                 .iter()
