@@ -719,12 +719,16 @@ fn other_fault_ahead(params: &FleetParams, index: u64) -> bool {
     if !params.faults {
         return false;
     }
-    let first = |salt: u64| {
-        let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ salt);
-        rng.set_stream(index);
-        rng.random_range(0.0..1.0f64)
-    };
+    let first = |salt| first_draw(params, salt, index);
     first(MGMT_FAULT_SALT) < 0.06 || (params.churn && first(DELETION_SALT) < DELETION_FAULT_SHARE)
+}
+
+/// The first value of cluster `index`'s stream `salt`: what the draw that
+/// stream feeds will see first, read ahead of it.
+fn first_draw(params: &FleetParams, salt: u64, index: u64) -> f64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ salt);
+    rng.set_stream(index);
+    rng.random_range(0.0..1.0f64)
 }
 
 /// Whether the management side's fault will be drawn for this cluster and
@@ -736,11 +740,7 @@ fn managed_cluster_never_joins_ahead(params: &FleetParams, index: u64) -> bool {
     if !params.faults {
         return false;
     }
-    let first = |salt: u64| {
-        let mut rng = ChaCha8Rng::seed_from_u64(params.seed ^ salt);
-        rng.set_stream(index);
-        rng.random_range(0.0..1.0f64)
-    };
+    let first = |salt| first_draw(params, salt, index);
     first(MGMT_FAULT_SALT) < 0.06 && !(params.churn && first(DELETION_SALT) < DELETION_FAULT_SHARE)
 }
 
