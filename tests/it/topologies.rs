@@ -471,9 +471,14 @@ async fn walk(
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    // Let each instance's ticker settle deadlines due at the last instant.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Settle every deadline due at the last instant in every instance now,
+    // as each one's ticker would at its next tick: waiting for the tickers
+    // instead (a wall-clock window) left one instance's deadline unsettled
+    // under load, and its late verdicts one short of another's.
     let end = clock.now();
+    for instance in &instances {
+        instance.store.tick_at(end);
+    }
     let truth = demo.world.truth();
     for tracer in instances.iter().filter_map(|i| i.tracer.clone()) {
         tokio::task::spawn_blocking(move || tracer.flush())

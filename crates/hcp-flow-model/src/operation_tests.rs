@@ -628,3 +628,79 @@ fn every_operation_is_timed_where_read_and_counted_by_its_owner() {
         }
     }
 }
+
+/// The direct end of one creation hop, as (via, counted) per event.
+fn creation_hop_ends(events: &[Event], want: Hop) -> Vec<(Via, bool)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HopEnded {
+                operation: OperationKind::Create,
+                hop,
+                via,
+                counted,
+                ..
+            } if *hop == want => Some((*via, *counted)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One instance reads the RP, Clusters Service, Maestro and the watches:
+/// Clusters Service may report the deletion before the watch delivers the
+/// ManifestWork's readiness. A readiness that came before the deletion began
+/// still times the creation's hop (as a management-only instance, which sees
+/// no deletion at Clusters Service, does); one that came after does not.
+#[test]
+fn a_creation_hop_ready_before_the_deletion_is_timed_whichever_source_is_read_first() {
+    for (ready_since, timed) in [(t(4), true), (t(12), false)] {
+        let mut f = fleet();
+        f.apply(
+            batch(
+                false,
+                t(3),
+                vec![
+                    obs("c1", Hop::ClustersService)
+                        .state("installing", Phase::Progressing)
+                        .created(t(0)),
+                    obs("c1", Hop::Manifestwork)
+                        .via(Via::Maestro)
+                        .state("Available", Phase::Ready)
+                        .since(t(3)),
+                ],
+            ),
+            t(3),
+        );
+        f.apply(
+            batch(
+                false,
+                t(11),
+                vec![
+                    obs("c1", Hop::ClustersService)
+                        .state("uninstalling", Phase::Deleting)
+                        .since(t(10)),
+                ],
+            ),
+            t(11),
+        );
+        assert!(f.get("c1").unwrap().deletion.is_some());
+        let r = f.apply(
+            batch(
+                false,
+                t(13),
+                vec![
+                    obs("c1", Hop::Manifestwork)
+                        .state("Available", Phase::Ready)
+                        .since(ready_since),
+                ],
+            ),
+            t(13),
+        );
+        let want: &[(Via, bool)] = if timed { &[(Via::Direct, true)] } else { &[] };
+        assert_eq!(
+            creation_hop_ends(&r.events, Hop::Manifestwork),
+            want,
+            "ready since {ready_since}"
+        );
+    }
+}

@@ -173,9 +173,18 @@ pub(super) fn refresh_hop(
         Via::Direct => &mut hop_state.ended,
         Via::Maestro => &mut hop_state.ended_via_maestro,
     };
+    // A hop that reached its outcome before the deletion began ends its
+    // creation hop even when the reading comes after the deletion's start:
+    // the RP or Clusters Service may report the deletion before the watch
+    // delivers the ManifestWork's readiness, and which source is read first
+    // must not decide whether the hop is timed (docs/design/08-scopes-and-scale-out.md §8.2).
+    let before_deletion = timeline
+        .deletion
+        .as_ref()
+        .is_none_or(|deletion| hop_state.since.at < deletion.started_at.at);
     if let Some(outcome) = outcome
         && !*ended
-        && timeline.deletion.is_none()
+        && before_deletion
     {
         *ended = true;
         let started = hop_state.started_at.unwrap_or(created_at);
