@@ -7,10 +7,10 @@
 //! A source says an observation is a pool's by naming the pool as the
 //! object of one of these hops: the cluster's own object there has no name.
 
-use super::evaluate::{
-    after, complete_pool_operation, counts_operation, day2_hop_done, end_day2, pool_operation_mut,
-    queue, related_pools,
+use super::day2::{
+    complete_pool_operation, day2_hop_done, end_day2, pool_operation_mut, related_pools,
 };
+use super::evaluate::{after, counts_operation, queue};
 use super::upgrades::{Day2Deadline, UpgradeCheck, evaluate_upgrades};
 use super::*;
 use crate::timeline::provisioned_update;
