@@ -86,6 +86,42 @@ pub(super) fn evaluate_pools(
         .take()
         .map(|b| *b)
         .unwrap_or_default();
+    deadlines.extend(follow_pool_operations(
+        timeline,
+        &mut ops,
+        appeared,
+        (initial, observed_at),
+        config,
+    ));
+    for op in ops.iter_mut().filter(|op| op.in_flight()) {
+        advance_pool_operation(timeline, op, vanished, observed_at, config, events);
+    }
+    // Only the ones in flight, and a pool's failed one while the pool is
+    // still shown (so the JSON, the UI and the trace name where it failed):
+    // an ended one has said all it had to say (its duration, its verdict,
+    // its trace), and keeping the last few of every cluster cost some
+    // 2.6 MB at 10,000 clusters, past the memory target (docs/design/15-operations.md
+    // §15.9).
+    ops.retain(|op| super::keep_day2(timeline, op));
+    if !ops.is_empty() {
+        timeline.day2_operations = Some(Box::new(ops));
+    }
+    timeline.forget_settled_pool_readings();
+    deadlines
+}
+
+/// The pool operations one reading starts or renames: an operation the RP
+/// or Clusters Service began takes the NodePool's name once it shows, a
+/// NodePool that appeared not ready is a creation, one deleting a removal.
+/// Returns the SLO deadlines of those it started or renamed.
+fn follow_pool_operations(
+    timeline: &Timeline,
+    ops: &mut Vec<Operation>,
+    appeared: Option<&str>,
+    (initial, observed_at): (bool, Timestamp),
+    config: &ModelConfig,
+) -> Vec<super::upgrades::Day2Deadline> {
+    let mut deadlines = Vec::new();
     let mut started: Vec<Operation> = Vec::new();
     let follow = |kind: OperationKind, pool: &str, start: TimeMark| {
         let late_at = after(start.at, config.target(kind));
@@ -132,7 +168,7 @@ pub(super) fn evaluate_pools(
             .view
             .created_at
             .map_or(TimeMark::observed(observed_at), TimeMark::upstream);
-        match pool_operation_mut(&mut ops, OperationKind::NodePoolCreate, pool) {
+        match pool_operation_mut(ops, OperationKind::NodePoolCreate, pool) {
             Some(op) => op.reached_at(Hop::NodePool, start),
             None => started.push(follow(OperationKind::NodePoolCreate, pool, start)),
         }
@@ -142,7 +178,7 @@ pub(super) fn evaluate_pools(
             if reading.view.phase != Phase::Deleting {
                 continue;
             }
-            match pool_operation_mut(&mut ops, OperationKind::NodePoolDelete, name) {
+            match pool_operation_mut(ops, OperationKind::NodePoolDelete, name) {
                 Some(op) => op.reached_at(Hop::NodePool, reading.since),
                 None => started.push(follow(OperationKind::NodePoolDelete, name, reading.since)),
             }
@@ -156,88 +192,89 @@ pub(super) fn evaluate_pools(
         });
     }
     ops.extend(started);
-    for op in ops.iter_mut().filter(|op| op.in_flight()) {
-        let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
-        let pool = op.subject.clone().unwrap_or_default();
-        let reading = pool_reading(timeline, &pool);
-        // Gone from every view, or from the direct one while only
-        // Maestro's lagging feedback still shows it.
-        let gone_from = vanished
-            .filter(|(v, gone_via)| {
-                related_pools(v, &pool)
-                    && (reading.is_none()
-                        || (*gone_via == Via::Direct && !pool_read_directly(timeline, &pool)))
-            })
-            .map(|(_, via)| via);
-        let gone_here = gone_from.is_some();
-        // The view the pool was last read in: a pool gone from Maestro's
-        // feedback was never read directly here, and times nothing.
-        let via = match gone_from {
-            Some(via) => via,
-            None if pool_read_directly(timeline, &pool) || reading.is_none() => Via::Direct,
-            None => Via::Maestro,
-        };
-        let version = timeline.identity.version.clone();
-        match (op.kind, reading) {
-            (OperationKind::NodePoolCreate, _) if gone_here => {
-                op.outcome = OperationOutcome::Deleted;
-                op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
-                continue;
-            }
-            (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
-                Phase::Ready => {
-                    let at = r.since.at.max(op.started_at.at);
-                    let hop = Hop::NodePool;
-                    let outcome = Outcome::Succeeded;
-                    day2_hop_done(timeline, op, hop, outcome, at, via, &version, events);
-                }
-                Phase::Failed => {
-                    let at = r.since.at.max(op.started_at.at);
-                    let (hop, outcome) = (Hop::NodePool, Outcome::Failed);
-                    end_day2(
-                        timeline, op, hop, outcome, at, via, counted, &version, config, events,
-                    );
-                    continue;
-                }
-                // Removed before it was ready: the removal is its own
-                // operation, and this one neither late nor failed.
-                Phase::Deleting => {
-                    op.outcome = OperationOutcome::Deleted;
-                    op.ended_at = Some(r.since.at.max(op.started_at.at));
-                    continue;
-                }
-                _ => {}
-            },
-            // Gone from the NodePools.
-            (OperationKind::NodePoolDelete, _) if gone_here => {
-                let at = Stamp::from(observed_at).max(op.started_at.at);
-                let (hop, outcome) = (Hop::NodePool, Outcome::Succeeded);
+    deadlines
+}
+
+/// One pool operation in flight after its cluster's NodePools changed: ended
+/// when its NodePool is ready, failed or gone as the kind says, else
+/// completed once every hop that read the pool is done
+/// ([`complete_pool_operation`]).
+fn advance_pool_operation(
+    timeline: &mut Timeline,
+    op: &mut Operation,
+    vanished: Option<(&str, Via)>,
+    observed_at: Timestamp,
+    config: &ModelConfig,
+    events: &mut Vec<Event>,
+) {
+    let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
+    let pool = op.subject.clone().unwrap_or_default();
+    let reading = pool_reading(timeline, &pool);
+    // Gone from every view, or from the direct one while only
+    // Maestro's lagging feedback still shows it.
+    let gone_from = vanished
+        .filter(|(v, gone_via)| {
+            related_pools(v, &pool)
+                && (reading.is_none()
+                    || (*gone_via == Via::Direct && !pool_read_directly(timeline, &pool)))
+        })
+        .map(|(_, via)| via);
+    let gone_here = gone_from.is_some();
+    // The view the pool was last read in: a pool gone from Maestro's
+    // feedback was never read directly here, and times nothing.
+    let via = match gone_from {
+        Some(via) => via,
+        None if pool_read_directly(timeline, &pool) || reading.is_none() => Via::Direct,
+        None => Via::Maestro,
+    };
+    let version = timeline.identity.version.clone();
+    match (op.kind, reading) {
+        (OperationKind::NodePoolCreate, _) if gone_here => {
+            op.outcome = OperationOutcome::Deleted;
+            op.ended_at = Some(Stamp::from(observed_at).max(op.started_at.at));
+            return;
+        }
+        (OperationKind::NodePoolCreate, Some(r)) => match r.view.phase {
+            Phase::Ready => {
+                let at = r.since.at.max(op.started_at.at);
+                let hop = Hop::NodePool;
+                let outcome = Outcome::Succeeded;
                 day2_hop_done(timeline, op, hop, outcome, at, via, &version, events);
             }
-            (OperationKind::NodePoolDelete, Some(r)) if r.view.phase == Phase::Failed => {
+            Phase::Failed => {
                 let at = r.since.at.max(op.started_at.at);
                 let (hop, outcome) = (Hop::NodePool, Outcome::Failed);
                 end_day2(
                     timeline, op, hop, outcome, at, via, counted, &version, config, events,
                 );
-                continue;
+                return;
+            }
+            // Removed before it was ready: the removal is its own
+            // operation, and this one neither late nor failed.
+            Phase::Deleting => {
+                op.outcome = OperationOutcome::Deleted;
+                op.ended_at = Some(r.since.at.max(op.started_at.at));
+                return;
             }
             _ => {}
+        },
+        // Gone from the NodePools.
+        (OperationKind::NodePoolDelete, _) if gone_here => {
+            let at = Stamp::from(observed_at).max(op.started_at.at);
+            let (hop, outcome) = (Hop::NodePool, Outcome::Succeeded);
+            day2_hop_done(timeline, op, hop, outcome, at, via, &version, events);
         }
-        complete_pool_operation(timeline, op, counted, &version, config, events);
+        (OperationKind::NodePoolDelete, Some(r)) if r.view.phase == Phase::Failed => {
+            let at = r.since.at.max(op.started_at.at);
+            let (hop, outcome) = (Hop::NodePool, Outcome::Failed);
+            end_day2(
+                timeline, op, hop, outcome, at, via, counted, &version, config, events,
+            );
+            return;
+        }
+        _ => {}
     }
-    // Only the ones in flight, and a pool's failed one while the pool is
-    // still shown (so the JSON, the UI and the trace name where it failed):
-    // an ended one has said all it had to say (its duration, its verdict,
-    // its trace), and keeping the last few of every cluster cost some
-    // 2.6 MB at 10,000 clusters, past the memory target (docs/design/15-operations.md
-    // §15.9).
-    ops.retain(|op| super::keep_day2(timeline, op));
-    if !ops.is_empty() {
-        timeline.day2_operations = Some(Box::new(ops));
-    }
-    timeline.forget_settled_pool_readings();
-    deadlines
+    complete_pool_operation(timeline, op, counted, &version, config, events);
 }
 
 /// A pool's creation or removal in flight ends when every hop that read the

@@ -414,62 +414,18 @@ fn evaluate_pool_reading(
                 // failure at its root cause, clusters_service
                 // (docs/design/15b-operations.md §15.11).
             } else if phase == Phase::Failed {
-                let in_flight = pool_operation_mut(&mut ops, delete, name).is_some()
-                    || pool_operation_mut(&mut ops, create, name).is_some();
-                let mut failed_before = false;
-                for op in ops.iter_mut().filter(|op| {
-                    op.outcome == OperationOutcome::Failed
-                        && op.node_pool().is_some_and(|p| related_pools(p, name))
-                }) {
-                    failed_before = true;
-                    // The RP's `Failed` was read first, Clusters Service
-                    // unread then: its `error` is the root cause and names
-                    // the hop (docs/design/15b-operations.md §15.11).
-                    if !in_flight
-                        && hop == Hop::ClustersService
-                        && op.failed_hop == Some(Hop::RpFrontend)
-                    {
-                        op.failed_hop = Some(Hop::ClustersService);
-                    }
-                }
-                if failed_before && !in_flight {
-                    // Another hop reporting the failure already taken.
-                    timeline.day2_operations = Some(Box::new(ops));
-                    return deadlines;
-                }
-                let kind = if pool_operation_mut(&mut ops, delete, name).is_some() {
-                    delete
-                } else {
-                    if pool_operation_mut(&mut ops, create, name).is_none() {
-                        ops.push(follow_new(create, created, &mut deadlines));
-                    }
-                    create
-                };
-                if let Some(op) = pool_operation_mut(&mut ops, kind, name) {
-                    // First seen failed: when the hop got the pool is not
-                    // known, so from the operation's start.
-                    op.reached_at(
-                        hop,
-                        r.view
-                            .created_at
-                            .map_or(TimeMark::observed(observed_at), TimeMark::upstream),
-                    );
-                    let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
-                    let at = at.max(op.started_at.at);
-                    let outcome = Outcome::Failed;
-                    end_day2(
-                        timeline,
-                        op,
-                        hop,
-                        outcome,
-                        at,
-                        Via::Direct,
-                        counted,
-                        &version,
-                        config,
-                        events,
-                    );
-                }
+                let failed = (hop, name, r, created);
+                pool_failed(
+                    timeline,
+                    &mut ops,
+                    failed,
+                    &version,
+                    follow_new,
+                    &mut deadlines,
+                    events,
+                    config,
+                    observed_at,
+                );
             } else if phase == Phase::Ready || provisioned_update(hop, &r.view.state) {
                 // Provisioned: a creation still followed is done here; an
                 // update of a pool provisioned before starts none.
@@ -504,32 +460,114 @@ fn evaluate_pool_reading(
                 ops.push(op);
             }
         }
-        None => {
-            let at = Stamp::from(observed_at);
-            if let Some(op) = pool_operation_mut(&mut ops, delete, name) {
-                op.reached_at(hop, TimeMark::observed(observed_at));
-                let at = at.max(op.started_at.at);
-                let outcome = Outcome::Succeeded;
-                day2_hop_done(
-                    timeline,
-                    op,
-                    hop,
-                    outcome,
-                    at,
-                    Via::Direct,
-                    &version,
-                    events,
-                );
-            }
-            if let Some(op) = pool_operation_mut(&mut ops, create, name)
-                && op.hop(hop).is_some()
-            {
-                // Gone before it was ready: removed, neither late nor failed.
-                op.outcome = OperationOutcome::Deleted;
-                op.ended_at = Some(at.max(op.started_at.at));
-            }
-        }
+        None => pool_gone_at(
+            timeline,
+            &mut ops,
+            (hop, name),
+            &version,
+            observed_at,
+            events,
+        ),
     }
     timeline.day2_operations = (!ops.is_empty()).then(|| Box::new(ops));
     deadlines
+}
+
+/// A hop read the pool failed (the RP's `Failed`, Clusters Service's
+/// `error`) outside an upgrade: the pool's removal or creation in flight
+/// fails there, or a creation is followed to fail at once; a failure
+/// another hop already reported is renamed to its root cause, Clusters
+/// Service (docs/design/15b-operations.md §15.11), and not ended twice.
+#[allow(clippy::too_many_arguments)]
+fn pool_failed(
+    timeline: &mut Timeline,
+    ops: &mut Vec<Operation>,
+    (hop, name, r, created): (Hop, &str, &ObjectState, TimeMark),
+    version: &str,
+    follow_new: impl Fn(OperationKind, TimeMark, &mut Vec<Day2Deadline>) -> Operation,
+    deadlines: &mut Vec<Day2Deadline>,
+    events: &mut Vec<Event>,
+    config: &ModelConfig,
+    observed_at: Timestamp,
+) {
+    let (create, delete) = (OperationKind::NodePoolCreate, OperationKind::NodePoolDelete);
+    let in_flight = pool_operation_mut(ops, delete, name).is_some()
+        || pool_operation_mut(ops, create, name).is_some();
+    let mut failed_before = false;
+    for op in ops.iter_mut().filter(|op| {
+        op.outcome == OperationOutcome::Failed
+            && op.node_pool().is_some_and(|p| related_pools(p, name))
+    }) {
+        failed_before = true;
+        // The RP's `Failed` was read first, Clusters Service
+        // unread then: its `error` is the root cause and names
+        // the hop (docs/design/15b-operations.md §15.11).
+        if !in_flight && hop == Hop::ClustersService && op.failed_hop == Some(Hop::RpFrontend) {
+            op.failed_hop = Some(Hop::ClustersService);
+        }
+    }
+    if failed_before && !in_flight {
+        // Another hop reporting the failure already taken.
+        return;
+    }
+    let kind = if pool_operation_mut(ops, delete, name).is_some() {
+        delete
+    } else {
+        if pool_operation_mut(ops, create, name).is_none() {
+            ops.push(follow_new(create, created, deadlines));
+        }
+        create
+    };
+    if let Some(op) = pool_operation_mut(ops, kind, name) {
+        // First seen failed: when the hop got the pool is not
+        // known, so from the operation's start.
+        op.reached_at(
+            hop,
+            r.view
+                .created_at
+                .map_or(TimeMark::observed(observed_at), TimeMark::upstream),
+        );
+        let counted = counts_operation(config, &timeline.cluster_id, op.uncounted);
+        let at = r.since.at.max(op.started_at.at);
+        let outcome = Outcome::Failed;
+        end_day2(
+            timeline,
+            op,
+            hop,
+            outcome,
+            at,
+            Via::Direct,
+            counted,
+            version,
+            config,
+            events,
+        );
+    }
+}
+
+/// A hop no longer shows the pool: its removal is done there, and a
+/// creation the hop had read ends `deleted` (gone before it was ready).
+fn pool_gone_at(
+    timeline: &mut Timeline,
+    ops: &mut [Operation],
+    (hop, name): (Hop, &str),
+    version: &str,
+    observed_at: Timestamp,
+    events: &mut Vec<Event>,
+) {
+    let (create, delete) = (OperationKind::NodePoolCreate, OperationKind::NodePoolDelete);
+    let at = Stamp::from(observed_at);
+    if let Some(op) = pool_operation_mut(ops, delete, name) {
+        op.reached_at(hop, TimeMark::observed(observed_at));
+        let at = at.max(op.started_at.at);
+        let outcome = Outcome::Succeeded;
+        day2_hop_done(timeline, op, hop, outcome, at, Via::Direct, version, events);
+    }
+    if let Some(op) = pool_operation_mut(ops, create, name)
+        && op.hop(hop).is_some()
+    {
+        // Gone before it was ready: removed, neither late nor failed.
+        op.outcome = OperationOutcome::Deleted;
+        op.ended_at = Some(at.max(op.started_at.at));
+    }
 }
