@@ -103,6 +103,36 @@ impl Run {
             .collect()
     }
 
+    /// Each source's `hcpflow_source_last_success_timestamp_seconds`.
+    async fn last_successes(&self) -> Vec<(String, f64)> {
+        let Ok(response) = self
+            .client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+        else {
+            return Vec::new();
+        };
+        let body = response.text().await.unwrap_or_default();
+        body.lines()
+            .filter_map(|l| l.strip_prefix("hcpflow_source_last_success_timestamp_seconds{"))
+            .filter_map(|rest| {
+                let source = rest.split("source=\"").nth(1)?.split('"').next()?;
+                let value = rest.rsplit(' ').next()?.parse().ok()?;
+                Some((source.to_string(), value))
+            })
+            .collect()
+    }
+
+    /// The HTTP sources this exporter polls (the ARO services, when served).
+    fn http_sources(&self) -> Vec<&'static str> {
+        if self.demo.endpoints.is_some() {
+            vec!["rp_frontend", "clusters_service", "maestro"]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn hub(&self) -> &hcp_flow::sim::mgmt::MgmtCluster {
         self.demo
             .mgmt_clusters
@@ -155,17 +185,21 @@ fn mismatches(
     (out, compared)
 }
 
-/// Compare for up to `window`: a pair wrong in every round is wrong (a lag
-/// of one watch event resolves within a round or two).
+/// Compare for at least `window`, and until each HTTP source of the
+/// exporter has completed two polls since the comparison began (the
+/// exporter's own `hcpflow_source_last_success_timestamp_seconds`): a pair
+/// wrong in every round is wrong. A lag of one watch event resolves within a
+/// round or two; a poller held up by a loaded machine is waited for, not
+/// taken for a wrong reading, up to [`POLLS_AT_MOST`].
 async fn persistent_mismatches(run: &Run, window: Duration, hops: &[Hop]) -> (Vec<String>, usize) {
     let started = Instant::now();
+    let began = now_secs();
+    let mut polls: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut always: Option<BTreeMap<(String, Hop), String>> = None;
-    let mut compared = 0;
-    while started.elapsed() < window {
+    let compared = loop {
         let truth = run.demo.world.truth();
         let exported = run.clusters().await;
-        let (now, n) = mismatches(&exported, &truth, hops);
-        compared = n;
+        let (now, compared) = mismatches(&exported, &truth, hops);
         always = Some(match always {
             None => now,
             Some(before) => now
@@ -174,11 +208,32 @@ async fn persistent_mismatches(run: &Run, window: Duration, hops: &[Hop]) -> (Ve
                 .collect(),
         });
         if always.as_ref().is_some_and(BTreeMap::is_empty) {
-            break;
+            break compared;
+        }
+        for (source, at) in run.last_successes().await {
+            if at > began {
+                polls.entry(source).or_default().insert(at.to_bits());
+            }
+        }
+        let polled_twice = run
+            .http_sources()
+            .iter()
+            .all(|s| polls.get(*s).is_some_and(|p| p.len() >= 2));
+        if (started.elapsed() >= window && polled_twice) || started.elapsed() >= POLLS_AT_MOST {
+            break compared;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    };
     (always.unwrap_or_default().into_values().collect(), compared)
+}
+
+/// How long [`persistent_mismatches`] waits at most for the pollers.
+const POLLS_AT_MOST: Duration = Duration::from_secs(60);
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn condition<'a>(timeline: &'a Value, hop: Hop, kind: &str) -> Option<&'a Value> {
