@@ -147,29 +147,7 @@ impl Exporter {
         let state_metrics = parts.state_store;
         let store = Store::with_registry(
             StoreConfig {
-                model: ModelConfig {
-                    creation_target: config.slo.creation_target,
-                    terminal_hops: config.terminal_hops(),
-                    shard,
-                    hop_budgets: config.slo.hop_budgets,
-                    delete_target: config.slo.operations.delete.target,
-                    delete_budgets: config.slo.operations.delete.delete_budgets(),
-                    node_pool_create_target: config.slo.operations.node_pool_create.target,
-                    node_pool_delete_target: config.slo.operations.node_pool_delete.target,
-                    upgrade_target: config.slo.operations.upgrade.target,
-                    node_pool_upgrade_target: config.slo.operations.node_pool_upgrade.target,
-                    upgrade_budgets: config.slo.operations.upgrade.upgrade_budgets(),
-                    ownership: config.ownership(),
-                    rp_in_scope: config.sources.rp_frontend.is_some(),
-                    self_managed_hubs: config
-                        .sources
-                        .kube
-                        .iter()
-                        .filter(|k| k.mode == crate::config::KubeMode::SelfManaged)
-                        .map(|k| k.mgmt_cluster.clone())
-                        .collect(),
-                    history: config.history.limits(),
-                },
+                model: model_config(config, shard),
                 render: RenderConfig::default(),
                 time_scale,
                 sources: source_names,
@@ -179,26 +157,8 @@ impl Exporter {
         );
         // What the last run observed goes back into the model before any
         // source reads anything (docs/design/03-timeline-model.md §3.8).
-        let mut readings_restored = false;
-        let state = match &config.state_dir {
-            Some(dir) => {
-                let state = StateStore::open(dir, state_metrics).map_err(AppError::StateStore)?;
-                let (memory, restored) = state.load();
-                store.restore(memory);
-                // Maestro's last readings are served at once, before its
-                // first list of minutes (docs/design/03-timeline-model.md §3.10).
-                if config.sources.maestro.is_some() {
-                    readings_restored = restore_readings(&store, &state, SOURCE_MAESTRO);
-                }
-                // What the stream knew of the restored bundles: their
-                // events apply at once, unread (docs/design/03-timeline-model.md §3.10).
-                if let Some(known) = stream_known.as_ref().filter(|_| readings_restored) {
-                    restore_bundle_ids(known, &state, SOURCE_MAESTRO);
-                }
-                Some((Arc::new(state), restored))
-            }
-            None => None,
-        };
+        let (state, readings_restored) =
+            restore_state(config, &store, state_metrics, stream_known.as_ref())?;
         // The first syncs are judged as one load (docs/design/03-timeline-model.md §3.3).
         // Restored readings hold it open until their source has listed
         // again: a verdict is never settled on what was read before the
@@ -585,6 +545,69 @@ fn summary_entries(summary: &str) -> Vec<(String, String)> {
 }
 
 /// Late verdicts are at most 1% of the target (and at most a second) late.
+/// What the last run kept in the state directory, back into the store before
+/// any source reads (docs/design/03-timeline-model.md §3.8, §3.10): the
+/// model's memory, Maestro's last readings and what its stream knew. Returns
+/// the state store with what it restored, and whether Maestro's readings
+/// came back.
+#[allow(clippy::type_complexity)]
+fn restore_state(
+    config: &Config,
+    store: &Arc<Store>,
+    state_metrics: StateStoreMetrics,
+    stream_known: Option<&crate::sources::maestro::KnownBundles>,
+) -> Result<(Option<(Arc<StateStore>, Restored)>, bool), AppError> {
+    let mut readings_restored = false;
+    let state = match &config.state_dir {
+        Some(dir) => {
+            let state = StateStore::open(dir, state_metrics).map_err(AppError::StateStore)?;
+            let (memory, restored) = state.load();
+            store.restore(memory);
+            // Maestro's last readings are served at once, before its
+            // first list of minutes (docs/design/03-timeline-model.md §3.10).
+            if config.sources.maestro.is_some() {
+                readings_restored = restore_readings(store, &state, SOURCE_MAESTRO);
+            }
+            // What the stream knew of the restored bundles: their
+            // events apply at once, unread (docs/design/03-timeline-model.md §3.10).
+            if let Some(known) = stream_known.filter(|_| readings_restored) {
+                restore_bundle_ids(known, &state, SOURCE_MAESTRO);
+            }
+            Some((Arc::new(state), restored))
+        }
+        None => None,
+    };
+    Ok((state, readings_restored))
+}
+
+/// The model's configuration from the exporter's: targets and budgets per
+/// operation, who owns what, the RP in scope, the hubs, the history.
+fn model_config(config: &Config, shard: Option<(u32, u32)>) -> ModelConfig {
+    ModelConfig {
+        creation_target: config.slo.creation_target,
+        terminal_hops: config.terminal_hops(),
+        shard,
+        hop_budgets: config.slo.hop_budgets,
+        delete_target: config.slo.operations.delete.target,
+        delete_budgets: config.slo.operations.delete.delete_budgets(),
+        node_pool_create_target: config.slo.operations.node_pool_create.target,
+        node_pool_delete_target: config.slo.operations.node_pool_delete.target,
+        upgrade_target: config.slo.operations.upgrade.target,
+        node_pool_upgrade_target: config.slo.operations.node_pool_upgrade.target,
+        upgrade_budgets: config.slo.operations.upgrade.upgrade_budgets(),
+        ownership: config.ownership(),
+        rp_in_scope: config.sources.rp_frontend.is_some(),
+        self_managed_hubs: config
+            .sources
+            .kube
+            .iter()
+            .filter(|k| k.mode == crate::config::KubeMode::SelfManaged)
+            .map(|k| k.mgmt_cluster.clone())
+            .collect(),
+        history: config.history.limits(),
+    }
+}
+
 fn tick_interval(target: Duration) -> Duration {
     (target / 100).clamp(Duration::from_millis(50), Duration::from_secs(1))
 }

@@ -397,6 +397,17 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
     if let Some(done) = timeline.completed_at {
         out.sample(&CREATION_COMPLETED, [], &seconds(done));
     }
+    render_operations(timeline, &mut out);
+    for (hop, state) in &timeline.hops {
+        render_hop(*hop, state, config, &mut out);
+    }
+    RenderedCluster::pack(id, out.families)
+}
+
+/// The operations' families of one cluster: each operation in flight, when
+/// it started and where a day-2 one waits, and each failed day-2 operation
+/// the model keeps.
+fn render_operations(timeline: &Timeline, out: &mut Families) {
     if let Some(operation) = timeline.operation_in_flight() {
         let started = match timeline.deletion_in_flight() {
             Some(deletion) => deletion.started_at.at,
@@ -463,95 +474,97 @@ pub fn render_cluster(timeline: &Timeline, config: &RenderConfig) -> RenderedClu
             &seconds(op.ended_at.unwrap_or(op.started_at.at)),
         );
     }
+}
 
-    for (hop, state) in &timeline.hops {
-        let hop_name = hop.as_str();
-        out.sample(
-            &HOP_PHASE,
-            [
-                hop_name,
-                state.phase.as_str(),
-                &state.state,
-                state.via.as_str(),
-            ],
-            "1",
-        );
-        out.sample(&HOP_PHASE_SINCE, [hop_name], &seconds(state.since.at));
-        if *hop == Hop::MaestroBundle
-            && let Some(updated) = state.status_updated_at()
-        {
-            out.sample(&HOP_STATUS_UPDATED, [hop_name], &seconds(updated));
-        }
-        if state.phase == Phase::Failed {
-            let code = state
-                .error()
-                .map(|e| e.code.as_str())
-                .or_else(|| failing_reason(state))
-                .unwrap_or("unknown");
-            out.sample(&HOP_FAILURE_INFO, [hop_name, bounded_code(code)], "1");
-        }
-        if let Some(allowed) = config.conditions.get(hop) {
-            for (object, condition) in state.conditions() {
-                if !allowed.contains(condition.kind.as_str()) {
-                    continue;
-                }
-                let reason = if condition.reason.is_empty()
-                    || config.reasons.contains(condition.reason.as_str())
-                {
-                    condition.reason.as_str()
-                } else {
-                    "other"
-                };
-                // Hops that hold several objects name them, so two
-                // bundles (or works) of one cluster never make two series
-                // of one label set (docs/design/02-hops-and-phases.md §2.5).
-                let (object_label, node_pool) = match hop {
-                    Hop::MaestroBundle | Hop::Manifestwork => (Some(object), None),
-                    Hop::NodePool => (None, Some(object)),
-                    _ => (None, None),
-                };
-                out.sample_some(
-                    &HOP_CONDITION,
-                    [
-                        Some(hop_name),
-                        Some(condition.kind.as_str()),
-                        Some(condition.status.as_str()),
-                        Some(reason),
-                        object_label,
-                        node_pool,
-                    ],
-                    "1",
-                );
-            }
-        }
-        for (pool, replicas) in state.replicas() {
-            for (kind, value) in [
-                ("desired", replicas.desired),
-                ("current", replicas.current),
-                ("ready", replicas.ready),
-            ] {
-                out.sample(&NODE_POOL_REPLICAS, [pool, kind], &value.to_string());
-            }
-        }
-        for (object, o) in state.effective_objects() {
-            let Some(error) = o.view.error.as_ref() else {
+/// One hop's families: its phase and since when, its Maestro status time,
+/// its failure, its allow-listed conditions, its pools' replicas, its
+/// feedback errors and its control-plane pods.
+fn render_hop(hop: Hop, state: &HopTimeline, config: &RenderConfig, out: &mut Families) {
+    let hop_name = hop.as_str();
+    out.sample(
+        &HOP_PHASE,
+        [
+            hop_name,
+            state.phase.as_str(),
+            &state.state,
+            state.via.as_str(),
+        ],
+        "1",
+    );
+    out.sample(&HOP_PHASE_SINCE, [hop_name], &seconds(state.since.at));
+    if hop == Hop::MaestroBundle
+        && let Some(updated) = state.status_updated_at()
+    {
+        out.sample(&HOP_STATUS_UPDATED, [hop_name], &seconds(updated));
+    }
+    if state.phase == Phase::Failed {
+        let code = state
+            .error()
+            .map(|e| e.code.as_str())
+            .or_else(|| failing_reason(state))
+            .unwrap_or("unknown");
+        out.sample(&HOP_FAILURE_INFO, [hop_name, bounded_code(code)], "1");
+    }
+    if let Some(allowed) = config.conditions.get(&hop) {
+        for (object, condition) in state.conditions() {
+            if !allowed.contains(condition.kind.as_str()) {
                 continue;
+            }
+            let reason = if condition.reason.is_empty()
+                || config.reasons.contains(condition.reason.as_str())
+            {
+                condition.reason.as_str()
+            } else {
+                "other"
             };
-            if let Some(feedback) = FeedbackError::from_code(&error.code) {
-                out.sample(
-                    &HOP_FEEDBACK_ERROR,
-                    [hop_name, object, feedback.code()],
-                    "1",
-                );
-            }
-        }
-        if let Some(pods) = state.pods() {
-            for (readiness, value) in [("ready", pods.ready), ("not_ready", pods.not_ready)] {
-                out.sample(&CONTROL_PLANE_PODS, [readiness], &value.to_string());
-            }
+            // Hops that hold several objects name them, so two
+            // bundles (or works) of one cluster never make two series
+            // of one label set (docs/design/02-hops-and-phases.md §2.5).
+            let (object_label, node_pool) = match hop {
+                Hop::MaestroBundle | Hop::Manifestwork => (Some(object), None),
+                Hop::NodePool => (None, Some(object)),
+                _ => (None, None),
+            };
+            out.sample_some(
+                &HOP_CONDITION,
+                [
+                    Some(hop_name),
+                    Some(condition.kind.as_str()),
+                    Some(condition.status.as_str()),
+                    Some(reason),
+                    object_label,
+                    node_pool,
+                ],
+                "1",
+            );
         }
     }
-    RenderedCluster::pack(id, out.families)
+    for (pool, replicas) in state.replicas() {
+        for (kind, value) in [
+            ("desired", replicas.desired),
+            ("current", replicas.current),
+            ("ready", replicas.ready),
+        ] {
+            out.sample(&NODE_POOL_REPLICAS, [pool, kind], &value.to_string());
+        }
+    }
+    for (object, o) in state.effective_objects() {
+        let Some(error) = o.view.error.as_ref() else {
+            continue;
+        };
+        if let Some(feedback) = FeedbackError::from_code(&error.code) {
+            out.sample(
+                &HOP_FEEDBACK_ERROR,
+                [hop_name, object, feedback.code()],
+                "1",
+            );
+        }
+    }
+    if let Some(pods) = state.pods() {
+        for (readiness, value) in [("ready", pods.ready), ("not_ready", pods.not_ready)] {
+            out.sample(&CONTROL_PLANE_PODS, [readiness], &value.to_string());
+        }
+    }
 }
 
 /// The reason of the first condition in a bad state, for hops failed by a

@@ -321,39 +321,7 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
     let target = next_version(d.version);
     let adds = r_add < ADD_SHARE;
     let upgrades = r_upgrade < UPGRADE_SHARE && target.is_some();
-    let mut fault = None;
-    if d.may_fault {
-        if adds && r_pool_fault < POOL_FAULT_SHARE {
-            fault = d.pool_fault;
-        }
-        if fault.is_none() && upgrades {
-            if r_upgrade_fault < UPGRADE_STUCK_SHARE {
-                fault = Some(FaultKind::UpgradeStuckPartial);
-            } else if r_upgrade_fault < UPGRADE_STUCK_SHARE + POOL_UPGRADE_STUCK_SHARE {
-                fault = Some(FaultKind::NodePoolStuckUpdating);
-            }
-        }
-        // Only where no other fault was drawn, from the pool fault's value
-        // past its share: with the flag off every cluster keeps its draw.
-        if fault.is_none()
-            && d.cs_node_pool_error
-            && adds
-            && (POOL_FAULT_SHARE..POOL_FAULT_SHARE + CS_NODE_POOL_ERROR_SHARE)
-                .contains(&r_pool_fault)
-        {
-            fault = Some(FaultKind::CsNodePoolError);
-        }
-        // Likewise from the upgrade fault's value past its shares.
-        let pool_upgrade_faults = UPGRADE_STUCK_SHARE + POOL_UPGRADE_STUCK_SHARE;
-        if fault.is_none()
-            && d.cs_node_pool_error
-            && upgrades
-            && (pool_upgrade_faults..pool_upgrade_faults + CS_POOL_UPGRADE_ERROR_SHARE)
-                .contains(&r_upgrade_fault)
-        {
-            fault = Some(FaultKind::CsNodePoolUpgradeError);
-        }
-    }
+    let fault = day2_fault(d, (adds, upgrades), (r_pool_fault, r_upgrade_fault));
 
     let mut out = Day2::default();
     let cs_failed = fault == Some(FaultKind::CsNodePoolError);
@@ -447,6 +415,51 @@ pub(crate) fn draw(d: &Day2Draw<'_>) -> (Day2, Option<FaultKind>) {
         }
     }
     (out, fault)
+}
+
+/// The day-2 fault a cluster gets, from the draws every cluster makes (so
+/// each keeps its place in the stream): a stuck added pool, a stuck
+/// upgrade or pool upgrade, and, where asked, Clusters Service failing an
+/// added pool or a pool's upgrade in place of no fault.
+fn day2_fault(
+    d: &Day2Draw<'_>,
+    (adds, upgrades): (bool, bool),
+    (r_pool_fault, r_upgrade_fault): (f64, f64),
+) -> Option<FaultKind> {
+    let mut fault = None;
+    if d.may_fault {
+        if adds && r_pool_fault < POOL_FAULT_SHARE {
+            fault = d.pool_fault;
+        }
+        if fault.is_none() && upgrades {
+            if r_upgrade_fault < UPGRADE_STUCK_SHARE {
+                fault = Some(FaultKind::UpgradeStuckPartial);
+            } else if r_upgrade_fault < UPGRADE_STUCK_SHARE + POOL_UPGRADE_STUCK_SHARE {
+                fault = Some(FaultKind::NodePoolStuckUpdating);
+            }
+        }
+        // Only where no other fault was drawn, from the pool fault's value
+        // past its share: with the flag off every cluster keeps its draw.
+        if fault.is_none()
+            && d.cs_node_pool_error
+            && adds
+            && (POOL_FAULT_SHARE..POOL_FAULT_SHARE + CS_NODE_POOL_ERROR_SHARE)
+                .contains(&r_pool_fault)
+        {
+            fault = Some(FaultKind::CsNodePoolError);
+        }
+        // Likewise from the upgrade fault's value past its shares.
+        let pool_upgrade_faults = UPGRADE_STUCK_SHARE + POOL_UPGRADE_STUCK_SHARE;
+        if fault.is_none()
+            && d.cs_node_pool_error
+            && upgrades
+            && (pool_upgrade_faults..pool_upgrade_faults + CS_POOL_UPGRADE_ERROR_SHARE)
+                .contains(&r_upgrade_fault)
+        {
+            fault = Some(FaultKind::CsNodePoolUpgradeError);
+        }
+    }
+    fault
 }
 
 /// A cluster's day-2 operations as a management cluster shows them (both

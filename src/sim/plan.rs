@@ -426,47 +426,12 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             replicas: rng.random_range(2..=3),
         })
         .collect();
-    let mut fault = if params.faults {
+    let fault = if params.faults {
         pick_fault(&mut rng)
     } else {
         None
     };
-    // A seeded burst: every creation in the window fails the same way, the
-    // fleet-level failure an SLO burn-rate alert exists for. No draw is
-    // asked, so the rest of the world is what the seed made it.
-    if params
-        .failure_burst
-        .is_some_and(|(from, to)| (from..to).contains(&created))
-    {
-        fault = Some(FaultKind::ClustersServiceError);
-    }
-    // Its own stream, and asked only when the share is set: the rest of the
-    // world stays what the seed made it.
-    if params.not_handed_over > 0.0 && fault.is_none() {
-        let mut handover = ChaCha8Rng::seed_from_u64(params.seed ^ HANDOVER_SALT);
-        handover.set_stream(index);
-        if handover.random_range(0.0..1.0) < params.not_handed_over {
-            fault = Some(FaultKind::NotHandedOver);
-        }
-    }
-
-    // A completed cluster losing its control plane for a while: its own
-    // stream too, drawn before the lifetime (a faulty cluster lingers).
-    let mut lost_after = None;
-    if params.faults && fault.is_none() {
-        let mut lost = ChaCha8Rng::seed_from_u64(params.seed ^ UNAVAILABLE_SALT);
-        lost.set_stream(index);
-        if lost.random_range(0.0..1.0) < 0.05 {
-            fault = Some(FaultKind::HostedClusterUnavailable);
-            // Lost 5–15 minutes after the RP said Succeeded, back 25–35
-            // minutes later: longer than the hosted_cluster budget (15m),
-            // so its alert fires, and then resolves.
-            lost_after = Some((
-                lost.random_range(5.0 * MINUTE..15.0 * MINUTE),
-                lost.random_range(25.0 * MINUTE..35.0 * MINUTE),
-            ));
-        }
-    }
+    let (mut fault, lost_after) = side_faults(params, index, created, fault);
 
     // Per-hop delays in world seconds (docs/design/11-simulated-world.md §11.3).
     let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
@@ -582,20 +547,127 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         bundles: Vec::new(),
     };
 
-    match fault {
+    creation_fault(
+        &mut p,
+        CreationFaultTimes {
+            cs_error,
+            rp_failed,
+            hc_invalid_image,
+        },
+    );
+
+    // ≈6 % of otherwise healthy clusters; a separate stream keeps every
+    // other draw (and so the service-side world) as it was.
+    if params.faults && p.fault.is_none() {
+        let mut mgmt = ChaCha8Rng::seed_from_u64(params.seed ^ MGMT_FAULT_SALT);
+        mgmt.set_stream(index);
+        p.managed_cluster_never_joins = mgmt.random_range(0.0..1.0) < 0.06;
+    }
+
+    if params.churn {
+        p.delete_requested = Some(delete_requested);
+        p.cs_uninstalling = Some(cs_uninstalling);
+        p.bundle_deleted = Some(bundle_deleted);
+        p.bundle_gone = Some(bundle_gone);
+        p.cs_gone = Some(cs_gone);
+        p.rp_gone = Some(rp_gone);
+        deletion(params, &mut p);
+        // One fault a cluster, the one the ground truth names: a deletion
+        // fault drawn for a cluster whose ManagedCluster never joins takes
+        // its place. Both at once raised HCPManagedClusterNotJoined on a
+        // cluster the truth gave only the deletion's fault.
+        if p.fault.is_some() {
+            p.managed_cluster_never_joins = false;
+        }
+    }
+
+    p.day2 = day2_plan.before(p.delete_requested);
+    if let Some(a) = &p.day2.added {
+        p.pools.push(PoolPlan {
+            short: a.short.clone(),
+            name: format!("{}-{}", p.hc_name, a.short),
+            replicas: i64::from(a.replicas),
+        });
+    }
+    p.bundles = bundles(params, &p, bundle_id);
+    p
+}
+
+/// The faults a cluster gets besides the one its own stream drew, each from a
+/// stream of its own so the rest of the world stays what the seed made it:
+/// a seeded failure burst, a resource the RP never hands over, a control
+/// plane lost for a while after the creation (with when and for how long,
+/// in world seconds).
+fn side_faults(
+    params: &FleetParams,
+    index: u64,
+    created: Ms,
+    mut fault: Option<FaultKind>,
+) -> (Option<FaultKind>, Option<(f64, f64)>) {
+    // A seeded burst: every creation in the window fails the same way, the
+    // fleet-level failure an SLO burn-rate alert exists for. No draw is
+    // asked, so the rest of the world is what the seed made it.
+    if params
+        .failure_burst
+        .is_some_and(|(from, to)| (from..to).contains(&created))
+    {
+        fault = Some(FaultKind::ClustersServiceError);
+    }
+    // Its own stream, and asked only when the share is set: the rest of the
+    // world stays what the seed made it.
+    if params.not_handed_over > 0.0 && fault.is_none() {
+        let mut handover = ChaCha8Rng::seed_from_u64(params.seed ^ HANDOVER_SALT);
+        handover.set_stream(index);
+        if handover.random_range(0.0..1.0) < params.not_handed_over {
+            fault = Some(FaultKind::NotHandedOver);
+        }
+    }
+
+    // A completed cluster losing its control plane for a while: its own
+    // stream too, drawn before the lifetime (a faulty cluster lingers).
+    let mut lost_after = None;
+    if params.faults && fault.is_none() {
+        let mut lost = ChaCha8Rng::seed_from_u64(params.seed ^ UNAVAILABLE_SALT);
+        lost.set_stream(index);
+        if lost.random_range(0.0..1.0) < 0.05 {
+            fault = Some(FaultKind::HostedClusterUnavailable);
+            // Lost 5–15 minutes after the RP said Succeeded, back 25–35
+            // minutes later: longer than the hosted_cluster budget (15m),
+            // so its alert fires, and then resolves.
+            lost_after = Some((
+                lost.random_range(5.0 * MINUTE..15.0 * MINUTE),
+                lost.random_range(25.0 * MINUTE..35.0 * MINUTE),
+            ));
+        }
+    }
+    (fault, lost_after)
+}
+
+/// The times a creation fault needs that a healthy creation draws anyway
+/// (drawn for every cluster, so each keeps its place in the stream).
+struct CreationFaultTimes {
+    cs_error: Ms,
+    rp_failed: Ms,
+    hc_invalid_image: Ms,
+}
+
+/// What a creation's fault takes from its plan: the hops it keeps from
+/// happening, and the failure it adds (docs/design/11-simulated-world.md §11.4).
+fn creation_fault(p: &mut Plan, t: CreationFaultTimes) {
+    match p.fault {
         Some(FaultKind::ClustersServiceError) => {
             // Inflight checks fail: CS gives up, the management side stalls.
-            p.cs_error = Some(cs_error);
-            p.rp_failed = Some(rp_failed);
+            p.cs_error = Some(t.cs_error);
+            p.rp_failed = Some(t.rp_failed);
             p.cs_ready = None;
             p.rp_succeeded = None;
             p.hc_available = None;
             p.hc_completed = None;
             p.np_machines = None;
             p.np_ready = None;
-            p.hc_kas_available = p.hc_kas_available.filter(|t| *t < cs_error);
-            p.hc_etcd_available = p.hc_etcd_available.filter(|t| *t < cs_error);
-            p.hc_infra_ready = p.hc_infra_ready.filter(|t| *t < cs_error);
+            p.hc_kas_available = p.hc_kas_available.filter(|at| *at < t.cs_error);
+            p.hc_etcd_available = p.hc_etcd_available.filter(|at| *at < t.cs_error);
+            p.hc_infra_ready = p.hc_infra_ready.filter(|at| *at < t.cs_error);
         }
         Some(FaultKind::BundleNeverApplied) => {
             // The agent never reports: status stays null, nothing downstream moves.
@@ -617,7 +689,7 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             // of every bundle stays at its first report (see `bundles`).
         }
         Some(FaultKind::HostedClusterDegraded) => {
-            p.hc_invalid_image = Some(hc_invalid_image);
+            p.hc_invalid_image = Some(t.hc_invalid_image);
             p.hc_etcd_available = None;
             p.hc_kas_available = None;
             p.hc_available = None;
@@ -679,42 +751,6 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
             | FaultKind::CsNodePoolUpgradeError,
         ) => {}
     }
-
-    // ≈6 % of otherwise healthy clusters; a separate stream keeps every
-    // other draw (and so the service-side world) as it was.
-    if params.faults && p.fault.is_none() {
-        let mut mgmt = ChaCha8Rng::seed_from_u64(params.seed ^ MGMT_FAULT_SALT);
-        mgmt.set_stream(index);
-        p.managed_cluster_never_joins = mgmt.random_range(0.0..1.0) < 0.06;
-    }
-
-    if params.churn {
-        p.delete_requested = Some(delete_requested);
-        p.cs_uninstalling = Some(cs_uninstalling);
-        p.bundle_deleted = Some(bundle_deleted);
-        p.bundle_gone = Some(bundle_gone);
-        p.cs_gone = Some(cs_gone);
-        p.rp_gone = Some(rp_gone);
-        deletion(params, &mut p);
-        // One fault a cluster, the one the ground truth names: a deletion
-        // fault drawn for a cluster whose ManagedCluster never joins takes
-        // its place. Both at once raised HCPManagedClusterNotJoined on a
-        // cluster the truth gave only the deletion's fault.
-        if p.fault.is_some() {
-            p.managed_cluster_never_joins = false;
-        }
-    }
-
-    p.day2 = day2_plan.before(p.delete_requested);
-    if let Some(a) = &p.day2.added {
-        p.pools.push(PoolPlan {
-            short: a.short.clone(),
-            name: format!("{}-{}", p.hc_name, a.short),
-            replicas: i64::from(a.replicas),
-        });
-    }
-    p.bundles = bundles(params, &p, bundle_id);
-    p
 }
 
 /// Whether the management side's fault or a deletion fault will be drawn

@@ -605,6 +605,29 @@ pub(crate) fn management(
         },
     );
 
+    if let Some(pools) = node_pool_truth(spec, x, now, invalid_image.is_some()) {
+        hops.insert(Hop::NodePool, pools);
+    }
+    hops
+}
+
+/// The `node_pool` hop as a management cluster serves it: the creation's
+/// NodePools (a removed one until it is gone) and one added later, ready
+/// when every live pool is at its desired nodes; `None` without pools.
+fn node_pool_truth(
+    spec: &crate::sim::kube::KubeClusterSpec,
+    x: &crate::sim::kube::KubeExtras,
+    now: Timestamp,
+    invalid_image: bool,
+) -> Option<TruthHop> {
+    use crate::sim::kube::ClusterLayout;
+    let reached = |t: Option<Timestamp>| t.filter(|t| *t <= now);
+    let hop = |phase: Phase, state: &str, ready_at: Option<Timestamp>| TruthHop {
+        phase,
+        state: state.to_string(),
+        ready_at,
+    };
+    let faults = &spec.faults;
     // The first pool's NodePool never reaches the cluster when its work is
     // never applied.
     let skip = usize::from(spec.mode == ClusterLayout::Aro && faults.node_pool_work_never_applied);
@@ -640,21 +663,18 @@ pub(crate) fn management(
         let all_ready = live.iter().all(|(d, ready, _)| ready.is_some() || *d == 0);
         let last_ready = live.iter().filter_map(|(_, ready, _)| *ready).max();
         let state = format!("{ready_nodes}/{desired_nodes}");
-        hops.insert(
-            Hop::NodePool,
-            if invalid_image.is_some() {
-                // The pools share the release: ValidReleaseImage False.
-                hop(Phase::Failed, "ValidReleaseImage=False", None)
-            } else if live.is_empty() {
-                hop(Phase::Deleting, "deleting", None)
-            } else if all_ready {
-                hop(Phase::Ready, &state, last_ready)
-            } else {
-                hop(Phase::Progressing, &state, None)
-            },
-        );
+        return Some(if invalid_image {
+            // The pools share the release: ValidReleaseImage False.
+            hop(Phase::Failed, "ValidReleaseImage=False", None)
+        } else if live.is_empty() {
+            hop(Phase::Deleting, "deleting", None)
+        } else if all_ready {
+            hop(Phase::Ready, &state, last_ready)
+        } else {
+            hop(Phase::Progressing, &state, None)
+        });
     }
-    hops
+    None
 }
 
 #[cfg(test)]

@@ -31,8 +31,9 @@ use hcp_flow::config::Config;
 
 use hcp_flow::metrics::exposition::Format;
 use hcp_flow::model::{
-    Event, EventListener, Fleet, Hop, Phase, Via, provisional_cluster_id, shard_of,
+    Event, EventListener, Fleet, Hop, OperationKind, Phase, Via, provisional_cluster_id, shard_of,
 };
+use hcp_flow::sim::ground::Day2OperationTruth;
 use hcp_flow::sim::{Truth, TruthCluster, WorldConfig};
 use hcp_flow::store::Store;
 use hcp_flow::traces::{CreationTracer, TraceMetrics, TracerOptions};
@@ -95,6 +96,9 @@ struct Ended {
     operations: parking_lot::Mutex<Vec<(String, bool)>>,
     /// `(operation key, hop, via, counted)` of each `HopEnded`.
     hops: parking_lot::Mutex<Vec<(String, Hop, Via, bool)>>,
+    /// `(operation key, verdict)` of each counted `Slo`, to name the
+    /// operations two instances judged apart.
+    verdicts: parking_lot::Mutex<Vec<(String, &'static str)>>,
 }
 
 impl EventListener for Ended {
@@ -124,6 +128,16 @@ impl EventListener for Ended {
                     *hop,
                     *via,
                     *counted,
+                )),
+                Event::Slo {
+                    cluster_id,
+                    operation,
+                    subject,
+                    counted: true,
+                    outcome,
+                } => self.verdicts.lock().push((
+                    operation.key(cluster_id, subject.as_deref()),
+                    outcome.as_str(),
                 )),
                 _ => {}
             }
@@ -353,6 +367,9 @@ struct Run {
     ended: BTreeMap<String, Arc<Ended>>,
     /// The truth at the load and at every step.
     snapshots: Vec<(Timestamp, Truth)>,
+    /// Every day-2 operation the world ran while it was walked, by key, as
+    /// last seen (a cluster deleted since drops out of the world's list).
+    day2: BTreeMap<String, Day2OperationTruth>,
     end: Timestamp,
     target: Duration,
     /// Every cluster id each instance shows at the end, by name.
@@ -447,12 +464,20 @@ async fn walk(
     let loaded_at = clock.now();
 
     let mut snapshots = vec![(loaded_at, demo.world.truth())];
+    let mut day2 = BTreeMap::new();
+    let note_day2 = |day2: &mut BTreeMap<String, Day2OperationTruth>| {
+        for op in demo.world.day2_operations() {
+            day2.insert(day2_key(&op), op);
+        }
+    };
+    note_day2(&mut day2);
 
     for step in 1..=steps {
         clock.advance(STEP);
         let now = clock.now();
         let truth = demo.world.truth();
         snapshots.push((now, truth.clone()));
+        note_day2(&mut day2);
         // Every instance shows this instant's truth before the clock moves on.
         let started = Instant::now();
         loop {
@@ -508,10 +533,135 @@ async fn walk(
             })
             .collect(),
         snapshots,
+        day2,
         end,
         target,
         truth,
     }
+}
+
+/// The management instances' day-2 hop timings against the world's own
+/// ledger (`World::day2_operations`, seen at every step): every operation
+/// the world ended while it was walked is timed at its management hop (the
+/// NodePool; the HostedCluster for an upgrade) by exactly one instance, and
+/// no instance times a day-2 hop the world did not end (a pool created with
+/// its cluster aside: the world's day-2 list leaves those out).
+///
+/// The clock stands still after the last step, so the instances are waited
+/// for until they have read every end (the walk checks each hop's phase,
+/// and the `node_pool` hop's aggregates a cluster's pools, so one pool's
+/// reading may lag). An operation whose cluster began its deletion within a
+/// step of its end may be taken by the deletion instead (separate watches:
+/// the HostedCluster's `deletionTimestamp` may be read before the
+/// NodePool's readiness), and is not required.
+async fn day2_against_the_world(run: &Run, mgmt_clusters: &[String]) {
+    let loaded_at = run.snapshots[0].0;
+    let step = jiff::SignedDuration::try_from(STEP).expect("a short step");
+    // When each cluster was first seen deleting (or gone), from the walk's
+    // snapshots of the truth.
+    let mut deleting_at: BTreeMap<&str, Timestamp> = BTreeMap::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for (at, truth) in &run.snapshots {
+        let here: BTreeSet<&str> = truth
+            .clusters
+            .iter()
+            .map(|c| c.cluster_id.as_str())
+            .collect();
+        for c in &truth.clusters {
+            let deleting = c
+                .management
+                .values()
+                .chain(c.hops.values())
+                .any(|h| h.phase == Phase::Deleting);
+            if deleting {
+                deleting_at.entry(c.cluster_id.as_str()).or_insert(*at);
+            }
+        }
+        for gone in seen.difference(&here) {
+            deleting_at.entry(gone).or_insert(*at);
+        }
+        seen.extend(here);
+    }
+    let management_hop = |kind: &str| {
+        if kind == "upgrade" {
+            Hop::HostedCluster
+        } else {
+            Hop::NodePool
+        }
+    };
+    let mut must = BTreeSet::new();
+    let mut may = BTreeSet::new();
+    for (key, op) in &run.day2 {
+        let Some(ended) = op.ended else { continue };
+        let hop = management_hop(op.operation);
+        // The world dates an end in whole seconds.
+        if ended >= loaded_at - jiff::SignedDuration::from_secs(1) && ended <= run.end {
+            may.insert((key.clone(), hop));
+        }
+        let taken_by_deletion = deleting_at
+            .get(op.cluster_id.as_str())
+            .is_some_and(|d| *d <= ended + step);
+        if ended > loaded_at && ended <= run.end && !taken_by_deletion {
+            must.insert((key.clone(), hop));
+        }
+    }
+    assert!(
+        !must.is_empty(),
+        "the world ended no day-2 operation while walked"
+    );
+    let timed = || {
+        let mut timed: BTreeMap<(String, Hop), usize> = BTreeMap::new();
+        for m in mgmt_clusters {
+            let ended = &run.ended[format!("management/{m}").as_str()];
+            for (key, hop, via, counted) in ended.hops.lock().iter() {
+                let day2 = OperationKind::ALL
+                    .iter()
+                    .filter(|k| k.day2())
+                    .any(|k| key.contains(&format!("/{}/", k.as_str())));
+                // Timed: its duration observed, which a direct reading is.
+                if day2 && *via == Via::Direct && *counted {
+                    *timed.entry((key.clone(), *hop)).or_default() += 1;
+                }
+            }
+        }
+        timed
+    };
+    let started = Instant::now();
+    let timed = loop {
+        let timed = timed();
+        if must.iter().all(|k| timed.contains_key(k)) || started.elapsed() > Duration::from_secs(30)
+        {
+            break timed;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let untimed: Vec<_> = must.iter().filter(|k| !timed.contains_key(*k)).collect();
+    assert!(
+        untimed.is_empty(),
+        "day-2 operations the world ended that no management instance timed: {untimed:?}"
+    );
+    let twice: Vec<_> = timed.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "timed twice across the management instances: {twice:?}"
+    );
+    let unexplained: Vec<_> = timed
+        .keys()
+        .filter(|(key, _)| !key.contains("/node_pool_create/"))
+        .filter(|k| !may.contains(*k))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "management instances timed day-2 hops the world did not end: {unexplained:?}"
+    );
+}
+
+/// The key hcp-flow gives one of the world's day-2 operations
+/// (docs/design/15-operations.md §15.2).
+fn day2_key(op: &Day2OperationTruth) -> String {
+    let kind = OperationKind::parse(op.operation).expect("the world's operations are the model's");
+    let subject = kind.subject(op.node_pool.as_deref(), op.target_version.as_deref());
+    kind.key(&op.cluster_id, subject.as_deref())
 }
 
 async fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
@@ -995,6 +1145,11 @@ async fn every_operation(exact: bool) {
             mgmt_total.hops
         );
     }
+    // Against the world: each day-2 operation the world ended while it was
+    // walked is timed at its management hop (the NodePool, the
+    // HostedCluster) by the management instances, once, and nothing else is.
+    day2_against_the_world(&run, &mgmt_clusters).await;
+
     // Every operation's end and verdict counted once: by its owner.
     // (The split's service side completes a creation through Maestro's
     // feedback, one instance through the watch: their verdicts are each
@@ -1233,10 +1388,21 @@ async fn every_operation(exact: bool) {
         counted(&["rp+maestro".to_string()]),
         "RP + Maestro counts what the RP alone counts"
     );
+    let verdicts = |name: &str| -> BTreeSet<(String, &'static str)> {
+        run.ended[name].verdicts.lock().iter().cloned().collect()
+    };
+    let (rp_verdicts, rp_maestro_verdicts) = (verdicts("rp"), verdicts("rp+maestro"));
     assert_eq!(
         (&rp.operations, &rp.slo),
         (&rp_maestro.operations, &rp_maestro.slo),
-        "operation ends and SLO events, RP alone and RP + Maestro"
+        "operation ends and SLO events, RP alone and RP + Maestro; verdicts only the RP gave: \
+         {:?}; only RP + Maestro: {:?}",
+        rp_verdicts
+            .difference(&rp_maestro_verdicts)
+            .collect::<Vec<_>>(),
+        rp_maestro_verdicts
+            .difference(&rp_verdicts)
+            .collect::<Vec<_>>()
     );
     // What they time of a creation and a deletion is what one instance
     // times at those hops. (Their verdicts are the RP's own, a creation

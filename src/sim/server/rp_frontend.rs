@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::shared::{ApiControl, json_response, param, query_pairs, respond};
-use crate::sim::plan::Plan;
+use crate::sim::plan::{Ms, Plan};
 use crate::sim::pools::{self, ServicePool};
 use crate::sim::wire::{self, RpApiVersion};
 use crate::sim::{Api, World};
@@ -136,40 +136,8 @@ pub(super) async fn rp(
                 None => respond(&world, Api::RpFrontend, 0, not_found(cluster_type)).await,
             };
         }
-        let service_pools = p.service_pools();
-        if let Some(pool) = seg.get(rest + 5) {
-            let found = service_pools
-                .iter()
-                .filter(|sp| sp.short.eq_ignore_ascii_case(pool))
-                .find_map(|sp| pools::rp_node_pool(p, sp, now, v));
-            return match found {
-                Some(body) => respond_pools(&world, 1, json_response(StatusCode::OK, &body)).await,
-                None => {
-                    respond_pools(
-                        &world,
-                        0,
-                        not_found(format!("{cluster_type}/nodePools/{pool}")),
-                    )
-                    .await
-                }
-            };
-        }
-        let listed: Vec<(String, &ServicePool<'_>)> = service_pools
-            .iter()
-            .filter(|sp| p.rp_pool_state(sp, now).is_some())
-            .map(|sp| {
-                (
-                    format!("{}/nodePools/{}", p.resource_id(), sp.short).to_lowercase(),
-                    sp,
-                )
-            })
-            .collect();
-        let body = match list.page(listed, |sp| pools::rp_node_pool(p, sp, now, v)) {
-            Ok(body) => body,
-            Err(r) => return *r,
-        };
-        let n = body["value"].as_array().map_or(0, Vec::len);
-        return respond_pools(&world, n, json_response(StatusCode::OK, &body)).await;
+        let pool = seg.get(rest + 5).copied();
+        return cluster_pools(&world, &ctl, &list, p, pool, (rg, &cluster_type), (now, v)).await;
     }
 
     let listed: Vec<(String, &Arc<Plan>)> = plans
@@ -189,6 +157,57 @@ pub(super) async fn rp(
         json_response(StatusCode::OK, &body),
     )
     .await
+}
+
+/// A cluster's node pools (`…/nodePools[/{pool}]`), within its resource
+/// group, as ARM serves a child resource.
+async fn cluster_pools(
+    world: &World,
+    ctl: &ApiControl,
+    list: &List<'_>,
+    p: &Plan,
+    pool: Option<&str>,
+    (rg, cluster_type): (&str, &str),
+    (now, v): (Ms, RpApiVersion),
+) -> Response {
+    let not_found = |what: String| {
+        let msg = format!("The Resource '{what}' under resource group '{rg}' was not found.");
+        ctl.error(StatusCode::NOT_FOUND, "ResourceNotFound", &msg)
+    };
+    let service_pools = p.service_pools();
+    if let Some(pool) = pool {
+        let found = service_pools
+            .iter()
+            .filter(|sp| sp.short.eq_ignore_ascii_case(pool))
+            .find_map(|sp| pools::rp_node_pool(p, sp, now, v));
+        return match found {
+            Some(body) => respond_pools(world, 1, json_response(StatusCode::OK, &body)).await,
+            None => {
+                respond_pools(
+                    world,
+                    0,
+                    not_found(format!("{cluster_type}/nodePools/{pool}")),
+                )
+                .await
+            }
+        };
+    }
+    let listed: Vec<(String, &ServicePool<'_>)> = service_pools
+        .iter()
+        .filter(|sp| p.rp_pool_state(sp, now).is_some())
+        .map(|sp| {
+            (
+                format!("{}/nodePools/{}", p.resource_id(), sp.short).to_lowercase(),
+                sp,
+            )
+        })
+        .collect();
+    let body = match list.page(listed, |sp| pools::rp_node_pool(p, sp, now, v)) {
+        Ok(body) => body,
+        Err(r) => return *r,
+    };
+    let n = body["value"].as_array().map_or(0, Vec::len);
+    respond_pools(world, n, json_response(StatusCode::OK, &body)).await
 }
 
 fn no_route(ctl: &ApiControl, path: &str) -> Response {
