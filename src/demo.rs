@@ -20,6 +20,8 @@ pub enum DemoError {
     World(#[source] std::io::Error),
     #[error("the simulated management clusters could not start")]
     KubeWorld(#[source] std::io::Error),
+    #[error("the simulated world's threads could not start")]
+    Threads(#[from] crate::background::BackgroundError),
     #[error("the demo kubeconfig could not be written")]
     Kubeconfig(#[source] KubeSimError),
     #[error("the demo configuration file could not be written")]
@@ -64,6 +66,11 @@ pub struct Demo {
     /// `config` as a file `serve` and `diagnose --config` read, beside the
     /// kubeconfig (and removed with it).
     pub config_path: std::path::PathBuf,
+    /// The threads the world serves on, as low in priority as the
+    /// exporter's sources: its upstreams run elsewhere in production, and
+    /// on a shared machine a world on the process's priority starved the
+    /// sources that read it (docs/design/11-simulated-world.md §11.1).
+    _threads: crate::background::Background,
 }
 
 /// Where the demo serves its ground truth, on the exporter's port.
@@ -184,13 +191,20 @@ pub async fn start_world(
     clock: SimClock,
 ) -> Result<Demo, DemoError> {
     let world = World::new(world, clock);
+    let threads = crate::background::Background::start()?;
     // The ARO HCP services exist only in a world with ARO; a self-managed
-    // hub is read through its Kubernetes API alone.
-    let endpoints = match world.config().kind.aro() {
-        true => Some(world.serve().await.map_err(DemoError::World)?),
-        false => None,
-    };
-    let mgmt_clusters = world.serve_kube().await.map_err(DemoError::KubeWorld)?;
+    // hub is read through its Kubernetes API alone. Their servers are
+    // spawned on the world's threads.
+    let serving = world.clone();
+    let started = on_threads(&threads, async move {
+        let endpoints = match serving.config().kind.aro() {
+            true => Some(serving.serve().await.map_err(DemoError::World)?),
+            false => None,
+        };
+        let mgmt_clusters = serving.serve_kube().await.map_err(DemoError::KubeWorld)?;
+        Ok::<_, DemoError>((endpoints, mgmt_clusters))
+    });
+    let (endpoints, mgmt_clusters) = started.await?;
     let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;
     let mut config = match &endpoints {
         Some(endpoints) => demo_config(settings, &world, endpoints),
@@ -214,7 +228,18 @@ pub async fn start_world(
         kubeconfig,
         config,
         config_path,
+        _threads: threads,
     })
+}
+
+/// Run `task` on `threads` and wait for what it returns.
+async fn on_threads<T: Send + 'static>(
+    threads: &crate::background::Background,
+    task: impl std::future::Future<Output = Result<T, DemoError>> + Send + 'static,
+) -> Result<T, DemoError> {
+    let stopped = || DemoError::World(std::io::Error::other("the world's threads stopped"));
+    let handle = threads.handle().ok_or_else(stopped)?;
+    handle.spawn(task).await.map_err(|_| stopped())?
 }
 
 /// One kube source per management cluster of the world, through its context

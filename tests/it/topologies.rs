@@ -1392,11 +1392,38 @@ async fn every_operation(exact: bool) {
         run.ended[name].verdicts.lock().iter().cloned().collect()
     };
     let (rp_verdicts, rp_maestro_verdicts) = (verdicts("rp"), verdicts("rp+maestro"));
+    // What each of the two holds of an operation they judged apart.
+    let held = |key: &str| -> String {
+        let cluster = key.rsplit_once('/').map_or(key, |(c, _)| c);
+        ["rp", "rp+maestro"]
+            .iter()
+            .map(|name| {
+                let seen = run.stores[*name].with_timeline(cluster, |t| {
+                    format!(
+                        "deletion {:?}, rp_frontend {:?}",
+                        t.deletion
+                            .as_deref()
+                            .map(|d| (d.started_at, d.slo, d.ended_at)),
+                        t.hop(Hop::RpFrontend).map(|h| (h.phase, h.since, &h.state)),
+                    )
+                });
+                format!(
+                    "{name}: {}",
+                    seen.unwrap_or_else(|| "no timeline".to_string())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let apart: Vec<String> = rp_verdicts
+        .symmetric_difference(&rp_maestro_verdicts)
+        .map(|(key, _)| format!("{key}: {}", held(key)))
+        .collect();
     assert_eq!(
         (&rp.operations, &rp.slo),
         (&rp_maestro.operations, &rp_maestro.slo),
         "operation ends and SLO events, RP alone and RP + Maestro; verdicts only the RP gave: \
-         {:?}; only RP + Maestro: {:?}",
+         {:?}; only RP + Maestro: {:?}; held at the end: {apart:?}",
         rp_verdicts
             .difference(&rp_maestro_verdicts)
             .collect::<Vec<_>>(),

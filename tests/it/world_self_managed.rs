@@ -668,16 +668,33 @@ async fn both_worlds_are_served_through_one_exporter() {
         assert_eq!(t["mgmt_cluster"], HUB_NAME);
         assert!(t["hops"].get("rp_frontend").is_none());
     }
-    let with_rp = aro
-        .iter()
-        .filter(settled)
-        .filter(|c| {
-            exported
-                .get(&c.cluster_id)
-                .is_some_and(|t| t["hops"].get("rp_frontend").is_some())
-        })
-        .count();
-    let settled_aro = aro.iter().filter(settled).count();
+    // ARO clusters carry their RP hop once Clusters Service joined them:
+    // waited for (both pollers, on a machine shared with the run's other
+    // tests), each round against the world as it is then.
+    let rp_joined = |truth: &hcp_flow::sim::Truth, exported: &BTreeMap<String, Value>| {
+        let settled: Vec<&hcp_flow::sim::TruthCluster> = truth
+            .clusters
+            .iter()
+            .filter(|c| c.mgmt_cluster != HUB_NAME)
+            .filter(|c| c.created_at < truth.at - jiff::SignedDuration::from_secs(3))
+            .collect();
+        let with_rp = settled
+            .iter()
+            .filter(|c| {
+                exported
+                    .get(&c.cluster_id)
+                    .is_some_and(|t| t["hops"].get("rp_frontend").is_some())
+            })
+            .count();
+        (with_rp, settled.len())
+    };
+    let waited = Instant::now();
+    let (mut with_rp, mut settled_aro) = rp_joined(&truth, &exported);
+    while with_rp + 1 < settled_aro && waited.elapsed() < POLLS_AT_MOST {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let truth = world.truth();
+        (with_rp, settled_aro) = rp_joined(&truth, &run.clusters().await);
+    }
     assert!(
         with_rp + 1 >= settled_aro,
         "{with_rp} of {settled_aro} ARO clusters exported with their RP hop"
