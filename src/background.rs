@@ -17,6 +17,21 @@ pub const NICENESS: i32 = 10;
 /// The name of every background thread (`top -H`, `ps -L` show it).
 pub const THREAD_NAME: &str = "hcp-flow-bg";
 
+/// How much lower the background threads started from now on run; the
+/// process's default is [`NICENESS`].
+static NICENESS_NOW: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(NICENESS);
+
+/// Run the background threads started from now on `niceness` levels lower
+/// than the process (0: at its priority). For a process whose other
+/// threads are not the exporter's own servers: the integration tests run
+/// simulated upstreams, Prometheus and other tests beside each exporter on
+/// two cores, where a background ten levels down got about a tenth of a
+/// busy core and fell behind the world it reads; they run everything at one
+/// priority instead (docs/development.md).
+pub fn set_niceness(niceness: i32) {
+    NICENESS_NOW.store(niceness.clamp(0, 19), std::sync::atomic::Ordering::Relaxed);
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("cannot start the background threads")]
 pub struct BackgroundError(#[source] std::io::Error);
@@ -68,17 +83,22 @@ impl Drop for Background {
     }
 }
 
-/// Lower the calling thread's priority by [`NICENESS`]. On Linux a thread's
+/// Lower the calling thread's priority (by [`NICENESS`] unless
+/// [`set_niceness`] said otherwise). On Linux a thread's
 /// niceness is its own (setpriority on a thread id). A refusal (a sandbox
 /// without the syscall) leaves the thread as it was: the exporter is then
 /// only slower to answer under load, never wrong.
 fn lower_this_threads_priority() {
+    let niceness = NICENESS_NOW.load(std::sync::atomic::Ordering::Relaxed);
+    if niceness == 0 {
+        return;
+    }
     #[cfg(target_os = "linux")]
     {
         use rustix::process::{getpriority_process, setpriority_process};
         let tid = rustix::thread::gettid();
         let result = getpriority_process(Some(tid))
-            .and_then(|now| setpriority_process(Some(tid), (now + NICENESS).min(19)));
+            .and_then(|now| setpriority_process(Some(tid), (now + niceness).min(19)));
         if let Err(error) = result {
             tracing::debug!(%error, "background thread keeps the process's priority");
         }

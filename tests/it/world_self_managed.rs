@@ -126,15 +126,6 @@ impl Run {
             .collect()
     }
 
-    /// The HTTP sources this exporter polls (the ARO services, when served).
-    fn http_sources(&self) -> Vec<&'static str> {
-        if self.demo.endpoints.is_some() {
-            vec!["rp_frontend", "clusters_service", "maestro"]
-        } else {
-            Vec::new()
-        }
-    }
-
     fn hub(&self) -> &hcp_flow::sim::mgmt::MgmtCluster {
         self.demo
             .mgmt_clusters
@@ -187,15 +178,23 @@ fn mismatches(
     (out, compared)
 }
 
-/// Compare for at least `window`, and until each HTTP source of the
-/// exporter has completed two polls since the comparison began (the
-/// exporter's own `hcpflow_source_last_success_timestamp_seconds`): a pair
+/// Compare for at least `window`, and until each source of the exporter has
+/// succeeded twice since the comparison began (a poll, or a watch's event or
+/// bookmark; the exporter's own `hcpflow_source_last_success_timestamp_seconds`): a pair
 /// wrong in every round is wrong. A lag of one watch event resolves within a
 /// round or two; a poller held up by a loaded machine is waited for, not
 /// taken for a wrong reading, up to [`POLLS_AT_MOST`].
 async fn persistent_mismatches(run: &Run, window: Duration, hops: &[Hop]) -> (Vec<String>, usize) {
     let started = Instant::now();
     let began = now_secs();
+    // Every source the exporter reports: the HTTP pollers, and the watches
+    // (whose last success is their last event or bookmark).
+    let sources: BTreeSet<String> = run
+        .last_successes()
+        .await
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
     let mut polls: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut always: Option<BTreeMap<(String, Hop), String>> = None;
     let compared = loop {
@@ -217,10 +216,9 @@ async fn persistent_mismatches(run: &Run, window: Duration, hops: &[Hop]) -> (Ve
                 polls.entry(source).or_default().insert(at.to_bits());
             }
         }
-        let polled_twice = run
-            .http_sources()
+        let polled_twice = sources
             .iter()
-            .all(|s| polls.get(*s).is_some_and(|p| p.len() >= 2));
+            .all(|s| polls.get(s).is_some_and(|p| p.len() >= 2));
         if (started.elapsed() >= window && polled_twice) || started.elapsed() >= POLLS_AT_MOST {
             break compared;
         }
@@ -565,7 +563,8 @@ async fn the_self_managed_hub_is_read_hop_by_hop_with_its_faults() {
     // flight), not compared with an `exported` read many assertions ago.
     let mut missing = Vec::new();
     let mut truth = Value::Null;
-    for _attempt in 0..40 {
+    // Up to a minute: a bound, not a window (the loop ends once they agree).
+    for _attempt in 0..240 {
         let exported = run.clusters().await;
         truth = run.get(GROUND_TRUTH_PATH).await;
         let in_truth: BTreeSet<&str> = truth["items"]

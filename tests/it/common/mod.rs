@@ -31,5 +31,9 @@ pub fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // Worlds, exporters and other tests share two cores here: every
+        // thread at one priority, so no exporter falls behind the world it
+        // reads (docs/development.md).
+        hcp_flow::background::set_niceness(0);
     });
 }
