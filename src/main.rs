@@ -11,8 +11,21 @@ use hcp_flow::config::LogFormat;
 #[cfg(feature = "sim")]
 use hcp_flow::demo::{DemoSettings, Role, SplitInstance, Topology, start_demo_world};
 
+/// How many nice levels the exporter's background threads run below its
+/// servers, when not the default (docs/deploy.md).
+const NICENESS_VAR: &str = "HCPFLOW_BACKGROUND_NICENESS";
+
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse_checked();
+    if let Ok(value) = std::env::var(NICENESS_VAR) {
+        let niceness: i32 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (0..=19).contains(n))
+            .with_context(|| format!("{NICENESS_VAR}={value:?}: a number from 0 to 19"))?;
+        hcp_flow::background::set_niceness(niceness);
+    }
     // reqwest is built with rustls and no default provider; kube uses ring too.
     let _ = rustls::crypto::ring::default_provider().install_default();
 

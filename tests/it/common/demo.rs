@@ -54,6 +54,8 @@ pub fn spawn(args: &[&str], log: &str) -> (DemoProcess, mpsc::Receiver<String>) 
         .arg("demo")
         .args(args)
         .env("RUST_LOG", log)
+        // Every thread at one priority, as in this process (common::init).
+        .env("HCPFLOW_BACKGROUND_NICENESS", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
