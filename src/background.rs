@@ -61,6 +61,15 @@ impl Background {
         self.runtime.as_ref().map(Runtime::handle)
     }
 
+    /// Run `task` on these threads (servers it spawns stay on them) and wait
+    /// for what it returns; `None` when the threads stopped first.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        task: impl Future<Output = T> + Send + 'static,
+    ) -> Option<T> {
+        self.handle()?.spawn(task).await.ok()
+    }
+
     /// Run `task` on the background threads.
     pub fn spawn<F>(&self, task: F) -> JoinHandle<()>
     where

@@ -196,7 +196,7 @@ pub async fn start_world(
     // hub is read through its Kubernetes API alone. Their servers are
     // spawned on the world's threads.
     let serving = world.clone();
-    let started = on_threads(&threads, async move {
+    let started = threads.run(async move {
         let endpoints = match serving.config().kind.aro() {
             true => Some(serving.serve().await.map_err(DemoError::World)?),
             false => None,
@@ -204,7 +204,9 @@ pub async fn start_world(
         let mgmt_clusters = serving.serve_kube().await.map_err(DemoError::KubeWorld)?;
         Ok::<_, DemoError>((endpoints, mgmt_clusters))
     });
-    let (endpoints, mgmt_clusters) = started.await?;
+    let (endpoints, mgmt_clusters) = started
+        .await
+        .ok_or_else(|| DemoError::World(std::io::Error::other("the world's threads stopped")))??;
     let kubeconfig = DemoKubeconfig::write(&mgmt_clusters)?;
     let mut config = match &endpoints {
         Some(endpoints) => demo_config(settings, &world, endpoints),
@@ -230,16 +232,6 @@ pub async fn start_world(
         config_path,
         _threads: threads,
     })
-}
-
-/// Run `task` on `threads` and wait for what it returns.
-async fn on_threads<T: Send + 'static>(
-    threads: &crate::background::Background,
-    task: impl std::future::Future<Output = Result<T, DemoError>> + Send + 'static,
-) -> Result<T, DemoError> {
-    let stopped = || DemoError::World(std::io::Error::other("the world's threads stopped"));
-    let handle = threads.handle().ok_or_else(stopped)?;
-    handle.spawn(task).await.map_err(|_| stopped())?
 }
 
 /// One kube source per management cluster of the world, through its context

@@ -27,13 +27,10 @@ pub(super) async fn on_threads<T: Send + 'static>(
     threads: &crate::background::Background,
     task: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Result<T, BenchError> {
-    let handle = threads
-        .handle()
-        .ok_or_else(|| BenchError::World(std::io::Error::other("upstream threads stopped")))?;
-    handle
-        .spawn(task)
+    threads
+        .run(task)
         .await
-        .map_err(|e| BenchError::World(std::io::Error::other(e.to_string())))
+        .ok_or_else(|| BenchError::World(std::io::Error::other("upstream threads stopped")))
 }
 
 /// The exporter as a child process, killed when dropped.

@@ -186,7 +186,7 @@ fn mismatches(
 /// taken for a wrong reading, up to [`POLLS_AT_MOST`].
 async fn persistent_mismatches(run: &Run, window: Duration, hops: &[Hop]) -> (Vec<String>, usize) {
     let started = Instant::now();
-    let began = now_secs();
+    let began = crate::common::procs::now_secs();
     // Every source the exporter reports: the HTTP pollers, and the watches
     // (whose last success is their last event or bookmark).
     let sources: BTreeSet<String> = run
@@ -229,12 +229,6 @@ async fn persistent_mismatches(run: &Run, window: Duration, hops: &[Hop]) -> (Ve
 
 /// How long [`persistent_mismatches`] waits at most for the pollers.
 const POLLS_AT_MOST: Duration = Duration::from_secs(60);
-
-fn now_secs() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
 
 fn condition<'a>(timeline: &'a Value, hop: Hop, kind: &str) -> Option<&'a Value> {
     timeline["hops"][hop.as_str()]["conditions"]
