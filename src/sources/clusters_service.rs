@@ -224,10 +224,7 @@ impl ClustersServiceSource {
         let initial = !self.synced;
         let mut out = Vec::new();
         let mut unknown = Vec::new();
-        let failure = match self
-            .read(kind, initial, observed_at, &mut out, &mut unknown)
-            .await
-        {
+        let failure = match self.read(kind, initial, &mut out, &mut unknown).await {
             Ok(shards_ok) => {
                 if kind == PollKind::Full {
                     self.synced = true;
@@ -243,14 +240,13 @@ impl ClustersServiceSource {
                     http::deliver(
                         &self.ctx,
                         initial,
-                        observed_at,
                         std::mem::take(&mut out),
                         &std::mem::take(&mut unknown),
                     );
                 }
                 self.read_pools(true, &mut out, &mut unknown).await;
                 if !out.is_empty() || !unknown.is_empty() {
-                    http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+                    http::deliver(&self.ctx, initial, out, &unknown);
                 }
                 self.last_poll_began = Some(observed_at);
                 (!shards_ok).then(|| "a search of clusters in flight failed".to_string())
@@ -303,7 +299,6 @@ impl ClustersServiceSource {
         &mut self,
         kind: PollKind,
         initial: bool,
-        observed_at: jiff::Timestamp,
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) -> Result<bool, SourceError> {
@@ -313,12 +308,7 @@ impl ClustersServiceSource {
         let reads = match kind {
             PollKind::Full => {
                 let seen = self
-                    .list_pages(
-                        None,
-                        (initial, observed_at),
-                        &mut shard_reads,
-                        &mut shards_ok,
-                    )
+                    .list_pages(None, initial, &mut shard_reads, &mut shards_ok)
                     .await?;
                 let mut missing: Vec<String> = self
                     .tracker
@@ -395,8 +385,7 @@ impl ClustersServiceSource {
             // Every settled cluster: nearly the fleet, so page by page too.
             PollKind::Slow => {
                 let search = settled_search();
-                let delivery = (false, observed_at);
-                self.list_pages(Some(&search), delivery, &mut shard_reads, &mut shards_ok)
+                self.list_pages(Some(&search), false, &mut shard_reads, &mut shards_ok)
                     .await?;
                 Vec::new()
             }
@@ -422,7 +411,7 @@ impl ClustersServiceSource {
     async fn list_pages(
         &mut self,
         search: Option<&str>,
-        (initial, observed_at): (bool, jiff::Timestamp),
+        initial: bool,
         shard_reads: &mut usize,
         shards_ok: &mut bool,
     ) -> Result<HashSet<String>, SourceError> {
@@ -448,13 +437,7 @@ impl ClustersServiceSource {
             *shards_ok &= self
                 .take_in(reads, send_all, shard_reads, &mut out, &mut unknown)
                 .await;
-            http::deliver(
-                &self.ctx,
-                initial && !out.is_empty(),
-                observed_at,
-                out,
-                &unknown,
-            );
+            http::deliver(&self.ctx, initial && !out.is_empty(), out, &unknown);
         }
         Ok(seen)
     }
@@ -565,12 +548,11 @@ impl Polled for ClustersServiceSource {
     /// pool's move reaches the model a second after it, not a fast poll
     /// later (docs/design/15b-operations.md §15.11).
     async fn between_polls(&mut self) {
-        let observed_at = self.ctx.clock.now();
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         self.read_pools(false, &mut out, &mut unknown).await;
         if !out.is_empty() || !unknown.is_empty() {
-            http::deliver(&self.ctx, !self.synced, observed_at, out, &unknown);
+            http::deliver(&self.ctx, !self.synced, out, &unknown);
         }
     }
 }

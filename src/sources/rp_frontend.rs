@@ -412,7 +412,6 @@ impl RpFrontendSource {
     }
 
     async fn poll_targets_inner(&mut self, all: bool) -> bool {
-        let observed_at = self.ctx.clock.now();
         let now = Instant::now();
         let initial = !self.targets.iter().all(|t| t.schedule.succeeded_once());
         let mut out = Vec::new();
@@ -428,10 +427,7 @@ impl RpFrontendSource {
             let send_all = all || self.targets[i].schedule.relist_due(&self.cadence, now);
             let result = match &kind {
                 TargetKind::Subscription(sub) => {
-                    let delivery = PageDelivery {
-                        initial,
-                        observed_at,
-                    };
+                    let delivery = PageDelivery { initial };
                     let listed = self
                         .read_subscription(sub, send_all, delivery, &mut out)
                         .await;
@@ -463,7 +459,7 @@ impl RpFrontendSource {
         // Pages already went out as they were read; an empty batch after
         // them would say nothing.
         if !out.is_empty() || !unknown.is_empty() || !delivered {
-            http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+            http::deliver(&self.ctx, initial, out, &unknown);
         }
         // Up only when every subscription's last read succeeded.
         let all_ok = self.targets.iter().all(|t| !t.schedule.failing());
@@ -547,7 +543,6 @@ impl RpFrontendSource {
             http::deliver(
                 &self.ctx,
                 delivery.initial && !out.is_empty(),
-                delivery.observed_at,
                 out,
                 &unknown,
             );
@@ -630,13 +625,12 @@ impl RpFrontendSource {
     /// (a pool's move reaches the model a second after it, not a poll
     /// later), those not settled, and (`rotate`) the rotation's turn.
     async fn read_pools_between(&mut self, rotate: bool) {
-        let observed_at = self.ctx.clock.now();
         let initial = !self.targets.iter().all(|t| t.schedule.succeeded_once());
         let mut out = Vec::new();
         let mut unknown = Vec::new();
         self.read_pools(rotate, &mut out, &mut unknown).await;
         if !out.is_empty() || !unknown.is_empty() {
-            http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+            http::deliver(&self.ctx, initial, out, &unknown);
         }
     }
 
@@ -742,7 +736,6 @@ impl RpFrontendSource {
 #[derive(Clone, Copy)]
 struct PageDelivery {
     initial: bool,
-    observed_at: jiff::Timestamp,
 }
 
 /// What listing one subscription came to.

@@ -191,6 +191,60 @@ async fn rp_list_follows_next_link_and_relists_remove_vanished() {
     assert!(matches!(&gone[0].0, ClusterKey::ArmResourceId(id) if id.ends_with("/c")));
 }
 
+/// A poll reads its targets one after another; a state an upstream reached
+/// while the poll was under way is dated when it was read, never at the
+/// poll's start, before it existed (docs/design/03-timeline-model.md §3.2).
+/// Two instances reading one RP on different schedules then agree on when a
+/// deletion began to within their polls, instead of one dating it at a poll
+/// that began before the deletion did.
+#[tokio::test]
+async fn a_state_read_late_in_a_poll_is_dated_when_read_not_when_the_poll_began() {
+    const LATER_SUB: &str = "0B6C5A3E-4F4B-4E9F-9B41-3E1C8E7E2D10";
+    let mut h = harness("rp_frontend");
+    let t0: jiff::Timestamp = "2026-06-10T23:00:00Z".parse().unwrap();
+    let clock = hcp_flow::clock::Clock::manual(t0);
+    h.ctx.clock = clock.clone();
+    let upstream_clock = clock.clone();
+    let mock = Mock::start(move |req| {
+        if req.path.contains(LATER_SUB) {
+            // The second subscription is read 30 s into the poll, after
+            // its cluster began deleting.
+            upstream_clock.advance(Duration::from_secs(30));
+            let mut deleting = arm_cluster("late", "Deleting");
+            deleting["id"] = json!(format!(
+                "/subscriptions/{LATER_SUB}/resourceGroups/rg-1/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/late"
+            ));
+            (200, json!({"value": [deleting]}).to_string())
+        } else if req.path.ends_with("/hcpOpenShiftClusters") {
+            (200, json!({"value": [arm_cluster("early", "Succeeded")]}).to_string())
+        } else {
+            (404, "{}".into())
+        }
+    })
+    .await;
+    let mut config = rp_config(&mock.base);
+    config.subscriptions.push(LATER_SUB.into());
+    let mut rp = RpFrontendSource::new(config, h.ctx.clone()).unwrap();
+    assert!(rp.poll_all().await);
+    let batches = h.sink.take();
+    let dated = |name: &str| {
+        batches
+            .iter()
+            .find(|b| {
+                b.observations.iter().any(|o| {
+                    matches!(&o.key, ClusterKey::ArmResourceId(id) if id.ends_with(&format!("/{name}")))
+                })
+            })
+            .map(|b| b.observed_at)
+    };
+    assert_eq!(dated("early"), Some(t0), "read at the poll's start");
+    assert_eq!(
+        dated("late"),
+        Some(t0 + jiff::SignedDuration::from_secs(30)),
+        "read 30 s into the poll: dated then, not at the poll's start"
+    );
+}
+
 #[tokio::test]
 async fn rp_refuses_a_next_link_to_another_origin() {
     let h = harness("rp_frontend");

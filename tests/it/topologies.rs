@@ -341,8 +341,15 @@ fn expected(run: &Run, view: Expect, completion: Completion) -> Counts {
 
 fn mismatches(instance: &Instance, truth: &Truth) -> Vec<String> {
     let mut wrong = Vec::new();
+    let mut expected_ids = BTreeSet::new();
     for cluster in &truth.clusters {
-        for (id, hop, phase) in (instance.expect)(cluster) {
+        let want = (instance.expect)(cluster);
+        if !want.is_empty() {
+            // Either id of a cluster it must show: the join may move it.
+            expected_ids.insert(cluster.cluster_id.clone());
+            expected_ids.insert(provisional_cluster_id(&cluster.resource_id));
+        }
+        for (id, hop, phase) in want {
             let got = instance
                 .store
                 .with_timeline(&id, |t| t.phase(hop))
@@ -353,6 +360,20 @@ fn mismatches(instance: &Instance, truth: &Truth) -> Vec<String> {
                     instance.name
                 ));
             }
+        }
+    }
+    // What vanished from the world has vanished from the instance too (its
+    // deletion ended): an instance that reads an absence one step after
+    // another would end that deletion one step later, and judge it apart.
+    let shown: Vec<String> = instance
+        .store
+        .with_timelines(|t| t.map(|t| t.cluster_id.clone()).collect());
+    for id in shown {
+        if !expected_ids.contains(&id) {
+            wrong.push(format!(
+                "{}: {id} gone from the truth, still shown",
+                instance.name
+            ));
         }
     }
     wrong
@@ -653,6 +674,177 @@ async fn day2_against_the_world(run: &Run, mgmt_clusters: &[String]) {
     assert!(
         unexplained.is_empty(),
         "management instances timed day-2 hops the world did not end: {unexplained:?}"
+    );
+}
+
+/// The management instances' creation and deletion hop timings against the
+/// world, step by step (the walk's snapshots of the truth):
+/// - a management hop of a creation (`manifestwork`, `hosted_cluster`,
+///   `control_plane`, `managed_cluster`) that first became ready while the
+///   world was walked, before its cluster's creation ended and its deletion
+///   began, is timed by exactly one management instance (its cluster's);
+/// - a management hop whose object left the world while its cluster was
+///   deleting (a deletion that began after the load) is timed under the
+///   deletion by exactly one;
+/// - nothing else is: no creation hop that did not first become ready or
+///   fail, and no deletion hop whose object did not go, within the walk.
+///
+/// Its histograms say the same: each instance's
+/// `hcpflow_hop_duration_seconds_count` for a creation or deletion hop is
+/// the number of those hops it timed.
+async fn creation_and_deletion_against_the_world(run: &Run, mgmt_clusters: &[String]) {
+    const CREATION_HOPS: [Hop; 5] = [
+        Hop::Manifestwork,
+        Hop::HostedCluster,
+        Hop::ControlPlane,
+        Hop::ManagedCluster,
+        Hop::NodePool,
+    ];
+    let loaded_at = run.snapshots[0].0;
+    let deleting = |c: &TruthCluster| {
+        c.management
+            .values()
+            .chain(c.hops.values())
+            .any(|h| h.phase == Phase::Deleting)
+    };
+    // (key, hop) that must be timed, and that may be.
+    let mut must: BTreeSet<(String, Hop)> = BTreeSet::new();
+    let mut may: BTreeSet<(String, Hop)> = BTreeSet::new();
+    // When each cluster was first seen deleting, and whether its creation
+    // had ended (completed or failed) by then.
+    let mut deleting_at: BTreeMap<String, Timestamp> = BTreeMap::new();
+    let mut ended_at: BTreeMap<String, Timestamp> = BTreeMap::new();
+    for (at, truth) in &run.snapshots {
+        for c in &truth.clusters {
+            if deleting(c) {
+                deleting_at.entry(c.cluster_id.clone()).or_insert(*at);
+            }
+            if c.completed_at.is_some() || c.failed {
+                ended_at.entry(c.cluster_id.clone()).or_insert(*at);
+            }
+        }
+    }
+    for pair in run.snapshots.windows(2) {
+        let ((_, before), (at, now)) = (&pair[0], &pair[1]);
+        for was in &before.clusters {
+            if was.management.is_empty() {
+                continue;
+            }
+            let is = now.cluster(&was.cluster_id);
+            let deletion_key = format!("{}/delete", was.cluster_id);
+            // Deletion: a management object that went while deleting.
+            for hop in was.management.keys() {
+                let gone = is.is_none_or(|c| !c.management.contains_key(hop));
+                if !gone {
+                    continue;
+                }
+                let began = deleting_at.get(&was.cluster_id);
+                if began.is_some_and(|b| b <= at) {
+                    may.insert((deletion_key.clone(), *hop));
+                    if began.is_some_and(|b| *b > loaded_at) && *hop != Hop::NodePool {
+                        must.insert((deletion_key.clone(), *hop));
+                    }
+                }
+            }
+        }
+        // Creation: a hop that first became ready (its object may have come
+        // and become ready within one step), or failed.
+        for is in &now.clusters {
+            let was = before.cluster(&is.cluster_id);
+            for hop in CREATION_HOPS {
+                let Some(new) = is.management.get(&hop) else {
+                    continue;
+                };
+                let old = was.and_then(|c| c.management.get(&hop));
+                let first_ready =
+                    old.is_none_or(|o| o.ready_at.is_none()) && new.ready_at.is_some();
+                let failed =
+                    old.is_none_or(|o| o.phase != Phase::Failed) && new.phase == Phase::Failed;
+                // An object that appeared within the step may have been
+                // ready and lost it again before the step's end (a work
+                // whose status the agent drops): the world's truth keeps
+                // only what it serves at each step, the watch saw it all.
+                let appeared = old.is_none();
+                if !(first_ready || failed || appeared) {
+                    continue;
+                }
+                may.insert((is.cluster_id.clone(), hop));
+                let before_deletion = deleting_at.get(&is.cluster_id).is_none_or(|d| d > at);
+                let in_creation = ended_at.get(&is.cluster_id).is_none_or(|e| e >= at);
+                if first_ready && before_deletion && in_creation {
+                    must.insert((is.cluster_id.clone(), hop));
+                }
+            }
+        }
+    }
+    assert!(
+        must.iter().any(|(k, _)| !k.ends_with("/delete"))
+            && must.iter().any(|(k, _)| k.ends_with("/delete")),
+        "the world ended no creation or no deletion hop on the management side while walked: {must:?}"
+    );
+    let creation_or_deletion = |key: &str| !key.contains('/') || key.ends_with("/delete");
+    let timed = |name: &str| -> BTreeMap<(String, Hop), usize> {
+        let mut timed = BTreeMap::new();
+        for (key, hop, via, counted) in run.ended[name].hops.lock().iter() {
+            if creation_or_deletion(key) && *via == Via::Direct && *counted {
+                *timed.entry((key.clone(), *hop)).or_default() += 1;
+            }
+        }
+        timed
+    };
+    let names: Vec<String> = mgmt_clusters
+        .iter()
+        .map(|m| format!("management/{m}"))
+        .collect();
+    let mut all: BTreeMap<(String, Hop), usize> = BTreeMap::new();
+    for name in &names {
+        let mine = timed(name);
+        // The histogram counts what the events say was timed.
+        let mut by_row: BTreeMap<(String, Hop), f64> = BTreeMap::new();
+        for ((key, hop), n) in &mine {
+            let operation = if key.ends_with("/delete") {
+                "delete"
+            } else {
+                "create"
+            };
+            *by_row.entry((operation.to_string(), *hop)).or_default() += *n as f64;
+        }
+        let histogram: BTreeMap<(String, Hop), f64> = observed(&run.stores[name.as_str()])
+            .hops
+            .iter()
+            .filter(|(k, _)| k[0] == "create" || k[0] == "delete")
+            .fold(BTreeMap::new(), |mut rows, (k, v)| {
+                let hop = Hop::ALL
+                    .into_iter()
+                    .find(|h| h.to_string() == k[1])
+                    .expect("a hop label names a hop");
+                *rows.entry((k[0].clone(), hop)).or_default() += v;
+                rows
+            });
+        assert_eq!(
+            histogram, by_row,
+            "{name}: hcpflow_hop_duration_seconds_count against the hops it timed"
+        );
+        for (k, n) in mine {
+            *all.entry(k).or_default() += n;
+        }
+    }
+    let untimed: Vec<_> = must.iter().filter(|k| !all.contains_key(*k)).collect();
+    assert!(
+        untimed.is_empty(),
+        "creation or deletion hops the world ended on the management side that no management \
+         instance timed: {untimed:?}"
+    );
+    let twice: Vec<_> = all.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "timed more than once across the management instances: {twice:?}"
+    );
+    let unexplained: Vec<_> = all.keys().filter(|k| !may.contains(*k)).collect();
+    assert!(
+        unexplained.is_empty(),
+        "management instances timed creation or deletion hops the world did not end: \
+         {unexplained:?}"
     );
 }
 
@@ -1149,6 +1341,7 @@ async fn every_operation(exact: bool) {
     // walked is timed at its management hop (the NodePool, the
     // HostedCluster) by the management instances, once, and nothing else is.
     day2_against_the_world(&run, &mgmt_clusters).await;
+    creation_and_deletion_against_the_world(&run, &mgmt_clusters).await;
 
     // Every operation's end and verdict counted once: by its owner.
     // (The split's service side completes a creation through Maestro's

@@ -3,8 +3,6 @@
 
 use std::collections::HashMap;
 
-use jiff::Timestamp;
-
 use crate::model::{Batch, Change, ClusterKey, Hop, Observation, Via};
 use crate::sources::{Parsed, SourceContext, UnknownValue};
 
@@ -405,10 +403,15 @@ impl MassDeletionGuard {
 
 /// Count unknown values and deliver a batch. An empty batch is still sent
 /// when `initial`, so the model knows the source completed its first sync.
+///
+/// The batch is stamped now, when its readings are in hand, not when the
+/// poll that read them began: a poll of many pages or targets, or one
+/// retried, may read a state the upstream reached after the poll began,
+/// and a stamp from the poll's start would date that state before it
+/// existed (docs/design/03-timeline-model.md §3.2).
 pub fn deliver(
     ctx: &SourceContext,
     initial: bool,
-    observed_at: Timestamp,
     observations: Vec<Observation>,
     unknown: &[UnknownValue],
 ) {
@@ -419,7 +422,7 @@ pub fn deliver(
     ctx.sink.apply(Batch {
         source: ctx.name.clone(),
         initial,
-        observed_at,
+        observed_at: ctx.clock.now(),
         observations,
     });
 }

@@ -185,14 +185,12 @@ impl MaestroSource {
     fn deliver_so_far(
         &self,
         initial: bool,
-        observed_at: Timestamp,
         out: &mut Vec<Observation>,
         unknown: &mut Vec<UnknownValue>,
     ) {
         http::deliver(
             &self.ctx,
             initial,
-            observed_at,
             std::mem::take(out),
             &std::mem::take(unknown),
         );
@@ -303,7 +301,6 @@ impl MaestroSource {
     /// list's. An event older than what a list showed since is skipped.
     /// Malformed events are counted and skipped (docs/design/09b-reading-the-upstreams.md §9.10).
     pub async fn apply_events(&mut self, events: Vec<CloudEvent>) {
-        let observed_at = self.ctx.clock.now();
         let mode = UpdateMode {
             send_all: false,
             partial: false,
@@ -359,7 +356,7 @@ impl MaestroSource {
         {
             self.read_unread_into(mode, &mut out, &mut unknown).await;
         }
-        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+        http::deliver(&self.ctx, false, out, &unknown);
     }
 
     /// When the bundles the stream said were deleted are to be forgotten:
@@ -372,10 +369,9 @@ impl MaestroSource {
     /// Forget the bundles the stream said were deleted, and deliver that
     /// what they showed is gone.
     pub fn forget_deleted(&mut self) {
-        let observed_at = self.ctx.clock.now();
         let mut out = Vec::new();
         self.forget_deleted_into(&mut out);
-        http::deliver(&self.ctx, false, observed_at, out, &[]);
+        http::deliver(&self.ctx, false, out, &[]);
     }
 
     fn forget_deleted_into(&mut self, out: &mut Vec<Observation>) {
@@ -398,14 +394,13 @@ impl MaestroSource {
     /// Read the bundles heard but never listed, by id, in one request per
     /// 50, and deliver what they show.
     pub async fn read_unread(&mut self) {
-        let observed_at = self.ctx.clock.now();
         let mode = UpdateMode {
             send_all: false,
             partial: false,
         };
         let (mut out, mut unknown) = (Vec::new(), Vec::new());
         self.read_unread_into(mode, &mut out, &mut unknown).await;
-        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+        http::deliver(&self.ctx, false, out, &unknown);
     }
 
     async fn read_unread_into(

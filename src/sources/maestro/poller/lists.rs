@@ -35,7 +35,7 @@ impl MaestroSource {
                     // bundles change faster than Maestro lists them, a pass
                     // grows with every round, and one that delivered at its
                     // end showed nothing new at all (docs/design/09-reading-the-upstreams.md §9.5).
-                    self.deliver_so_far(false, observed_at, &mut out, &mut unknown);
+                    self.deliver_so_far(false, &mut out, &mut unknown);
                 }
                 Ok(None) => break Ok(()),
                 Err(err) => break Err(err),
@@ -67,7 +67,7 @@ impl MaestroSource {
                 next_incremental_wait(self.cfg.http.fast_poll_interval, self.incremental_takes),
             );
         }
-        http::deliver(&self.ctx, false, observed_at, out, &unknown);
+        http::deliver(&self.ctx, false, out, &unknown);
         listed.map(|()| seen)
     }
 
@@ -125,7 +125,7 @@ impl MaestroSource {
                     // initial (silent) batches, and what a page says
                     // reaches the model before the pass below reads newer
                     // states of the same bundles.
-                    self.deliver_so_far(initial, observed_at, &mut out, &mut unknown);
+                    self.deliver_so_far(initial, &mut out, &mut unknown);
                 }
                 Ok(None) => break,
                 Err(err) => return Err(err),
@@ -187,7 +187,7 @@ impl MaestroSource {
             // since the readings were written is read once more, so every
             // change of the downtime shows (a 20,000-cluster restart kept
             // one bundle's downtime change until the next relist).
-            self.deliver_so_far(initial, observed_at, &mut out, &mut unknown);
+            self.deliver_so_far(initial, &mut out, &mut unknown);
             // A failed read leaves them to the next relist: the list itself
             // succeeded, and listing again at fleet scale costs far more.
             if let Err(err) = self
@@ -205,7 +205,7 @@ impl MaestroSource {
             self.known.retain(|id| tracker.contains(id));
         }
         self.synced = true;
-        http::deliver(&self.ctx, initial, observed_at, out, &unknown);
+        http::deliver(&self.ctx, initial, out, &unknown);
         self.last_poll_began = Some(
             self.last_poll_began
                 .map_or(observed_at, |b| b.max(observed_at)),
