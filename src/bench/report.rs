@@ -97,7 +97,7 @@ fn shard_table(run: &ShardFigures) -> String {
     let Some(whole) = run.instances.first() else {
         return String::new();
     };
-    let mut out = format!(
+    let out = format!(
         "## What each shard costs ({} shards and one unsharded instance side by side against one simulated world, {} clusters, {}, realistic upstream latency)
 
 ",
@@ -105,32 +105,41 @@ fn shard_table(run: &ShardFigures) -> String {
         run.clusters,
         mode_heading(run.mode)
     );
-    out.push_str("| figure |");
-    for i in &run.instances {
-        match i.shard {
-            None => out.push_str(" unsharded |"),
-            Some(s) => out.push_str(&format!(
-                " shard {s} of {} (`--shard {s} --total-shards {}`) |",
-                run.shards, run.shards
-            )),
-        }
-    }
-    out.push_str(
+    let mut table = Columns::new(out, &run.instances, |i| match i.shard {
+        None => "unsharded".to_string(),
+        Some(s) => format!(
+            "shard {s} of {} (`--shard {s} --total-shards {}`)",
+            run.shards, run.shards
+        ),
+    });
+    shard_rows(&mut table, run, whole);
+    let mut out = table.finish();
+    out.push_str(&sum_check(run, whole));
+    out.push_str(&format!(
         "
-|---|",
-    );
-    out.push_str(&"---|".repeat(run.instances.len()));
-    out.push('\n');
-    let mut row = |name: &str, cell: &dyn Fn(&InstanceFigures) -> String| {
-        out.push_str(&format!("| {name} |"));
-        for i in &run.instances {
-            out.push_str(&format!(" {} |", cell(i)));
+Every instance is scraped back to back in a round, every {} s; requests are counted between the first round after every instance was ready and the last one, {:.0} s later (three fast-poll cycles, `--maestro-watch` at most), before any instance's first full relist ({} after its first list ended){}. A round's check compares the clusters each instance tracks; the world churns, so instances that polled at different moments may differ for a round, and a few more rounds are taken until one adds up.
+
+",
+        super::shards::ROUND_EVERY.as_secs(),
+        run.window.unwrap_or_default().as_secs_f64(),
+        interval(run.full_relist),
+        match run.window {
+            Some(_) => String::new(),
+            None => ": no window this time, so no requests".to_string(),
         }
-        out.push('\n');
-    };
-    row(
+    ));
+    out
+}
+
+/// The figures of each shard beside the unsharded instance's.
+fn shard_rows(
+    table: &mut Columns<'_, InstanceFigures>,
+    run: &ShardFigures,
+    whole: &InstanceFigures,
+) {
+    table.row(
         "clusters tracked (first round after every instance was ready)",
-        &|i| {
+        |i| {
             with_ratio(
                 i.tracked.to_string(),
                 i.tracked as f64,
@@ -139,20 +148,20 @@ fn shard_table(run: &ShardFigures) -> String {
             )
         },
     );
-    row("time to /readyz (all started together; noisy)", &|i| {
+    table.row("time to /readyz (all started together; noisy)", |i| {
         format!("{:.1} s", i.time_to_ready.as_secs_f64())
     });
     let rss = |b: Option<u64>, of: Option<u64>, shard: bool| match (b, of) {
         (Some(b), Some(of)) => with_ratio(rss_text(Some(b)), b as f64, of as f64, shard),
         _ => rss_text(b),
     };
-    row("resident memory at /readyz", &|i| {
+    table.row("resident memory at /readyz", |i| {
         rss(i.rss_at_ready, whole.rss_at_ready, i.shard.is_some())
     });
-    row("resident memory after the scrapes", &|i| {
+    table.row("resident memory after the scrapes", |i| {
         rss(i.rss, whole.rss, i.shard.is_some())
     });
-    row("series", &|i| {
+    table.row("series", |i| {
         with_ratio(
             i.series.to_string(),
             i.series as f64,
@@ -160,10 +169,10 @@ fn shard_table(run: &ShardFigures) -> String {
             i.shard.is_some(),
         )
     });
-    row("series budget (without `cluster_id`: fleet-level)", &|i| {
+    table.row("series budget (without `cluster_id`: fleet-level)", |i| {
         series_budget(i.series, i.fleet_series, i.tracked)
     });
-    row("bytes", &|i| {
+    table.row("bytes", |i| {
         with_ratio(
             format!("{} ({:.1} MiB)", i.bytes, i.bytes as f64 / 1048576.0),
             i.bytes as f64,
@@ -186,20 +195,20 @@ fn shard_table(run: &ShardFigures) -> String {
                 .map(|(_, v)| *v)
         };
         let whole_rate = of(whole);
-        row(
+        table.row(
             &format!(
                 "upstream requests per fast-poll cycle ({}), `{source}`, same window for all",
                 interval(run.cycle)
             ),
-            &|i| match (of(i), whole_rate) {
+            |i| match (of(i), whole_rate) {
                 (Some(v), Some(w)) => with_ratio(format!("{v:.1}"), v, w, i.shard.is_some()),
                 (v, _) => optional(v, 1),
             },
         );
     }
-    row(
+    table.row(
         "scrape over HTTP p50 / p99 / max (noisy: instances share the cores)",
-        &|i| {
+        |i| {
             format!(
                 "{:.1} / {:.1} / {:.1} ms ({} scrapes)",
                 ms(i.scrape.p50),
@@ -209,7 +218,12 @@ fn shard_table(run: &ShardFigures) -> String {
             )
         },
     );
-    row("CPUs", &|_| run.pinning.clone());
+    table.row("CPUs", |_| run.pinning.clone());
+}
+
+/// Whether the shards' clusters added up to the unsharded instance's.
+fn sum_check(run: &ShardFigures, whole: &InstanceFigures) -> String {
+    let mut out = String::new();
     let shards = run.instances.iter().filter(|i| i.shard.is_some());
     let sum: usize = shards.map(|i| i.tracked).sum();
     out.push_str(&format!(
@@ -241,19 +255,6 @@ fn shard_table(run: &ShardFigures) -> String {
             )
         }
     });
-    out.push_str(&format!(
-        "
-Every instance is scraped back to back in a round, every {} s; requests are counted between the first round after every instance was ready and the last one, {:.0} s later (three fast-poll cycles, `--maestro-watch` at most), before any instance's first full relist ({} after its first list ended){}. A round's check compares the clusters each instance tracks; the world churns, so instances that polled at different moments may differ for a round, and a few more rounds are taken until one adds up.
-
-",
-        super::shards::ROUND_EVERY.as_secs(),
-        run.window.unwrap_or_default().as_secs_f64(),
-        interval(run.full_relist),
-        match run.window {
-            Some(_) => String::new(),
-            None => ": no window this time, so no requests".to_string(),
-        }
-    ));
     out
 }
 
@@ -285,28 +286,33 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
              one after the other on this machine.\n\n",
         );
     }
-    out.push_str("| figure |");
-    for run in runs {
-        out.push_str(&format!(" {} |", mode_heading(run.mode)));
-    }
-    out.push_str("\n|---|");
-    out.push_str(&"---|".repeat(runs.len()));
-    out.push('\n');
-    let mut row = |name: &str, cell: &dyn Fn(&EndToEndFigures) -> String| {
-        out.push_str(&format!("| {name} |"));
-        for run in runs {
-            out.push_str(&format!(" {} |", cell(run)));
-        }
-        out.push('\n');
-    };
-    row("shard", &|r| match r.shards {
+    let mut table = Columns::new(out, runs, |r| mode_heading(r.mode).to_string());
+    run_rows(&mut table);
+    request_rows(&mut table, first);
+    scrape_rows(&mut table);
+    let mut out = table.finish();
+    out.push_str(&format!(
+        "\nRequests are counted from the first scrape after /readyz to the last scrape of the \
+         Maestro watch that ended before any source's first full relist could begin ({} after \
+         its first list ended): no relist is in them. With the stream, Maestro is asked nothing \
+         between relists but to read by id the bundles first heard on the stream (one request \
+         per batch of them, docs/design/09b-reading-the-upstreams.md §9.10).\n",
+        interval(first.full_relist)
+    ));
+    out
+}
+
+/// What each end-to-end run was: its shard, how it read Maestro, how soon
+/// it was ready and how soon a bundle's change showed.
+fn run_rows(table: &mut Columns<'_, EndToEndFigures>) {
+    table.row("shard", |r| match r.shards {
         1 => format!("the whole fleet: {} clusters tracked", r.tracked),
         n => format!(
             "0 of {n} (`--shard 0 --total-shards {n}`): {} clusters tracked",
             r.tracked
         ),
     });
-    row("Maestro read by", &|r| match r.mode {
+    table.row("Maestro read by", |r| match r.mode {
         MaestroMode::Rest => format!(
             "REST: incremental poll every {}, full relist every {}",
             interval(r.cycle),
@@ -317,12 +323,12 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             interval(r.full_relist)
         ),
     });
-    row("time to /readyz (first full sync of every source)", &|r| {
+    table.row("time to /readyz (first full sync of every source)", |r| {
         format!("{:.1} s", r.time_to_ready.as_secs_f64())
     });
-    row(
+    table.row(
         "Maestro bundle Available → shown in /metrics p50 / p99 / max",
-        &|r| match r.maestro_to_metrics.samples {
+        |r| match r.maestro_to_metrics.samples {
             0 => format!(
                 "no bundle turned Available while watched ({} not shown)",
                 r.maestro_not_shown
@@ -336,22 +342,27 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             ),
         },
     );
-    row(
+    table.row(
         "Maestro REST requests per minute once ready (no relist in the window)",
-        &|r| match (r.requests.maestro_per_minute, r.requests.window) {
+        |r| match (r.requests.maestro_per_minute, r.requests.window) {
             (Some(per_minute), Some(window)) => {
                 format!("{per_minute:.1} (over {:.0} s)", window.as_secs_f64())
             }
             _ => "n/a (no scrape between /readyz and the first relist)".to_string(),
         },
     );
-    row("bundles Maestro answered per minute, same window", &|r| {
+    table.row("bundles Maestro answered per minute, same window", |r| {
         optional(r.requests.maestro_bundles_served_per_minute, 0)
     });
-    row(
+    table.row(
         "bundles the world created per minute, same window (followed clusters)",
-        &|r| optional(r.requests.bundles_created_per_minute, 1),
+        |r| optional(r.requests.bundles_created_per_minute, 1),
     );
+}
+
+/// What each run asked of the upstreams, once ready and in steady state.
+fn request_rows(table: &mut Columns<'_, EndToEndFigures>, first: &EndToEndFigures) {
+    let runs = table.runs;
     let mut sources: Vec<&str> = runs
         .iter()
         .flat_map(|r| {
@@ -372,24 +383,24 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
         None => "n/a".to_string(),
     };
     for source in &sources {
-        row(
+        table.row(
             &format!(
                 "upstream requests per fast-poll cycle ({}), `{source}`, same window",
                 interval(first.cycle)
             ),
-            &|r| {
+            |r| {
                 let per_cycle = r.requests.per_cycle.iter().find(|(s, _)| s == source);
                 optional(per_cycle.map(|(_, v)| *v), 1)
             },
         );
     }
-    row(
+    table.row(
         "node pools in the world per fast-poll cycle, same window: clusters with a pool that moved at the RP / Clusters Service (pool state changes); pool operations in flight at its end",
-        &|r| pool_changes(&r.requests),
+        |r| pool_changes(&r.requests),
     );
-    row(
+    table.row(
         "steady state: /readyz → the RP and Clusters Service caught up on the node pools in flight at start (`hcpflow_node_pool_reads_queued` below one batch, looked for from the end of the Maestro watch on)",
-        &|r| match r.steady.caught_up_after {
+        |r| match r.steady.caught_up_after {
             Some(after) => format!(
                 "{:.0} s; then a window of {:.0} s",
                 after.as_secs_f64(),
@@ -401,12 +412,12 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
         },
     );
     for source in &sources {
-        row(
+        table.row(
             &format!(
                 "steady state: upstream requests per fast-poll cycle ({}), `{source}`",
                 interval(first.cycle)
             ),
-            &|r| {
+            |r| {
                 let per_cycle = r
                     .steady
                     .requests
@@ -417,18 +428,22 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             },
         );
     }
-    row(
+    table.row(
         "steady state: node pools in the world per fast-poll cycle (as above)",
-        &|r| pool_changes(&r.steady.requests),
+        |r| pool_changes(&r.steady.requests),
     );
-    row("series", &|r| r.series.to_string());
-    row("series budget (without `cluster_id`: fleet-level)", &|r| {
+}
+
+/// What a scrape of each run took, and its memory.
+fn scrape_rows(table: &mut Columns<'_, EndToEndFigures>) {
+    table.row("series", |r| r.series.to_string());
+    table.row("series budget (without `cluster_id`: fleet-level)", |r| {
         series_budget(r.series, r.fleet_series, r.clusters)
     });
-    row("bytes", &|r| {
+    table.row("bytes", |r| {
         format!("{} ({:.1} MiB)", r.bytes, r.bytes as f64 / 1048576.0)
     });
-    row("scrape over HTTP p50 / p99 / max", &|r| {
+    table.row("scrape over HTTP p50 / p99 / max", |r| {
         format!(
             "{:.1} / {:.1} / {:.1} ms ({} scrapes)",
             ms(r.scrape.p50),
@@ -437,9 +452,9 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             r.scrape.samples
         )
     });
-    row(
+    table.row(
         "the same through reqwest (a second copy on the scraper's core) p50 / p99 / max",
-        &|r| {
+        |r| {
             format!(
                 "{:.1} / {:.1} / {:.1} ms",
                 ms(r.scrape_reqwest.p50),
@@ -448,7 +463,7 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             )
         },
     );
-    row("scrape over HTTP asking for gzip p50 / p99 / max", &|r| {
+    table.row("scrape over HTTP asking for gzip p50 / p99 / max", |r| {
         format!(
             "{:.1} / {:.1} / {:.1} ms, {} bytes ({:.1} MiB)",
             ms(r.scrape_gzip.p50),
@@ -458,27 +473,51 @@ fn end_to_end_table(runs: &[EndToEndFigures]) -> String {
             r.gzip_bytes as f64 / 1048576.0
         )
     });
-    row(
+    table.row(
         "exporter resident memory at /readyz / after the scrapes",
-        &|r| format!("{} / {}", rss_text(r.rss_at_ready), rss_text(r.rss)),
+        |r| format!("{} / {}", rss_text(r.rss_at_ready), rss_text(r.rss)),
     );
-    row(
+    table.row(
         "memcpy of the same body p50 / p99; HTTP scrape p99 over the memcpy p50 (bar 1.5×)",
-        &|r| floor_text(&r.scrape, &r.memcpy),
+        |r| floor_text(&r.scrape, &r.memcpy),
     );
-    row("operation history held (`--history`)", &|r| {
+    table.row("operation history held (`--history`)", |r| {
         history_text(r.history)
     });
-    row("CPUs", &|r| r.pinning.clone());
-    out.push_str(&format!(
-        "\nRequests are counted from the first scrape after /readyz to the last scrape of the \
-         Maestro watch that ended before any source's first full relist could begin ({} after \
-         its first list ended): no relist is in them. With the stream, Maestro is asked nothing \
-         between relists but to read by id the bundles first heard on the stream (one request \
-         per batch of them, docs/design/09b-reading-the-upstreams.md §9.10).\n",
-        interval(first.full_relist)
-    ));
-    out
+    table.row("CPUs", |r| r.pinning.clone());
+}
+
+/// A markdown table with one column per run (or instance), written a row
+/// at a time.
+struct Columns<'a, T> {
+    out: String,
+    runs: &'a [T],
+}
+
+impl<'a, T> Columns<'a, T> {
+    /// Start the table under `out`, each column headed by `heading`.
+    fn new(mut out: String, runs: &'a [T], heading: impl Fn(&T) -> String) -> Self {
+        out.push_str("| figure |");
+        for run in runs {
+            out.push_str(&format!(" {} |", heading(run)));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---|".repeat(runs.len()));
+        out.push('\n');
+        Columns { out, runs }
+    }
+
+    fn row(&mut self, name: &str, cell: impl Fn(&T) -> String) {
+        self.out.push_str(&format!("| {name} |"));
+        for run in self.runs {
+            self.out.push_str(&format!(" {} |", cell(run)));
+        }
+        self.out.push('\n');
+    }
+
+    fn finish(self) -> String {
+        self.out
+    }
 }
 
 /// A figure to `decimals` places, or "n/a".

@@ -17,9 +17,11 @@ use super::day2::{self, Day2, Day2Draw};
 
 mod bundles;
 mod deletion;
+mod times;
 
 use bundles::bundles;
 use deletion::deletion;
+use times::{CreationTimes, draw_day2, draw_deletion};
 
 /// Milliseconds since the Unix epoch.
 pub(crate) type Ms = i64;
@@ -433,50 +435,18 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     };
     let (mut fault, lost_after) = side_faults(params, index, created, fault);
 
-    // Per-hop delays in world seconds (docs/design/11-simulated-world.md §11.3).
-    let mut at = |base: Ms, lo: f64, hi: f64| base + params.ms(rng.random_range(lo..hi));
-    let cs_created = at(created, 2.0, 8.0);
-    let cs_pending = at(cs_created, 8.0, 25.0);
-    let cs_installing = at(cs_created, 30.0, 60.0);
-    let rp_provisioning = at(cs_installing, 2.0, 15.0);
-    let bundle_created = at(cs_created, 10.0, 22.0);
-    let bundle_applied = at(bundle_created, 2.0, 8.0);
-    let bundle_available = at(bundle_applied, 2.0, 10.0);
-    let mw_available = at(bundle_applied, 5.0, 50.0);
-    let hc_infra_ready = at(bundle_applied, 30.0, 90.0);
-    let hc_etcd_available = at(hc_infra_ready, 60.0, 150.0);
-    let hc_kas_available = at(hc_etcd_available, 30.0, 120.0);
-    let hc_available = at(bundle_applied, 360.0, 720.0).max(hc_kas_available + 1000);
-    let hc_completed = at(hc_available, 60.0, 240.0);
-    let np_machines = at(hc_available, 30.0, 120.0);
-    let np_ready = at(np_machines, 60.0, 180.0);
-    let cs_ready = at(hc_available, 10.0, 60.0);
-    let rp_succeeded = at(cs_ready, 5.0, 30.0);
-    let cs_error = at(cs_installing, 30.0, 300.0);
-    let rp_failed = at(cs_error, 5.0, 30.0);
-    let hc_invalid_image = at(bundle_applied, 10.0, 60.0);
+    let t = CreationTimes::draw(params, &mut rng, created);
     // Day 2, only after a healthy creation that no other fault (of the
     // management side or the deletion, drawn later) touches; drawn before
     // the lifetime, as a faulty cluster lingers.
     let mut day2_plan = Day2::default();
     if params.day2 && fault.is_none() && !other_fault_ahead(params, index) {
-        let done = rp_succeeded.max(np_ready).max(hc_completed).max(cs_ready);
-        let (d, f) = day2::draw(&Day2Draw {
-            seed: params.seed,
-            speed: params.speed,
-            salt: DAY2_SALT,
-            index,
-            done,
-            pools: pools.len(),
-            pool_prefix: "np-",
-            version,
-            may_fault: params.faults,
-            rp_updating: params.rp_updating,
-            pool_fault: Some(FaultKind::NodePoolNeverReachesIgnition),
-            cs_node_pool_error: params.cs_node_pool_error,
-        });
-        day2_plan = d;
-        fault = f;
+        let done = t
+            .rp_succeeded
+            .max(t.np_ready)
+            .max(t.hc_completed)
+            .max(t.cs_ready);
+        (day2_plan, fault) = draw_day2(params, index, done, pools.len(), version);
     }
     // A ManagedCluster that never joins is a fault too: its cluster lingers
     // like the others, so its alert (due the managed_cluster budget after
@@ -487,12 +457,8 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     } else {
         LIFETIME_S
     };
-    let delete_requested = at(created, lifetime.0, lifetime.1);
-    let cs_uninstalling = at(delete_requested, 2.0, 10.0);
-    let bundle_deleted = at(cs_uninstalling, 30.0, 120.0);
-    let bundle_gone = at(bundle_deleted, 10.0, 60.0);
-    let cs_gone = at(bundle_gone, 10.0, 60.0);
-    let rp_gone = at(cs_gone, 2.0, 15.0);
+    // Drawn whether the world churns or not, the last draws of the stream.
+    let deletion_times = draw_deletion(params, &mut rng, created, lifetime);
 
     let mut p = Plan {
         index,
@@ -507,28 +473,28 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         fault,
         managed_cluster_never_joins: false,
         created,
-        cs_created: Some(cs_created),
-        cs_pending,
-        cs_installing,
-        rp_provisioning: Some(rp_provisioning),
-        bundle_created,
-        bundle_applied: Some(bundle_applied),
-        bundle_available: Some(bundle_available),
-        mw_available: Some(mw_available),
-        hc_infra_ready: Some(hc_infra_ready),
-        hc_etcd_available: Some(hc_etcd_available),
-        hc_kas_available: Some(hc_kas_available),
+        cs_created: Some(t.cs_created),
+        cs_pending: t.cs_pending,
+        cs_installing: t.cs_installing,
+        rp_provisioning: Some(t.rp_provisioning),
+        bundle_created: t.bundle_created,
+        bundle_applied: Some(t.bundle_applied),
+        bundle_available: Some(t.bundle_available),
+        mw_available: Some(t.mw_available),
+        hc_infra_ready: Some(t.hc_infra_ready),
+        hc_etcd_available: Some(t.hc_etcd_available),
+        hc_kas_available: Some(t.hc_kas_available),
         hc_invalid_image: None,
-        hc_available: Some(hc_available),
+        hc_available: Some(t.hc_available),
         hc_lost: lost_after.map(|(after, outage)| {
-            let lost = rp_succeeded + params.ms(after);
+            let lost = t.rp_succeeded + params.ms(after);
             (lost, lost + params.ms(outage))
         }),
-        hc_completed: Some(hc_completed),
-        np_machines: Some(np_machines),
-        np_ready: Some(np_ready),
-        cs_ready: Some(cs_ready),
-        rp_succeeded: Some(rp_succeeded),
+        hc_completed: Some(t.hc_completed),
+        np_machines: Some(t.np_machines),
+        np_ready: Some(t.np_ready),
+        cs_ready: Some(t.cs_ready),
+        rp_succeeded: Some(t.rp_succeeded),
         cs_error: None,
         rp_failed: None,
         delete_requested: None,
@@ -550,27 +516,27 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
     creation_fault(
         &mut p,
         CreationFaultTimes {
-            cs_error,
-            rp_failed,
-            hc_invalid_image,
+            cs_error: t.cs_error,
+            rp_failed: t.rp_failed,
+            hc_invalid_image: t.hc_invalid_image,
         },
     );
 
     // ≈6 % of otherwise healthy clusters; a separate stream keeps every
     // other draw (and so the service-side world) as it was.
     if params.faults && p.fault.is_none() {
-        let mut mgmt = ChaCha8Rng::seed_from_u64(params.seed ^ MGMT_FAULT_SALT);
-        mgmt.set_stream(index);
-        p.managed_cluster_never_joins = mgmt.random_range(0.0..1.0) < 0.06;
+        p.managed_cluster_never_joins = draws_never_joining(params, index);
     }
 
     if params.churn {
-        p.delete_requested = Some(delete_requested);
-        p.cs_uninstalling = Some(cs_uninstalling);
-        p.bundle_deleted = Some(bundle_deleted);
-        p.bundle_gone = Some(bundle_gone);
-        p.cs_gone = Some(cs_gone);
-        p.rp_gone = Some(rp_gone);
+        [
+            p.delete_requested,
+            p.cs_uninstalling,
+            p.bundle_deleted,
+            p.bundle_gone,
+            p.cs_gone,
+            p.rp_gone,
+        ] = deletion_times.map(Some);
         deletion(params, &mut p);
         // One fault a cluster, the one the ground truth names: a deletion
         // fault drawn for a cluster whose ManagedCluster never joins takes
@@ -581,16 +547,32 @@ fn plan_created(params: &FleetParams, index: u64, created: Option<Ms>) -> Plan {
         }
     }
 
-    p.day2 = day2_plan.before(p.delete_requested);
-    if let Some(a) = &p.day2.added {
-        p.pools.push(PoolPlan {
-            short: a.short.clone(),
-            name: format!("{}-{}", p.hc_name, a.short),
-            replicas: i64::from(a.replicas),
-        });
-    }
+    p.take_day2(day2_plan);
     p.bundles = bundles(params, &p, bundle_id);
     p
+}
+
+impl Plan {
+    /// The day 2 drawn for this cluster, up to its deletion, with the pool
+    /// it adds among its pools.
+    fn take_day2(&mut self, day2: Day2) {
+        self.day2 = day2.before(self.delete_requested);
+        if let Some(a) = &self.day2.added {
+            self.pools.push(PoolPlan {
+                short: a.short.clone(),
+                name: format!("{}-{}", self.hc_name, a.short),
+                replicas: i64::from(a.replicas),
+            });
+        }
+    }
+}
+
+/// Whether an otherwise healthy cluster's ManagedCluster never joins, from
+/// a stream of its own.
+fn draws_never_joining(params: &FleetParams, index: u64) -> bool {
+    let mut mgmt = ChaCha8Rng::seed_from_u64(params.seed ^ MGMT_FAULT_SALT);
+    mgmt.set_stream(index);
+    mgmt.random_range(0.0..1.0) < 0.06
 }
 
 /// The faults a cluster gets besides the one its own stream drew, each from a

@@ -397,12 +397,11 @@ impl Plan {
         ]
     }
 
-    pub fn hc_conditions(&self, st: Ms) -> Vec<Cond> {
-        let s = self.applied_at();
-        let invalid = self.hc_invalid_image.filter(|e| *e <= st);
-        let completed = self.hc_completed.filter(|e| *e <= st);
+    /// `Progressing`: the upgrade's rollout once requested, else blocked by
+    /// an invalid image, done at the creation's completion, or deploying.
+    fn hc_progressing(&self, st: Ms, s: Ms, invalid: Option<Ms>, completed: Option<Ms>) -> Cond {
         let upgrade = self.day2.upgrade.as_ref().filter(|u| u.requested <= st);
-        let progressing = match (invalid, completed) {
+        match (invalid, completed) {
             (None, Some(_)) if upgrade.is_some() => match upgrade.and_then(|u| u.completed) {
                 Some(done) if done <= st => Cond::new(
                     "Progressing",
@@ -443,7 +442,45 @@ impl Plan {
                 ("Progressing", "HostedCluster is deploying"),
                 ("", ""),
             ),
-        };
+        }
+    }
+
+    /// `Available`: as planned, or lost for a while after the creation.
+    fn hc_available_condition(&self, st: Ms, s: Ms) -> Cond {
+        let available_good = ("AsExpected", "The hosted control plane is available");
+        match self.hc_lost {
+            Some((lost, back)) if lost <= st && st < back => Cond::new(
+                "Available",
+                false,
+                lost,
+                available_good,
+                (
+                    "ComponentsNotAvailable",
+                    "kube-apiserver deployment has 0 available replicas",
+                ),
+            ),
+            Some((_, back)) if back <= st => {
+                Cond::new("Available", true, back, available_good, ("", ""))
+            }
+            _ => Cond::at(
+                "Available",
+                self.hc_available,
+                st,
+                s,
+                available_good,
+                (
+                    "WaitingForAvailable",
+                    "Waiting for hosted control plane to be healthy",
+                ),
+            ),
+        }
+    }
+
+    pub fn hc_conditions(&self, st: Ms) -> Vec<Cond> {
+        let s = self.applied_at();
+        let invalid = self.hc_invalid_image.filter(|e| *e <= st);
+        let completed = self.hc_completed.filter(|e| *e <= st);
+        let progressing = self.hc_progressing(st, s, invalid, completed);
         let degraded = match invalid {
             Some(e) => Cond::new(
                 "Degraded",
@@ -476,33 +513,7 @@ impl Plan {
                 ("", ""),
             ),
         };
-        let available_good = ("AsExpected", "The hosted control plane is available");
-        let available = match self.hc_lost {
-            Some((lost, back)) if lost <= st && st < back => Cond::new(
-                "Available",
-                false,
-                lost,
-                available_good,
-                (
-                    "ComponentsNotAvailable",
-                    "kube-apiserver deployment has 0 available replicas",
-                ),
-            ),
-            Some((_, back)) if back <= st => {
-                Cond::new("Available", true, back, available_good, ("", ""))
-            }
-            _ => Cond::at(
-                "Available",
-                self.hc_available,
-                st,
-                s,
-                available_good,
-                (
-                    "WaitingForAvailable",
-                    "Waiting for hosted control plane to be healthy",
-                ),
-            ),
-        };
+        let available = self.hc_available_condition(st, s);
         vec![
             available,
             progressing,

@@ -127,27 +127,10 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
                 hosted.push(hosted_cluster(p, st));
             }
             Some(i) => {
-                let v = p.np_view(i, st);
-                let failed = [
-                    "ValidReleaseImage",
-                    "ValidPlatformImage",
-                    "ValidMachineConfig",
-                ]
-                .iter()
-                .any(|k| find(&v.conditions, k).is_some_and(|c| !c.is_true()));
-                let ready_cond = find(&v.conditions, "Ready").filter(|c| c.is_true());
-                let ready = v.desired == 0 || (ready_cond.is_some() && v.ready == v.desired);
-                let phase = if failed {
-                    Phase::Failed
-                } else if ready {
-                    Phase::Ready
-                } else {
-                    Phase::Progressing
-                };
-                pool_nodes.0 += v.ready;
-                pool_nodes.1 += v.desired;
-                let ready_at = ready.then(|| ready_cond.map(|c| c.since)).flatten();
-                pools.push(Obj::new(phase, "", ready_at));
+                let (pool, (ready, desired)) = node_pool(p, i, st);
+                pool_nodes.0 += ready;
+                pool_nodes.1 += desired;
+                pools.push(pool);
             }
         }
     }
@@ -198,6 +181,30 @@ pub(crate) fn cluster(p: &Plan, t: Ms) -> Option<TruthCluster> {
         management_faults: Default::default(),
         expected_alert: p.fault.map(FaultKind::expected_alert),
     })
+}
+
+/// One node pool as its bundle's feedback shows it at `st`, with its ready
+/// and desired replicas.
+fn node_pool(p: &Plan, i: usize, st: Ms) -> (Obj, (i64, i64)) {
+    let v = p.np_view(i, st);
+    let failed = [
+        "ValidReleaseImage",
+        "ValidPlatformImage",
+        "ValidMachineConfig",
+    ]
+    .iter()
+    .any(|k| find(&v.conditions, k).is_some_and(|c| !c.is_true()));
+    let ready_cond = find(&v.conditions, "Ready").filter(|c| c.is_true());
+    let ready = v.desired == 0 || (ready_cond.is_some() && v.ready == v.desired);
+    let phase = if failed {
+        Phase::Failed
+    } else if ready {
+        Phase::Ready
+    } else {
+        Phase::Progressing
+    };
+    let ready_at = ready.then(|| ready_cond.map(|c| c.since)).flatten();
+    (Obj::new(phase, "", ready_at), (v.ready, v.desired))
 }
 
 /// The `state` the exporter shows for a nested object whose bundle has no
