@@ -10,7 +10,7 @@ pub mod background;
 #[cfg(feature = "sim")]
 pub mod bench;
 pub mod cli;
-pub mod clock;
+pub use hcp_flow_clock as clock;
 pub mod config;
 #[cfg(feature = "sim")]
 pub mod demo;
@@ -21,7 +21,7 @@ pub mod metrics;
 pub use hcp_flow_model as model;
 pub mod server;
 #[cfg(feature = "sim")]
-pub mod sim;
+pub use hcp_flow_sim as sim;
 pub mod sources;
 pub mod state_store;
 pub mod store;

@@ -194,7 +194,7 @@ impl RequestWindow {
         let served = last.maestro_served.saturating_sub(first.maestro_served) as f64 / minutes;
         let followed = |id: &str| crate::model::shard_of(id, shards) == 0;
         let created = world
-            .plans(last.world_ms)
+            .planned(last.world_ms)
             .iter()
             .filter(|p| followed(&p.cluster_id))
             .flat_map(|p| p.bundles.iter())
@@ -508,7 +508,11 @@ async fn maestro_change_latency(
         let now = world.now_ms();
         // As shard 0 of `shards`, the exporter shows its own clusters only.
         let followed = |id: &str| crate::model::shard_of(id, watch.shards) == 0;
-        for plan in world.plans(now).iter().filter(|p| followed(&p.cluster_id)) {
+        for plan in world
+            .planned(now)
+            .iter()
+            .filter(|p| followed(&p.cluster_id))
+        {
             for bundle in &plan.bundles {
                 let turned = bundle
                     .available

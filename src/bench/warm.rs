@@ -157,13 +157,13 @@ impl Changes {
             .map(|(id, _)| id.clone())
             .collect();
         let mut bundles = HashMap::new();
-        let plans = world.plans(end_ms);
+        let plans = world.planned(end_ms);
         let live = plans.iter().filter(|p| {
             crate::model::shard_of(&p.cluster_id, shards) == 0
-                && p.gone_at().is_none_or(|g| g > end_ms)
+                && p.gone_at.is_none_or(|g| g > end_ms)
         });
         for plan in live {
-            let ends = [plan.bundle_deleted, plan.gone_at()]
+            let ends = [plan.bundle_deleted, plan.gone_at]
                 .into_iter()
                 .flatten()
                 .min();
@@ -318,9 +318,9 @@ pub async fn warm_restart(
     // SIGTERM, as Kubernetes stops a pod; the world goes on.
     let stop_ms = world.now_ms();
     let alive_at_stop: Vec<(String, Option<i64>)> = world
-        .plans(stop_ms)
+        .planned(stop_ms)
         .iter()
-        .map(|p| (p.cluster_id.clone(), p.gone_at()))
+        .map(|p| (p.cluster_id.clone(), p.gone_at))
         .filter(|(_, gone)| gone.is_none_or(|g| g > stop_ms))
         .collect();
     let stopping = Instant::now();
@@ -625,10 +625,10 @@ mod tests {
             crate::sim::SimClock::Real,
         );
         let now = world.now_ms();
-        let plans = world.plans(now);
+        let plans = world.planned(now);
         let alive: Vec<(String, Option<i64>)> = plans
             .iter()
-            .map(|p| (p.cluster_id.clone(), p.gone_at()))
+            .map(|p| (p.cluster_id.clone(), p.gone_at))
             .collect();
         let followed: HashSet<String> = alive.iter().map(|(id, _)| id.clone()).collect();
         // Over the whole next hour, the world's churn deletes some of them

@@ -125,13 +125,15 @@ fn maestro_wire_types_come_from_the_upstream_proto_on_each_side() {
         text.contains("service CloudEventService"),
         "{proto:?} is not Maestro's CloudEvent service"
     );
-    let build = std::fs::read_to_string(root.join("build.rs")).unwrap_or_default();
-    assert!(
-        build.contains("proto/io/cloudevents/v1/cloudevent.proto"),
-        "build.rs does not compile the upstream proto"
-    );
+    for build in ["build.rs", "crates/hcp-flow-sim/build.rs"] {
+        let text = std::fs::read_to_string(root.join(build)).unwrap_or_default();
+        assert!(
+            text.contains("proto/io/cloudevents/v1/cloudevent.proto"),
+            "{build} does not compile the upstream proto"
+        );
+    }
     let mut hits = Vec::new();
-    for (path, text) in files_under(&["src/sources/maestro", "src/sim"]) {
+    for (path, text) in files_under(&["src/sources/maestro", "crates/hcp-flow-sim/src"]) {
         for (n, line) in text.lines().enumerate() {
             let code = code_of(line);
             if code.contains("prost::Message") || code.contains("prost::Oneof") {
@@ -142,7 +144,9 @@ fn maestro_wire_types_come_from_the_upstream_proto_on_each_side() {
                     line.trim()
                 ));
             }
-            if path.starts_with(root.join("src/sim")) && code.contains("sources::maestro::proto") {
+            if path.starts_with(root.join("crates/hcp-flow-sim"))
+                && code.contains("sources::maestro::proto")
+            {
                 hits.push(format!(
                     "{}:{}: the simulator uses the source's wire types: {}",
                     path.display(),
@@ -154,7 +158,7 @@ fn maestro_wire_types_come_from_the_upstream_proto_on_each_side() {
     }
     for side in [
         "src/sources/maestro/proto.rs",
-        "src/sim/server/maestro_grpc.rs",
+        "crates/hcp-flow-sim/src/server/maestro_grpc.rs",
     ] {
         let text = std::fs::read_to_string(root.join(side)).unwrap_or_default();
         if !text.contains("/io.cloudevents.v1.rs\"))") {

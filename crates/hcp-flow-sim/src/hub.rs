@@ -31,7 +31,7 @@ use super::kube::{KubeClusterFaults, KubeClusterSpec, KubeExtras};
 use super::plan::{FleetParams, Ms, Replacements, uuid};
 use super::state::trunc_s;
 use super::truth::ts;
-use crate::sim::kube::ClusterLayout;
+use crate::kube::ClusterLayout;
 
 /// The hub's name: its `mgmt_cluster` label and kubeconfig context.
 pub const HUB_NAME: &str = "mce-hub-1";

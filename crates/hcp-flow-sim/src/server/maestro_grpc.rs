@@ -11,9 +11,9 @@
 //! fails `Unauthenticated`. `Publish` is refused and counted, so a test
 //! can prove no client published.
 //!
-//! Faults: [`Fault::StreamDrop`](crate::sim::Fault::StreamDrop) ends every
+//! Faults: [`Fault::StreamDrop`](crate::Fault::StreamDrop) ends every
 //! open stream (`Unavailable`), and
-//! [`Fault::MalformedEvents`](crate::sim::Fault::MalformedEvents) sends
+//! [`Fault::MalformedEvents`](crate::Fault::MalformedEvents) sends
 //! broken events before the next real ones.
 
 use std::collections::HashMap;
@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use crate::sim::plan::{BundlePlan, Ms, Plan};
-use crate::sim::{World, wire};
+use crate::plan::{BundlePlan, Ms, Plan};
+use crate::{World, wire};
 use pb::cloud_event::Data;
 use pb::cloud_event_attribute_value::Attr;
 use pb::{

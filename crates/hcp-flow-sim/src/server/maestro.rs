@@ -11,10 +11,10 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::shared::{json_response, page_of, paging, param, query_pairs, respond};
-use crate::sim::plan::{BundlePlan, Ms, Plan, SHARDS};
-use crate::sim::search::{Kind, Search, Value as SVal};
-use crate::sim::wire;
-use crate::sim::{Api, World};
+use crate::plan::{BundlePlan, Ms, Plan, SHARDS};
+use crate::search::{Kind, Search, Value as SVal};
+use crate::wire;
+use crate::{Api, World};
 
 fn maestro_kind(field: &str) -> Option<Kind> {
     match field {

@@ -23,7 +23,7 @@ use super::plan::{Ms, Plan};
 use super::state::trunc_s;
 use super::truth::ts;
 use super::{FaultKind, World};
-use crate::model::{HopBudgets, provisional_cluster_id};
+use hcp_flow_model::{HopBudgets, provisional_cluster_id};
 
 /// How long a hop must have been failed before `HCPHopFailed` fires: the
 /// hold in its threshold (alerts/operations.yaml), real seconds, not scaled.
@@ -236,7 +236,7 @@ impl World {
                     from: ts(from),
                     to: ts(to),
                     expected_alert: "HCPOperationSuccessBudgetBurn",
-                    operation: crate::model::OperationKind::Create.as_str(),
+                    operation: hcp_flow_model::OperationKind::Create.as_str(),
                 }),
             malformed_objects: self
                 .inner

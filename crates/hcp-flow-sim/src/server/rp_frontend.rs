@@ -10,10 +10,10 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::shared::{ApiControl, json_response, param, query_pairs, respond};
-use crate::sim::plan::{Ms, Plan};
-use crate::sim::pools::{self, ServicePool};
-use crate::sim::wire::{self, RpApiVersion};
-use crate::sim::{Api, World};
+use crate::plan::{Ms, Plan};
+use crate::pools::{self, ServicePool};
+use crate::wire::{self, RpApiVersion};
+use crate::{Api, World};
 
 const RP_DEFAULT_PAGE: usize = 100;
 const RP_MAX_PAGE: usize = 1000;

@@ -13,11 +13,11 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::shared::{json_response, page_of, paging, param, query_pairs, respond};
-use crate::sim::plan::{Plan, SHARDS};
-use crate::sim::pools::{self, ServicePool};
-use crate::sim::search::{Kind, Search, Value as SVal};
-use crate::sim::wire;
-use crate::sim::{Api, World};
+use crate::plan::{Plan, SHARDS};
+use crate::pools::{self, ServicePool};
+use crate::search::{Kind, Search, Value as SVal};
+use crate::wire;
+use crate::{Api, World};
 
 #[derive(Clone, Copy)]
 enum CsApi {
@@ -56,7 +56,7 @@ fn cs_field<'a>(p: &'a Plan, state: &'static str) -> impl Fn(&str) -> SVal<'a> +
         "state" | "status.state" => SVal::Str(state),
         "azure.subscription_id" => SVal::Str(&p.subscription_id),
         "azure.resource_group_name" => SVal::Str(&p.resource_group),
-        "region.id" => SVal::Str(crate::sim::plan::REGION),
+        "region.id" => SVal::Str(crate::plan::REGION),
         "creation_timestamp" => p.cs_created.map_or(SVal::Null, SVal::Time),
         _ => SVal::Null,
     }

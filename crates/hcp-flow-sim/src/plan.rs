@@ -24,7 +24,7 @@ use deletion::deletion;
 use times::{CreationTimes, draw_day2, draw_deletion};
 
 /// Milliseconds since the Unix epoch.
-pub(crate) type Ms = i64;
+pub type Ms = i64;
 
 const MINUTE: f64 = 60.0;
 /// Initial clusters are created over this much of the world's past.

@@ -33,7 +33,7 @@ use super::kube::{
 use super::plan::{ENV, Ms, Plan, SHARDS};
 use super::state::trunc_s;
 use super::truth::ts;
-use crate::sim::kube::ClusterLayout;
+use crate::kube::ClusterLayout;
 
 /// How often the servers are brought up to date with the clock (real time).
 pub const SYNC_EVERY: Duration = Duration::from_millis(200);
@@ -205,13 +205,13 @@ impl World {
     /// The hop budgets the truth assumes for the exporter (the defaults,
     /// divided by the speed like every world delay); configure the exporter
     /// with them.
-    pub fn hop_budgets(&self) -> crate::model::HopBudgets {
-        crate::model::HopBudgets::default().scaled(self.inner.cfg.speed)
+    pub fn hop_budgets(&self) -> hcp_flow_model::HopBudgets {
+        hcp_flow_model::HopBudgets::default().scaled(self.inner.cfg.speed)
     }
 
     /// The deletion's hop budgets the truth assumes, scaled alike.
-    pub fn delete_budgets(&self) -> crate::model::HopBudgets {
-        crate::model::HopBudgets::deletion_defaults().scaled(self.inner.cfg.speed)
+    pub fn delete_budgets(&self) -> hcp_flow_model::HopBudgets {
+        hcp_flow_model::HopBudgets::deletion_defaults().scaled(self.inner.cfg.speed)
     }
 
     /// How long a never-Available HostedCluster may stay Degraded before the

@@ -605,7 +605,7 @@ pub(crate) mod tests {
     pub(crate) fn half_second_day2() -> (super::super::kube::KubeClusterSpec, KubeExtras) {
         let spec = super::super::kube::KubeClusterSpec::healthy(
             "c1",
-            crate::sim::kube::ClusterLayout::Aro,
+            crate::kube::ClusterLayout::Aro,
             jiff::Timestamp::UNIX_EPOCH,
         );
         let s = |sec: i64| sec * 1000 + 500;

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use super::plan::{Ms, Plan};
 use super::state::{find, reached, trunc_s};
 use super::{FaultKind, Truth, TruthCluster, TruthHop};
-use crate::model::{Hop, Phase};
+use hcp_flow_model::{Hop, Phase};
 
 pub(crate) fn ts(ms: Ms) -> Timestamp {
     Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
@@ -472,12 +472,12 @@ impl FaultKind {
 /// been Available, before it counts as failed (failed at the budget, as the
 /// model decides it).
 pub(crate) fn management(
-    spec: &crate::sim::kube::KubeClusterSpec,
-    x: &crate::sim::kube::KubeExtras,
+    spec: &crate::kube::KubeClusterSpec,
+    x: &crate::kube::KubeExtras,
     now: Timestamp,
     degraded_budget: std::time::Duration,
 ) -> BTreeMap<Hop, TruthHop> {
-    use crate::sim::kube::ClusterLayout;
+    use crate::kube::ClusterLayout;
     // The day-2 times as the objects show them: each change at its instant.
     let x = &x.as_served(now);
     let reached = |t: Option<Timestamp>| t.filter(|t| *t <= now);
@@ -573,7 +573,7 @@ pub(crate) fn management(
         .then(|| {
             let after = faults
                 .degraded_after
-                .unwrap_or(crate::sim::kube::objects::DEGRADED_AFTER);
+                .unwrap_or(crate::kube::objects::DEGRADED_AFTER);
             start.checked_add(after).ok()
         })
         .flatten()
@@ -622,12 +622,12 @@ pub(crate) fn management(
 /// NodePools (a removed one until it is gone) and one added later, ready
 /// when every live pool is at its desired nodes; `None` without pools.
 fn node_pool_truth(
-    spec: &crate::sim::kube::KubeClusterSpec,
-    x: &crate::sim::kube::KubeExtras,
+    spec: &crate::kube::KubeClusterSpec,
+    x: &crate::kube::KubeExtras,
     now: Timestamp,
     invalid_image: bool,
 ) -> Option<TruthHop> {
-    use crate::sim::kube::ClusterLayout;
+    use crate::kube::ClusterLayout;
     let reached = |t: Option<Timestamp>| t.filter(|t| *t <= now);
     let hop = |phase: Phase, state: &str, ready_at: Option<Timestamp>| TruthHop {
         phase,
@@ -694,7 +694,7 @@ mod tests {
     // plans, so the plans never name the truth built from them.
     #[test]
     fn the_management_truth_follows_the_objects_day2_instants() {
-        let (spec, x) = crate::sim::day2::tests::half_second_day2();
+        let (spec, x) = crate::day2::tests::half_second_day2();
         let truth = |t: Ms| {
             super::management(
                 &spec,

@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::model::{Hop, Phase};
+use hcp_flow_model::{Hop, Phase};
 
 mod day2;
 mod faults;
@@ -56,18 +56,20 @@ mod pools;
 mod search;
 mod server;
 mod state;
+mod tcp;
 mod truth;
 mod wire;
 
-pub use crate::clock::ManualClock;
 pub use faults::{Fault, FaultKind};
+pub use hcp_flow_clock::ManualClock;
 pub use pools::PoolChanges;
 pub use server::maestro_grpc::{SOURCE_ID as MAESTRO_SOURCE_ID, StreamControl};
 
-/// The world's clock (the crate's [`Clock`](crate::clock::Clock)).
-pub type SimClock = crate::clock::Clock;
+/// The world's clock (the crate's [`Clock`](hcp_flow_clock::Clock)).
+pub type SimClock = hcp_flow_clock::Clock;
 
-use plan::{FleetParams, Ms, Plan};
+pub use plan::Ms;
+use plan::{FleetParams, Plan};
 
 /// How the world is populated and how it behaves.
 #[derive(Clone, Debug)]
@@ -315,6 +317,29 @@ struct Inner {
     stream: Arc<server::maestro_grpc::StreamControl>,
     endpoints: Mutex<Option<Endpoints>>,
     kube: Mutex<Option<Arc<mgmt::KubeWorld>>>,
+}
+
+/// One cluster's plan as [`World::planned`] gives it.
+#[derive(Clone, Debug)]
+pub struct PlannedCluster {
+    pub cluster_id: String,
+    /// When the last of its objects is gone, once its deletion is planned.
+    pub gone_at: Option<Ms>,
+    /// When its HostedCluster's bundle is marked deleted.
+    pub bundle_deleted: Option<Ms>,
+    pub bundles: Vec<PlannedBundle>,
+}
+
+/// One bundle of a [`PlannedCluster`].
+#[derive(Clone, Debug)]
+pub struct PlannedBundle {
+    pub name: String,
+    pub created: Ms,
+    /// When it turns Available, if it does.
+    pub available: Option<Ms>,
+    /// From when its status stops changing (a work agent that stopped
+    /// reporting), if it does.
+    pub frozen: Option<Ms>,
 }
 
 /// The simulated world. Cheap to clone; clones share everything.
@@ -591,12 +616,38 @@ impl World {
         self.inner.cfg.latency
     }
 
-    pub(crate) fn now_ms(&self) -> Ms {
+    /// The world's instant, in milliseconds (the bench's clock for what it
+    /// reads of the plans).
+    pub fn now_ms(&self) -> Ms {
         self.inner.clock.now().as_millisecond()
     }
 
     pub(crate) fn endpoints(&self) -> Option<Endpoints> {
         self.inner.endpoints.lock().clone()
+    }
+
+    /// What the world has planned for the clusters alive at `t`: the
+    /// bench's own ledger of when each bundle turns Available and each
+    /// cluster goes, to time the exporter against.
+    pub fn planned(&self, t: Ms) -> Vec<PlannedCluster> {
+        self.plans(t)
+            .iter()
+            .map(|p| PlannedCluster {
+                cluster_id: p.cluster_id.clone(),
+                gone_at: p.gone_at(),
+                bundle_deleted: p.bundle_deleted,
+                bundles: p
+                    .bundles
+                    .iter()
+                    .map(|b| PlannedBundle {
+                        name: b.name.clone(),
+                        created: b.created,
+                        available: b.available,
+                        frozen: b.frozen,
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// The plans alive at `t`, after admitting churn arrivals and pruning

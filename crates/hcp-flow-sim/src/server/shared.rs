@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::sim::{Api, Fault, World};
+use crate::{Api, Fault, World};
 
 /// Probability that a request starts a spontaneous 5xx burst (faults on).
 const SPONTANEOUS_BURST_P: f64 = 0.002;
