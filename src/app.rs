@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::{Config, HttpSourceConfig, SOURCE_MAESTRO};
 use crate::metrics::fleet::RenderConfig;
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, OperationTargets};
 use crate::sources::http::BuildError;
 use crate::sources::http::{HttpClient, RequestHook};
 use crate::sources::kube::{KubeMetrics, KubeSource, KubeSourceConfig};
@@ -584,16 +584,11 @@ fn restore_state(
 /// operation, who owns what, the RP in scope, the hubs, the history.
 fn model_config(config: &Config, shard: Option<(u32, u32)>) -> ModelConfig {
     ModelConfig {
-        creation_target: config.slo.creation_target,
+        targets: OperationTargets::from_fn(|kind| config.slo.target(kind)),
         terminal_hops: config.terminal_hops(),
         shard,
         hop_budgets: config.slo.hop_budgets,
-        delete_target: config.slo.operations.delete.target,
         delete_budgets: config.slo.operations.delete.delete_budgets(),
-        node_pool_create_target: config.slo.operations.node_pool_create.target,
-        node_pool_delete_target: config.slo.operations.node_pool_delete.target,
-        upgrade_target: config.slo.operations.upgrade.target,
-        node_pool_upgrade_target: config.slo.operations.node_pool_upgrade.target,
         upgrade_budgets: config.slo.operations.upgrade.upgrade_budgets(),
         ownership: config.ownership(),
         rp_in_scope: config.sources.rp_frontend.is_some(),

@@ -653,7 +653,7 @@ impl Store {
             .lock()
             .fleet
             .config()
-            .creation_target
+            .target(crate::model::OperationKind::Create)
             .as_secs_f64()
     }
 }

@@ -112,7 +112,10 @@ pub fn synthetic_cluster(i: usize, at: Timestamp) -> Vec<Obs> {
 pub fn synthetic_store(clusters: usize) -> Arc<Store> {
     let store = Store::new(StoreConfig {
         model: ModelConfig {
-            creation_target: Duration::from_secs(1200),
+            targets: crate::model::OperationTargets::default().with(
+                crate::model::OperationKind::Create,
+                Duration::from_secs(1200),
+            ),
             terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
             shard: None,
             hop_budgets: Default::default(),

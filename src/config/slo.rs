@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Hop, HopBudgets};
+use crate::model::{Hop, HopBudgets, OperationKind};
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -96,7 +96,7 @@ pub struct OperationSloConfig {
 impl Default for OperationSloConfig {
     fn default() -> Self {
         OperationSloConfig {
-            target: Duration::from_secs(1800),
+            target: crate::model::DEFAULT_DELETE_TARGET,
             hop_budgets: Default::default(),
         }
     }
@@ -146,13 +146,59 @@ fn over(
     budgets
 }
 
+impl SloConfig {
+    /// The latency target configured for `kind`: `creation_target` for a
+    /// creation, `operations.<kind>.target` for the others.
+    pub fn target(&self, kind: OperationKind) -> Duration {
+        let operations = &self.operations;
+        match kind {
+            OperationKind::Create => self.creation_target,
+            OperationKind::Delete => operations.delete.target,
+            OperationKind::NodePoolCreate => operations.node_pool_create.target,
+            OperationKind::NodePoolDelete => operations.node_pool_delete.target,
+            OperationKind::Upgrade => operations.upgrade.target,
+            OperationKind::NodePoolUpgrade => operations.node_pool_upgrade.target,
+        }
+    }
+}
+
 impl Default for SloConfig {
     fn default() -> Self {
         SloConfig {
-            creation_target: Duration::from_secs(1200),
+            creation_target: crate::model::DEFAULT_CREATION_TARGET,
             terminal_hops: Vec::new(),
             hop_budgets: HopBudgets::default(),
             operations: OperationsSloConfig::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind's target comes from its own key, and a kind not configured
+    /// keeps its flow's default (the model's table), not creation's.
+    #[test]
+    fn each_kind_reads_its_own_target_and_defaults_to_its_flows() {
+        let defaults = SloConfig::default();
+        for kind in OperationKind::ALL {
+            assert_eq!(defaults.target(kind), kind.flow().default_target, "{kind}");
+        }
+        let configured: SloConfig = serde_json::from_value(serde_json::json!({
+            "creation_target": "1m",
+            "operations": {
+                "delete": {"target": "2m"},
+                "node_pool_create": {"target": "3m"},
+                "node_pool_delete": {"target": "4m"},
+                "upgrade": {"target": "5m"},
+                "node_pool_upgrade": {"target": "6m"},
+            }
+        }))
+        .expect("a valid slo section");
+        let minutes: Vec<u64> = OperationKind::ALL
+            .map(|kind| configured.target(kind).as_secs() / 60)
+            .to_vec();
+        assert_eq!(minutes, [1, 2, 3, 4, 5, 6]);
     }
 }

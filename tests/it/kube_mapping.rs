@@ -59,7 +59,10 @@ fn new_fleet() -> Fleet {
         ..HopBudgets::default()
     };
     Fleet::new(ModelConfig {
-        creation_target: Duration::from_secs(1200),
+        targets: hcp_flow::model::OperationTargets::default().with(
+            hcp_flow::model::OperationKind::Create,
+            Duration::from_secs(1200),
+        ),
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
         hop_budgets,

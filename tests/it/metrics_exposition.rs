@@ -20,7 +20,10 @@ fn t(minutes: i64) -> Timestamp {
 
 fn model() -> ModelConfig {
     ModelConfig {
-        creation_target: Duration::from_secs(1200),
+        targets: hcp_flow::model::OperationTargets::default().with(
+            hcp_flow::model::OperationKind::Create,
+            Duration::from_secs(1200),
+        ),
         terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
         shard: None,
         hop_budgets: Default::default(),

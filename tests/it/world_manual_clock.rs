@@ -42,7 +42,8 @@ async fn every_hop_equals_the_truth_at_every_step_of_a_manual_clock() {
     let target = config.slo.creation_target;
     let store = store::builder()
         .model(ModelConfig {
-            creation_target: target,
+            targets: hcp_flow::model::OperationTargets::default()
+                .with(hcp_flow::model::OperationKind::Create, target),
             terminal_hops: config.terminal_hops(),
             hop_budgets: config.slo.hop_budgets,
             ..ModelConfig::default()

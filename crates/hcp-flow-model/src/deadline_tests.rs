@@ -214,7 +214,8 @@ fn a_drained_deadline_queue_gives_its_room_back() {
 #[test]
 fn a_creation_neither_the_rp_nor_cs_shows_completes_without_the_rp() {
     let mut f = Fleet::new(ModelConfig {
-        creation_target: Duration::from_secs(20 * 60),
+        targets: crate::OperationTargets::default()
+            .with(crate::OperationKind::Create, Duration::from_secs(20 * 60)),
         terminal_hops: vec![Hop::RpFrontend, Hop::HostedCluster],
         self_managed_hubs: vec!["hub".to_string()],
         ..ModelConfig::default()

@@ -19,7 +19,8 @@ pub(super) const RID: &str = "/subscriptions/S-1/resourceGroups/RG/providers/Mic
 
 pub(super) fn config() -> ModelConfig {
     ModelConfig {
-        creation_target: Duration::from_secs(20 * 60),
+        targets: crate::OperationTargets::default()
+            .with(crate::OperationKind::Create, Duration::from_secs(20 * 60)),
         terminal_hops: vec![Hop::HostedCluster, Hop::RpFrontend],
         rp_in_scope: true,
         ..ModelConfig::default()

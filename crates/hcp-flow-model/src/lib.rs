@@ -22,10 +22,8 @@ mod verdict;
 pub use budget::{HopBudgets, OperationBudgets};
 pub use condition::{Condition, ConditionSays};
 pub use fleet::{
-    ApplyResult, DEFAULT_NODE_POOL_CREATE_TARGET, DEFAULT_NODE_POOL_DELETE_TARGET,
-    DEFAULT_NODE_POOL_UPGRADE_TARGET, DEFAULT_UPGRADE_TARGET, Event, Fleet, Join, ModelConfig,
-    Ownership, PROVISIONAL_PREFIX, follows, is_provisional, join_of, provisional_cluster_id,
-    shard_of,
+    ApplyResult, Event, Fleet, Join, ModelConfig, OperationTargets, Ownership, PROVISIONAL_PREFIX,
+    follows, is_provisional, join_of, provisional_cluster_id, shard_of,
 };
 pub use history::{EndedHop, EndedOperation, History, HistoryLimits, prune as history_prune};
 pub use hop::{ConditionStatus, Hop, Outcome, Phase, SloOutcome, Via};
@@ -40,9 +38,10 @@ pub use observation::{
     Observation, PodCounts, Replicas, Rollout, bounded_state, shared_conditions,
 };
 pub use operation::{
-    CREATE, DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, NODE_POOL_UPGRADE,
-    Operation, OperationHop, OperationKind, OperationOutcome, UPGRADE, node_pool_of,
-    target_version_of,
+    CREATE, DEFAULT_CREATION_TARGET, DEFAULT_DELETE_TARGET, DEFAULT_NODE_POOL_CREATE_TARGET,
+    DEFAULT_NODE_POOL_DELETE_TARGET, DEFAULT_NODE_POOL_UPGRADE_TARGET, DEFAULT_UPGRADE_TARGET,
+    DELETE, Flow, HopDone, NODE_POOL_CREATE, NODE_POOL_DELETE, NODE_POOL_UPGRADE, Operation,
+    OperationHop, OperationKind, OperationOutcome, UPGRADE, node_pool_of, target_version_of,
 };
 pub use quantile::{HopDurations, HopP95, MIN_P95_SAMPLES};
 pub use stamp::Stamp;

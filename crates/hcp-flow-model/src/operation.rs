@@ -7,6 +7,8 @@
 //! and `diagnose` read the flow; no operation kind has its own path through
 //! them.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use super::hop::{Hop, Phase, SloOutcome};
@@ -38,6 +40,12 @@ impl OperationKind {
         OperationKind::Upgrade,
         OperationKind::NodePoolUpgrade,
     ];
+
+    /// Where this kind stands in [`OperationKind::ALL`]: a table keyed by
+    /// the kind is an array.
+    pub fn index(self) -> usize {
+        self as usize
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -163,6 +171,9 @@ pub struct Flow {
     pub waiting: &'static [Phase],
     /// The root span's name.
     pub root_span: &'static str,
+    /// The latency target an operation of this kind has unless configured
+    /// (`slo`, docs/design/06-slos-and-alerts.md §6.1, docs/design/15-operations.md).
+    pub default_target: Duration,
 }
 
 impl Flow {
@@ -176,6 +187,27 @@ impl Flow {
     }
 }
 
+/// A creation: the exporter's SLO default, twenty minutes from the first
+/// upstream creation time to the terminal hops ready (docs/design/06-slos-and-alerts.md §6.1).
+pub const DEFAULT_CREATION_TARGET: Duration = Duration::from_secs(20 * 60);
+/// A deletion: half an hour for every hop in scope to let its object go
+/// (docs/design/15-operations.md §15.4).
+pub const DEFAULT_DELETE_TARGET: Duration = Duration::from_secs(30 * 60);
+/// A node pool's creation: its VMs boot, are ignited and join in five to
+/// ten minutes on a healthy platform; twenty leaves room for a slow image
+/// pull and is the creation's own target (docs/design/15-operations.md §15.9).
+pub const DEFAULT_NODE_POOL_CREATE_TARGET: Duration = Duration::from_secs(20 * 60);
+/// A node pool's removal: nodes drain and VMs are deleted in minutes;
+/// fifteen is well past a healthy drain (docs/design/15-operations.md §15.9).
+pub const DEFAULT_NODE_POOL_DELETE_TARGET: Duration = Duration::from_secs(15 * 60);
+/// A control-plane upgrade: HyperShift rolls the control plane out in
+/// minutes and the cluster version operator applies the payload in some
+/// 30–60 more; an hour is a slow but healthy one (docs/design/15-operations.md §15.10).
+pub const DEFAULT_UPGRADE_TARGET: Duration = Duration::from_secs(60 * 60);
+/// A node pool's upgrade: a replace rollout of a few machines, each booted,
+/// ignited and drained, in 15–30 minutes; 45 leaves room for a bigger pool.
+pub const DEFAULT_NODE_POOL_UPGRADE_TARGET: Duration = Duration::from_secs(45 * 60);
+
 /// A creation passes the hops in path order; each is done when ready.
 pub static CREATE: Flow = Flow {
     kind: OperationKind::Create,
@@ -183,6 +215,7 @@ pub static CREATE: Flow = Flow {
     done: HopDone::Ready,
     waiting: &[Phase::Pending, Phase::Progressing, Phase::Unknown],
     root_span: "hcp.cluster.create",
+    default_target: DEFAULT_CREATION_TARGET,
 };
 
 /// A deletion takes the path apart from the inside out: HyperShift deletes
@@ -206,6 +239,7 @@ pub static DELETE: Flow = Flow {
     done: HopDone::Gone,
     waiting: &[Phase::Deleting],
     root_span: "hcp.cluster.delete",
+    default_target: DEFAULT_DELETE_TARGET,
 };
 
 /// A node pool's creation passes its ARM `nodePools` resource, its Clusters
@@ -220,6 +254,7 @@ pub static NODE_POOL_CREATE: Flow = Flow {
     done: HopDone::Ready,
     waiting: &[Phase::Pending, Phase::Progressing, Phase::Unknown],
     root_span: "hcp.node_pool.create",
+    default_target: DEFAULT_NODE_POOL_CREATE_TARGET,
 };
 
 /// A node pool's removal takes it apart from the inside out: the NodePool
@@ -231,6 +266,7 @@ pub static NODE_POOL_DELETE: Flow = Flow {
     done: HopDone::Gone,
     waiting: &[Phase::Deleting],
     root_span: "hcp.node_pool.delete",
+    default_target: DEFAULT_NODE_POOL_DELETE_TARGET,
 };
 
 /// A control-plane upgrade waits at its HostedCluster until the version
@@ -254,6 +290,7 @@ pub static UPGRADE: Flow = Flow {
         Phase::Ready,
     ],
     root_span: "hcp.cluster.upgrade",
+    default_target: DEFAULT_UPGRADE_TARGET,
 };
 
 /// A node pool's upgrade waits at its NodePool until it reports the target
@@ -271,6 +308,7 @@ pub static NODE_POOL_UPGRADE: Flow = Flow {
         Phase::Ready,
     ],
     root_span: "hcp.node_pool.upgrade",
+    default_target: DEFAULT_NODE_POOL_UPGRADE_TARGET,
 };
 
 /// Where an operation stands.

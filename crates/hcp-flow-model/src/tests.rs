@@ -18,7 +18,8 @@ use super::testing::{Obs, batch, obs, rp};
 
 pub(super) fn fleet() -> Fleet {
     Fleet::new(ModelConfig {
-        creation_target: Duration::from_secs(20 * 60),
+        targets: crate::OperationTargets::default()
+            .with(crate::OperationKind::Create, Duration::from_secs(20 * 60)),
         terminal_hops: vec![Hop::HostedCluster],
         shard: None,
         hop_budgets: Default::default(),

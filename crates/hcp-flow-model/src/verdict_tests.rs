@@ -17,7 +17,8 @@ fn t(minutes: i64) -> Timestamp {
 /// 20m, RP and CS 30m).
 fn judge(observations: Vec<Obs>, p95: HopP95, now: Timestamp) -> Verdict {
     let mut fleet = Fleet::new(ModelConfig {
-        creation_target: Duration::from_secs(20 * 60),
+        targets: crate::OperationTargets::default()
+            .with(crate::OperationKind::Create, Duration::from_secs(20 * 60)),
         terminal_hops: vec![Hop::HostedCluster],
         ..ModelConfig::default()
     });
@@ -383,7 +384,8 @@ fn the_worst_operation_in_flight_or_a_regression_outside_them_decides() {
         for (op_name, op_obs, op_kind) in &operations {
             for (state_name, state_obs) in &states {
                 let mut fleet = Fleet::new(ModelConfig {
-                    creation_target: Duration::from_secs(20 * 60),
+                    targets: crate::OperationTargets::default()
+                        .with(crate::OperationKind::Create, Duration::from_secs(20 * 60)),
                     terminal_hops: vec![Hop::HostedCluster],
                     ..ModelConfig::default()
                 });

@@ -304,7 +304,7 @@ impl Fleet {
             (None, Some(at)) => TimeMark::observed(at),
             (None, None) => TimeMark::observed(observed_at),
         };
-        let late_at = after(created.at, self.config.creation_target);
+        let late_at = after(created.at, self.config.target(OperationKind::Create));
         queue(
             &mut self.deadlines,
             late_at,
@@ -346,7 +346,7 @@ impl Fleet {
                 })
                 .collect();
             if deletion.slo.is_none() {
-                let late_at = after(d.started_at, self.config.delete_target);
+                let late_at = after(d.started_at, self.config.target(OperationKind::Delete));
                 let due = Due::Late(OperationKind::Delete, None);
                 queue(&mut self.deadlines, late_at, cluster_id, due);
             }
@@ -584,7 +584,7 @@ fn upsert_object(
         && (timeline.created_at.observed || created < timeline.created_at.at)
     {
         timeline.created_at = TimeMark::upstream(created);
-        let late_at = after(created, config.creation_target);
+        let late_at = after(created, config.target(OperationKind::Create));
         queue(
             deadlines,
             late_at,

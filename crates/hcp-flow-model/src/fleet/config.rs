@@ -11,29 +11,18 @@ pub struct ModelConfig {
     /// How many ended operations each cluster keeps, and for how long
     /// (docs/design/15b-operations.md §15.12).
     pub history: crate::HistoryLimits,
-    /// A creation completing within this is good (docs/design/06-slos-and-alerts.md §6.1).
-    pub creation_target: Duration,
+    /// Each operation kind's latency target: a creation completing within
+    /// its target is good (docs/design/06-slos-and-alerts.md §6.1), and so on
+    /// for every kind (docs/design/15-operations.md).
+    pub targets: OperationTargets,
     /// Hops whose readiness completes a creation; all must be ready.
     pub terminal_hops: Vec<Hop>,
     /// `(index, total)`: keep only clusters whose stable hash falls here.
     pub shard: Option<(u32, u32)>,
     /// How long each hop may stay not ready; time-driven phases use them.
     pub hop_budgets: HopBudgets,
-    /// A deletion ending within this is good (docs/design/15-operations.md §15.4).
-    pub delete_target: Duration,
     /// How long each hop of a deletion may stay deleting.
     pub delete_budgets: HopBudgets,
-    /// A node pool's creation ready within this is good; its NodePool's
-    /// budget is the creation's `node_pool` one (docs/design/15-operations.md §15.9).
-    pub node_pool_create_target: Duration,
-    /// A node pool's removal done within this is good; its budget is the
-    /// deletion's `node_pool` one.
-    pub node_pool_delete_target: Duration,
-    /// A control-plane upgrade rolled out within this is good
-    /// (docs/design/15-operations.md §15.10).
-    pub upgrade_target: Duration,
-    /// A node pool's upgrade rolled out within this is good.
-    pub node_pool_upgrade_target: Duration,
     /// How long an upgrade may wait at its hop (`hosted_cluster` for the
     /// control plane's, `node_pool` for a pool's).
     pub upgrade_budgets: HopBudgets,
@@ -50,14 +39,7 @@ pub struct ModelConfig {
 impl ModelConfig {
     /// The latency target of an operation kind.
     pub fn target(&self, kind: OperationKind) -> Duration {
-        match kind {
-            OperationKind::Create => self.creation_target,
-            OperationKind::Delete => self.delete_target,
-            OperationKind::NodePoolCreate => self.node_pool_create_target,
-            OperationKind::NodePoolDelete => self.node_pool_delete_target,
-            OperationKind::Upgrade => self.upgrade_target,
-            OperationKind::NodePoolUpgrade => self.node_pool_upgrade_target,
-        }
+        self.targets.get(kind)
     }
 
     /// Every operation kind's hop budgets.
@@ -70,21 +52,35 @@ impl ModelConfig {
     }
 }
 
-/// A node pool's creation: its VMs boot, are ignited and join in five to
-/// ten minutes on a healthy platform; twenty leaves room for a slow image
-/// pull and is the creation's own target (docs/design/15-operations.md §15.9).
-pub const DEFAULT_NODE_POOL_CREATE_TARGET: Duration = Duration::from_secs(20 * 60);
-/// A node pool's removal: nodes drain and VMs are deleted in minutes;
-/// fifteen is well past a healthy drain (docs/design/15-operations.md §15.9).
-pub const DEFAULT_NODE_POOL_DELETE_TARGET: Duration = Duration::from_secs(15 * 60);
+/// Each operation kind's latency target, keyed by the kind: a new kind is a
+/// new entry of [`OperationKind::ALL`] and its flow's default, not a new
+/// field (docs/design/15-operations.md §15.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperationTargets([Duration; OperationKind::ALL.len()]);
 
-/// A control-plane upgrade: HyperShift rolls the control plane out in
-/// minutes and the cluster version operator applies the payload in some
-/// 30–60 more; an hour is a slow but healthy one (docs/design/15-operations.md §15.10).
-pub const DEFAULT_UPGRADE_TARGET: Duration = Duration::from_secs(60 * 60);
-/// A node pool's upgrade: a replace rollout of a few machines, each booted,
-/// ignited and drained, in 15–30 minutes; 45 leaves room for a bigger pool.
-pub const DEFAULT_NODE_POOL_UPGRADE_TARGET: Duration = Duration::from_secs(45 * 60);
+impl OperationTargets {
+    /// Each kind's target as `target` gives it.
+    pub fn from_fn(target: impl Fn(OperationKind) -> Duration) -> OperationTargets {
+        OperationTargets(OperationKind::ALL.map(target))
+    }
+
+    pub fn get(&self, kind: OperationKind) -> Duration {
+        self.0[kind.index()]
+    }
+
+    /// These targets with `kind`'s set to `target`.
+    pub fn with(mut self, kind: OperationKind, target: Duration) -> OperationTargets {
+        self.0[kind.index()] = target;
+        self
+    }
+}
+
+impl Default for OperationTargets {
+    /// Each kind's flow's default.
+    fn default() -> Self {
+        OperationTargets::from_fn(|kind| kind.flow().default_target)
+    }
+}
 
 /// Which timelines feed this instance's SLO events and creation durations,
 /// decided from its configuration alone so that instances never talk to each
@@ -152,16 +148,11 @@ pub enum Join {
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
-            creation_target: Duration::from_secs(1200),
+            targets: OperationTargets::default(),
             terminal_hops: vec![Hop::HostedCluster],
             shard: None,
             hop_budgets: HopBudgets::default(),
-            delete_target: Duration::from_secs(1800),
             delete_budgets: HopBudgets::deletion_defaults(),
-            node_pool_create_target: DEFAULT_NODE_POOL_CREATE_TARGET,
-            node_pool_delete_target: DEFAULT_NODE_POOL_DELETE_TARGET,
-            upgrade_target: DEFAULT_UPGRADE_TARGET,
-            node_pool_upgrade_target: DEFAULT_NODE_POOL_UPGRADE_TARGET,
             upgrade_budgets: HopBudgets::upgrade_defaults(),
             ownership: Ownership::ALL,
             rp_in_scope: false,
@@ -187,4 +178,28 @@ pub fn shard_of(cluster_id: &str, total: u32) -> u32 {
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     (u64::from_be_bytes(first) % u64::from(total.max(1))) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_keyed_by_kind_with_each_flows_default() {
+        let defaults = OperationTargets::default();
+        for kind in OperationKind::ALL {
+            assert_eq!(defaults.get(kind), kind.flow().default_target, "{kind}");
+            assert_eq!(ModelConfig::default().target(kind), defaults.get(kind));
+        }
+        let seven = Duration::from_secs(7);
+        let set = defaults.with(OperationKind::Upgrade, seven);
+        for kind in OperationKind::ALL {
+            let want = if kind == OperationKind::Upgrade {
+                seven
+            } else {
+                defaults.get(kind)
+            };
+            assert_eq!(set.get(kind), want, "{kind}");
+        }
+    }
 }

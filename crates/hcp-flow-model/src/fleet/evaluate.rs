@@ -260,7 +260,7 @@ pub(super) fn evaluate_creation(
         return;
     }
     let started = timeline.created_at.at;
-    let target = config.creation_target;
+    let target = config.target(OperationKind::Create);
     let counted = counts_operation(config, &timeline.cluster_id, false);
 
     if timeline.hops.values().any(|h| h.phase == Phase::Deleting) {
@@ -518,7 +518,7 @@ pub(super) fn evaluate_deletion(
             }
         }
         timeline.deletion = Some(Box::new(deletion));
-        started_now = Some(after(start.at, config.delete_target));
+        started_now = Some(after(start.at, config.target(OperationKind::Delete)));
     }
     let counted = counts_operation(config, &timeline.cluster_id, false);
     let cluster_id = timeline.cluster_id.clone();
@@ -559,7 +559,7 @@ pub(super) fn evaluate_deletion(
             outcome: Outcome::Failed,
             started: started.into(),
             ended: failed_at.into(),
-            target: config.delete_target,
+            target: config.target(OperationKind::Delete),
             hops: operation_hops(deletion),
         };
         ending.record(&mut deletion.slo, events);
@@ -626,7 +626,7 @@ pub(super) fn deletion_done(
         outcome: Outcome::Succeeded,
         started,
         ended: at,
-        target: config.delete_target,
+        target: config.target(OperationKind::Delete),
         hops: operation_hops(deletion),
     };
     ending.record(&mut deletion.slo, events);

@@ -124,7 +124,11 @@ impl Fleet {
             // Another shard tracked the provisional timeline and counted it
             // late if it passed the target before this join; decide the same
             // from the same upstream times instead of counting it again.
-            carried = provisional_verdict(&reading.view, self.config.creation_target, now);
+            carried = provisional_verdict(
+                &reading.view,
+                self.config.target(OperationKind::Create),
+                now,
+            );
         }
         if let Some(verdict) = carried
             && let Some(timeline) = self.clusters.get_mut(cluster_id).map(Arc::make_mut)
