@@ -856,6 +856,47 @@ fn day2_key(op: &Day2OperationTruth) -> String {
     kind.key(&op.cluster_id, subject.as_deref())
 }
 
+/// Which operations `names` together and one instance time apart at one
+/// `(operation, hop, outcome)` row: what a failed row-by-row comparison
+/// names.
+fn apart(run: &Run, names: &[String], row: &[String]) -> String {
+    let timed = |names: &[String]| -> BTreeMap<String, usize> {
+        let mut keys = BTreeMap::new();
+        for name in names {
+            for (key, hop, via, counted) in run.ended[name.as_str()].hops.lock().iter() {
+                let operation = OperationKind::ALL
+                    .into_iter()
+                    .filter(|k| *k != OperationKind::Create)
+                    .find(|k| {
+                        key.ends_with(&format!("/{}", k.as_str()))
+                            || key.contains(&format!("/{}/", k.as_str()))
+                    })
+                    .unwrap_or(OperationKind::Create);
+                if *via == Via::Direct
+                    && *counted
+                    && operation.as_str() == row[0]
+                    && hop.to_string() == row[1]
+                {
+                    *keys.entry(key.clone()).or_default() += 1;
+                }
+            }
+        }
+        keys
+    };
+    let (theirs, one) = (timed(names), timed(&["single".to_string()]));
+    let only = |a: &BTreeMap<String, usize>, b: &BTreeMap<String, usize>| -> Vec<String> {
+        a.iter()
+            .filter(|(k, n)| b.get(*k) != Some(*n))
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect()
+    };
+    format!(
+        "timed (any outcome) only by {names:?}: {:?}; only by one instance: {:?}",
+        only(&theirs, &one),
+        only(&one, &theirs)
+    )
+}
+
 async fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let started = Instant::now();
     while !ok() {
@@ -1274,6 +1315,10 @@ async fn every_operation(exact: bool) {
             .collect::<Vec<_>>(),
     );
 
+    let split_names: Vec<String> = std::iter::once("service".to_string())
+        .chain(mgmt_clusters.iter().map(|m| format!("management/{m}")))
+        .collect();
+    let shard_names: Vec<String> = (0..SHARDS).map(|i| format!("shard/{i}")).collect();
     // The world ran every operation to its end while it was watched.
     for operation in OPERATIONS {
         assert!(
@@ -1301,7 +1346,12 @@ async fn every_operation(exact: bool) {
                     "split {key:?}: {got} against {want} in one instance"
                 );
             } else {
-                assert_eq!(got, *want, "split {key:?} against one instance");
+                assert_eq!(
+                    got,
+                    *want,
+                    "split {key:?} against one instance; {}",
+                    apart(&run, &split_names, key)
+                );
             }
         }
         for key in split.hops.keys() {
@@ -1323,7 +1373,12 @@ async fn every_operation(exact: bool) {
             if key[0] == "delete" && key[1] == "rp_frontend" {
                 assert!(got >= want, "shards {key:?}: {got} against {want}");
             } else {
-                assert_eq!(got, want, "shards {key:?} against one instance");
+                assert_eq!(
+                    got,
+                    want,
+                    "shards {key:?} against one instance; {}",
+                    apart(&run, &shard_names, key)
+                );
             }
         }
     }
@@ -1365,10 +1420,6 @@ async fn every_operation(exact: bool) {
     // Each operation ends once in each instance, and is counted once
     // across the split and across the shards; each hop's span (its end read
     // directly) comes from one instance of the split.
-    let split_names: Vec<String> = std::iter::once("service".to_string())
-        .chain(mgmt_clusters.iter().map(|m| format!("management/{m}")))
-        .collect();
-    let shard_names: Vec<String> = (0..SHARDS).map(|i| format!("shard/{i}")).collect();
     for (name, ended) in &run.ended {
         let mut seen = BTreeSet::new();
         for (key, _) in ended.operations.lock().iter() {
