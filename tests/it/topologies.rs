@@ -656,10 +656,40 @@ async fn day2_against_the_world(run: &Run, mgmt_clusters: &[String]) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let untimed: Vec<_> = must.iter().filter(|k| !timed.contains_key(*k)).collect();
+    let untimed: Vec<String> = must
+        .iter()
+        .filter(|k| !timed.contains_key(*k))
+        .map(|(key, hop)| {
+            let op = &run.day2[key];
+            // What the management instances ended of that pool or cluster.
+            let subject = op.node_pool.as_deref().unwrap_or(op.cluster_id.as_str());
+            let seen: Vec<String> = mgmt_clusters
+                .iter()
+                .flat_map(|m| {
+                    run.ended[format!("management/{m}").as_str()]
+                        .hops
+                        .lock()
+                        .iter()
+                        .filter(|(k, ..)| k.starts_with(&op.cluster_id) && k.contains(subject))
+                        .map(|(k, h, via, counted)| format!("{k} {h} {via:?} counted={counted}"))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            format!(
+                "{key} at {hop}: started {}, ended {:?}, cluster deleting from {:?}; the \
+                 management instances ended of it: {seen:?}",
+                op.started,
+                op.ended,
+                deleting_at.get(op.cluster_id.as_str())
+            )
+        })
+        .collect();
     assert!(
         untimed.is_empty(),
-        "day-2 operations the world ended that no management instance timed: {untimed:?}"
+        "day-2 operations the world ended that no management instance timed (walked from {} \
+         to {} in steps of {STEP:?}): {untimed:#?}",
+        loaded_at,
+        run.end
     );
     let twice: Vec<_> = timed.iter().filter(|(_, n)| **n > 1).collect();
     assert!(
