@@ -427,9 +427,8 @@ impl RpFrontendSource {
             let send_all = all || self.targets[i].schedule.relist_due(&self.cadence, now);
             let result = match &kind {
                 TargetKind::Subscription(sub) => {
-                    let delivery = PageDelivery { initial };
                     let listed = self
-                        .read_subscription(sub, send_all, delivery, &mut out)
+                        .read_subscription(sub, send_all, initial, &mut out)
                         .await;
                     delivered |= listed.delivered;
                     listed.result
@@ -480,7 +479,7 @@ impl RpFrontendSource {
         &mut self,
         sub: &str,
         send_all: bool,
-        delivery: PageDelivery,
+        initial: bool,
         out: &mut Vec<Observation>,
     ) -> Listed {
         let mut seen = HashSet::new();
@@ -490,7 +489,7 @@ impl RpFrontendSource {
             .read_pages(
                 sub,
                 send_all,
-                delivery,
+                initial,
                 &mut seen,
                 &mut any_in_flight,
                 &mut delivered,
@@ -507,7 +506,7 @@ impl RpFrontendSource {
         &mut self,
         sub: &str,
         send_all: bool,
-        delivery: PageDelivery,
+        initial: bool,
         seen: &mut HashSet<String>,
         any_in_flight: &mut bool,
         delivered: &mut bool,
@@ -540,12 +539,7 @@ impl RpFrontendSource {
                 seen.insert(resource_id);
             }
             *delivered |= !out.is_empty();
-            http::deliver(
-                &self.ctx,
-                delivery.initial && !out.is_empty(),
-                out,
-                &unknown,
-            );
+            http::deliver(&self.ctx, initial && !out.is_empty(), out, &unknown);
             match next {
                 Some(link) => url = self.client.same_origin(&link)?,
                 None => break,
@@ -730,12 +724,6 @@ impl RpFrontendSource {
         self.tracker
             .update(resource_id, vec![observation], mode, out);
     }
-}
-
-/// How the pages of one poll are delivered: all as the same poll.
-#[derive(Clone, Copy)]
-struct PageDelivery {
-    initial: bool,
 }
 
 /// What listing one subscription came to.

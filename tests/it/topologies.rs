@@ -561,6 +561,14 @@ async fn walk(
     }
 }
 
+/// Whether any hop of a truth cluster, on either side, reads deleting.
+fn deleting(c: &TruthCluster) -> bool {
+    c.management
+        .values()
+        .chain(c.hops.values())
+        .any(|h| h.phase == Phase::Deleting)
+}
+
 /// The management instances' day-2 hop timings against the world's own
 /// ledger (`World::day2_operations`, seen at every step): every operation
 /// the world ended while it was walked is timed at its management hop (the
@@ -588,15 +596,8 @@ async fn day2_against_the_world(run: &Run, mgmt_clusters: &[String]) {
             .iter()
             .map(|c| c.cluster_id.as_str())
             .collect();
-        for c in &truth.clusters {
-            let deleting = c
-                .management
-                .values()
-                .chain(c.hops.values())
-                .any(|h| h.phase == Phase::Deleting);
-            if deleting {
-                deleting_at.entry(c.cluster_id.as_str()).or_insert(*at);
-            }
+        for c in truth.clusters.iter().filter(|c| deleting(c)) {
+            deleting_at.entry(c.cluster_id.as_str()).or_insert(*at);
         }
         for gone in seen.difference(&here) {
             deleting_at.entry(gone).or_insert(*at);
@@ -731,12 +732,6 @@ async fn creation_and_deletion_against_the_world(run: &Run, mgmt_clusters: &[Str
         Hop::NodePool,
     ];
     let loaded_at = run.snapshots[0].0;
-    let deleting = |c: &TruthCluster| {
-        c.management
-            .values()
-            .chain(c.hops.values())
-            .any(|h| h.phase == Phase::Deleting)
-    };
     // (key, hop) that must be timed, and that may be.
     let mut must: BTreeSet<(String, Hop)> = BTreeSet::new();
     let mut may: BTreeSet<(String, Hop)> = BTreeSet::new();
